@@ -1,0 +1,54 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_memidx_global_optspecs
+    string join \n h/help V/version
+end
+
+function __fish_memidx_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_memidx_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_memidx_using_subcommand
+    set -l cmd (__fish_memidx_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c memidx -n "__fish_memidx_needs_command" -s h -l help -d 'Print help'
+complete -c memidx -n "__fish_memidx_needs_command" -s V -l version -d 'Print version'
+complete -c memidx -n "__fish_memidx_needs_command" -f -a "index" -d 'Build or update the index of a folder (written to DIR/.memidx)'
+complete -c memidx -n "__fish_memidx_needs_command" -f -a "search" -d 'Search the index and print the best chunks'
+complete -c memidx -n "__fish_memidx_needs_command" -f -a "completions" -d 'Print a shell completion script to stdout'
+complete -c memidx -n "__fish_memidx_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c memidx -n "__fish_memidx_using_subcommand index" -l max-file-size -d 'Skip files larger than this (bytes; K, M, G suffixes allowed)' -r
+complete -c memidx -n "__fish_memidx_using_subcommand index" -l full -d 'Re-read every file instead of reusing unchanged ones'
+complete -c memidx -n "__fish_memidx_using_subcommand index" -s q -l quiet -d 'Print no progress bar and no summary (warnings are still printed)'
+complete -c memidx -n "__fish_memidx_using_subcommand index" -s h -l help -d 'Print help'
+complete -c memidx -n "__fish_memidx_using_subcommand index" -s V -l version -d 'Print version'
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l request -d 'Read a JSON request (query_id, search_text, top_k, hybrid_params, metadata_filter) from FILE, or from stdin with \'-\'; answers in JSON' -r -F
+complete -c memidx -n "__fish_memidx_using_subcommand search" -s k -l top-k -d 'Number of results' -r
+complete -c memidx -n "__fish_memidx_using_subcommand search" -s f -l filter -d 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)' -r
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l rrf-k -d 'The RRF constant k in w / (k + rank)' -r
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l sparse-weight -d 'Weight of the sparse (BM25) list in the fusion' -r
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l window -d 'Candidates taken from each list before fusion [default: max(50, 2 × top-k)]' -r
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l mode -d 'Which lists to run' -r -f -a "sparse\t'BM25 over the identifier-aware tokenizer only'"
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l index -d 'The index to search: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l json -d 'Print one JSON document (the response shape) instead of text'
+complete -c memidx -n "__fish_memidx_using_subcommand search" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c memidx -n "__fish_memidx_using_subcommand search" -s V -l version -d 'Print version'
+complete -c memidx -n "__fish_memidx_using_subcommand completions" -s h -l help -d 'Print help'
+complete -c memidx -n "__fish_memidx_using_subcommand completions" -s V -l version -d 'Print version'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search completions help" -f -a "index" -d 'Build or update the index of a folder (written to DIR/.memidx)'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search completions help" -f -a "search" -d 'Search the index and print the best chunks'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search completions help" -f -a "completions" -d 'Print a shell completion script to stdout'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -1,0 +1,146 @@
+//! The command line, as clap derive data only.
+//!
+//! Kept free of logic so that the same definition drives parsing, the shell
+//! completions in `completions/`, and their up-to-date test. Values are
+//! validated and resolved into typed settings by [`crate::config`].
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Hybrid search memory over folders of markdown: BM25 + dense vectors, fused with RRF.
+#[derive(Debug, Parser)]
+#[command(name = "memidx", version, about, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Build or update the index of a folder (written to DIR/.memidx).
+    Index(IndexArgs),
+    /// Search the index and print the best chunks.
+    Search(SearchArgs),
+    /// Print a shell completion script to stdout.
+    Completions(CompletionsArgs),
+}
+
+/// Arguments of `memidx index`.
+#[derive(Debug, Args)]
+pub struct IndexArgs {
+    /// The folder of markdown to index.
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+    /// Re-read every file instead of reusing unchanged ones.
+    #[arg(long)]
+    pub full: bool,
+    /// Skip files larger than this (bytes; K, M, G suffixes allowed).
+    #[arg(long, value_name = "SIZE", default_value = "10M", value_parser = parse_size)]
+    pub max_file_size: u64,
+    /// Print no progress bar and no summary (warnings are still printed).
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// Arguments of `memidx search`.
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// What to search for.
+    #[arg(required_unless_present = "request")]
+    pub query: Option<String>,
+    /// Read a JSON request (query_id, search_text, top_k, hybrid_params,
+    /// metadata_filter) from FILE, or from stdin with '-'; answers in JSON.
+    #[arg(long, value_name = "FILE", conflicts_with = "query")]
+    pub request: Option<PathBuf>,
+    /// Number of results.
+    #[arg(short = 'k', long, value_name = "N")]
+    pub top_k: Option<usize>,
+    /// Print one JSON document (the response shape) instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Retrieval settings shared with other commands.
+    #[command(flatten)]
+    pub retrieval: RetrievalArgs,
+}
+
+/// Retrieval settings common to the commands that search.
+#[derive(Debug, Args)]
+pub struct RetrievalArgs {
+    /// Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across
+    /// keys, OR across values of one key).
+    #[arg(short, long = "filter", value_name = "KEY=VALUE")]
+    pub filters: Vec<String>,
+    /// The RRF constant k in w / (k + rank).
+    #[arg(long, value_name = "K")]
+    pub rrf_k: Option<f64>,
+    /// Weight of the sparse (BM25) list in the fusion.
+    #[arg(long, value_name = "W")]
+    pub sparse_weight: Option<f64>,
+    /// Candidates taken from each list before fusion [default: max(50, 2 × top-k)].
+    #[arg(long, value_name = "N")]
+    pub window: Option<usize>,
+    /// Which lists to run.
+    #[arg(long, value_enum, default_value_t = Mode::Sparse)]
+    pub mode: Mode,
+    /// The index to search: a .memidx folder or the folder holding it
+    /// [default: the nearest .memidx in the current folder or its parents].
+    #[arg(long, value_name = "PATH", env = "MEMIDX_INDEX")]
+    pub index: Option<PathBuf>,
+}
+
+/// Which ranked lists a search runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// BM25 over the identifier-aware tokenizer only.
+    Sparse,
+}
+
+/// Arguments of `memidx completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to write completions for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// Parses a byte size: a number with an optional K, M or G suffix (powers of 1024).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let (digits, factor) = match text.char_indices().last() {
+        Some((i, c)) if c.eq_ignore_ascii_case(&'k') => (&text[..i], 1u64 << 10),
+        Some((i, c)) if c.eq_ignore_ascii_case(&'m') => (&text[..i], 1 << 20),
+        Some((i, c)) if c.eq_ignore_ascii_case(&'g') => (&text[..i], 1 << 30),
+        _ => (text, 1),
+    };
+    digits
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(factor))
+        .ok_or_else(|| format!("'{text}' is not a size (examples: 500000, 512K, 10M, 1G)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn sizes_parse_with_suffixes() {
+        assert_eq!(parse_size("123"), Ok(123));
+        assert_eq!(parse_size("2k"), Ok(2048));
+        assert_eq!(parse_size("10M"), Ok(10 << 20));
+        assert_eq!(parse_size("1G"), Ok(1 << 30));
+        assert!(parse_size("ten").is_err());
+        assert!(parse_size("").is_err());
+        assert!(parse_size("99999999999G").is_err());
+    }
+}

@@ -1,0 +1,25 @@
+//! `memidx index`: build or update a folder's index.
+
+use std::io::Write;
+
+use anyhow::Result;
+
+use super::Status;
+use crate::indexer::{self, IndexOptions};
+use crate::output::human;
+
+/// Indexes per `options`; warnings go to `err`, the summary to `out`
+/// unless `quiet`.
+pub fn run(
+    options: &IndexOptions,
+    quiet: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<Status> {
+    let report = indexer::run(options)?;
+    human::print_index_warnings(err, &report.skipped, &report.warnings)?;
+    if !quiet {
+        human::print_index_summary(out, &report)?;
+    }
+    Ok(Status::Success)
+}

@@ -1,0 +1,42 @@
+//! One module per subcommand. Each turns typed settings into results and
+//! hands them to a printer; [`run`] dispatches and reports how it went.
+
+pub mod completions;
+pub mod index;
+pub mod search;
+
+use std::io::{self, Write};
+
+use anyhow::{Context, Result};
+
+use crate::cli::{Cli, Command};
+use crate::config::{self, SearchConfig};
+
+/// How a command ended, mapped to the exit code by the binary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Work done, results printed (exit 0).
+    Success,
+    /// A search or explain found nothing (exit 1, like grep).
+    NoResults,
+}
+
+/// Runs a parsed command line, printing to stdout and stderr.
+pub fn run(cli: Cli) -> Result<Status> {
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let status = match cli.command {
+        Command::Index(args) => {
+            let options = config::index_options(&args);
+            index::run(&options, args.quiet, &mut out, &mut io::stderr())
+        }
+        Command::Search(args) => {
+            let cwd = std::env::current_dir().context("cannot read the current folder")?;
+            let config = SearchConfig::from_args(&args, &cwd, io::stdin().lock())?;
+            search::run(&config, &mut out)
+        }
+        Command::Completions(args) => completions::run(args.shell, &mut out),
+    }?;
+    out.flush()?;
+    Ok(status)
+}

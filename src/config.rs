@@ -1,0 +1,298 @@
+//! Validated, resolved settings, built once from the command line, the
+//! environment and (for `search --request`) a JSON request.
+//!
+//! Commands receive these typed values and never look at raw arguments:
+//! every default, bound and precedence rule lives here.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail, ensure};
+
+use crate::cli::{IndexArgs, Mode, RetrievalArgs, SearchArgs};
+use crate::filter::Filter;
+use crate::fusion::DEFAULT_RRF_K;
+use crate::indexer::IndexOptions;
+use crate::request::SearchRequest;
+use crate::retriever::SearchParams;
+use crate::store::{INDEX_DIR_NAME, MANIFEST_FILE};
+
+/// Default number of results.
+pub const DEFAULT_TOP_K: usize = 10;
+/// Largest accepted `top_k`.
+pub const MAX_TOP_K: usize = 10_000;
+/// Smallest default window (candidates per list).
+pub const MIN_DEFAULT_WINDOW: usize = 50;
+/// Largest accepted window.
+pub const MAX_WINDOW: usize = 100_000;
+
+/// How results are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// Aligned text for people.
+    Human,
+    /// One JSON document (the response shape).
+    Json,
+}
+
+/// Everything `memidx search` needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchConfig {
+    /// The `.memidx` folder to search.
+    pub index_dir: PathBuf,
+    /// The caller's query id, echoed in JSON output.
+    pub query_id: Option<String>,
+    /// The query text.
+    pub query: String,
+    /// Which lists run.
+    pub mode: Mode,
+    /// Weight of the sparse list.
+    pub sparse_weight: f64,
+    /// Window, top-k, k and filters.
+    pub params: SearchParams,
+    /// Output format.
+    pub format: OutputFormat,
+}
+
+impl SearchConfig {
+    /// Resolves `memidx search` arguments; `stdin` is read for `--request -`.
+    pub fn from_args(args: &SearchArgs, cwd: &Path, stdin: impl Read) -> Result<Self> {
+        let request = match &args.request {
+            Some(path) => Some(read_request(path, stdin)?),
+            None => None,
+        };
+        let retrieval = &args.retrieval;
+        let hybrid = request.as_ref().and_then(|r| r.hybrid_params);
+        let query = match (&request, &args.query) {
+            (Some(r), _) => r.search_text.clone(),
+            (None, Some(q)) => q.clone(),
+            (None, None) => bail!("give a query, or a JSON request with --request FILE"),
+        };
+        let top_k = args
+            .top_k
+            .or(request.as_ref().and_then(|r| r.top_k))
+            .unwrap_or(DEFAULT_TOP_K);
+        let mut filter_pairs = request
+            .as_ref()
+            .map(|r| r.filter_pairs())
+            .unwrap_or_default();
+        filter_pairs.extend(
+            Filter::parse_args(&retrieval.filters)?
+                .conditions()
+                .iter()
+                .flat_map(|(k, vs)| vs.iter().map(move |v| (k.clone(), v.clone()))),
+        );
+        let sparse_weight = retrieval
+            .sparse_weight
+            .or(hybrid.and_then(|h| h.sparse_weight))
+            .unwrap_or(1.0);
+        let rrf_k = retrieval
+            .rrf_k
+            .or(hybrid.and_then(|h| h.rrf_k_constant))
+            .unwrap_or(DEFAULT_RRF_K);
+        let params = SearchParams {
+            top_k: check_top_k(top_k)?,
+            window: check_window(
+                retrieval
+                    .window
+                    .unwrap_or(MIN_DEFAULT_WINDOW.max(2 * top_k)),
+            )?,
+            rrf_k: check_rrf_k(rrf_k)?,
+            filter: Filter::from_pairs(filter_pairs),
+        };
+        let format = if args.json || request.is_some() {
+            OutputFormat::Json
+        } else {
+            OutputFormat::Human
+        };
+        Ok(Self {
+            index_dir: resolve_index_dir(retrieval, cwd)?,
+            query_id: request.and_then(|r| r.query_id),
+            query,
+            mode: retrieval.mode,
+            sparse_weight: check_weight("sparse", sparse_weight)?,
+            params,
+            format,
+        })
+    }
+}
+
+/// Resolves `memidx index` arguments.
+pub fn index_options(args: &IndexArgs) -> IndexOptions {
+    let mut options = IndexOptions::new(args.dir.clone());
+    options.full = args.full;
+    options.max_file_size = args.max_file_size;
+    options.progress = !args.quiet;
+    options
+}
+
+/// Finds the index: `--index`/`MEMIDX_INDEX` when given (a `.memidx` folder
+/// or the folder holding one), else the nearest `.memidx` in `cwd` or its
+/// parents, as git finds `.git`.
+pub fn resolve_index_dir(args: &RetrievalArgs, cwd: &Path) -> Result<PathBuf> {
+    if let Some(path) = &args.index {
+        let path = cwd.join(path);
+        let nested = path.join(INDEX_DIR_NAME);
+        if path.join(MANIFEST_FILE).is_file()
+            || path.file_name().is_some_and(|n| n == INDEX_DIR_NAME)
+        {
+            return Ok(path);
+        }
+        if nested.is_dir() {
+            return Ok(nested);
+        }
+        bail!(
+            "no index at {}; run 'memidx index DIR' first",
+            path.display()
+        );
+    }
+    cwd.ancestors()
+        .map(|dir| dir.join(INDEX_DIR_NAME))
+        .find(|candidate| candidate.is_dir())
+        .with_context(|| {
+            format!(
+                "no index found in {} or its parents; run 'memidx index DIR' first",
+                cwd.display()
+            )
+        })
+}
+
+fn read_request(path: &Path, mut stdin: impl Read) -> Result<SearchRequest> {
+    let mut json = String::new();
+    if path == Path::new("-") {
+        stdin
+            .read_to_string(&mut json)
+            .context("cannot read the request from stdin")?;
+    } else {
+        json = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read request file {}", path.display()))?;
+    }
+    SearchRequest::parse(&json)
+}
+
+fn check_top_k(top_k: usize) -> Result<usize> {
+    ensure!(
+        (1..=MAX_TOP_K).contains(&top_k),
+        "top_k must be between 1 and {MAX_TOP_K}, got {top_k}"
+    );
+    Ok(top_k)
+}
+
+fn check_window(window: usize) -> Result<usize> {
+    ensure!(
+        (1..=MAX_WINDOW).contains(&window),
+        "window must be between 1 and {MAX_WINDOW}, got {window}"
+    );
+    Ok(window)
+}
+
+fn check_rrf_k(k: f64) -> Result<f64> {
+    ensure!(
+        k.is_finite() && k >= 0.0,
+        "the RRF k must be a finite number ≥ 0, got {k}"
+    );
+    Ok(k)
+}
+
+fn check_weight(list: &str, weight: f64) -> Result<f64> {
+    ensure!(
+        weight.is_finite() && weight >= 0.0,
+        "the {list} weight must be a finite number ≥ 0, got {weight}"
+    );
+    Ok(weight)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn search_config(argv: &[&str], stdin: &str) -> Result<SearchConfig> {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(INDEX_DIR_NAME)).unwrap();
+        let cli = Cli::try_parse_from(argv).unwrap();
+        let Command::Search(args) = cli.command else {
+            panic!("not a search")
+        };
+        SearchConfig::from_args(&args, dir.path(), stdin.as_bytes())
+    }
+
+    #[test]
+    fn defaults_follow_the_design() {
+        let c = search_config(&["memidx", "search", "pool"], "").unwrap();
+        assert_eq!(
+            (c.params.top_k, c.params.window, c.params.rrf_k),
+            (10, 50, 60.0)
+        );
+        assert_eq!(c.format, OutputFormat::Human);
+        assert!(c.index_dir.ends_with(INDEX_DIR_NAME));
+        let c = search_config(&["memidx", "search", "pool", "-k", "40"], "").unwrap();
+        assert_eq!(c.params.window, 80);
+    }
+
+    #[test]
+    fn request_from_stdin_sets_everything_and_flags_override() {
+        let json = r#"{"query_id": "q1", "search_text": "pool", "top_k": 3,
+            "hybrid_params": {"sparse_weight": 0.4, "rrf_k_constant": 10},
+            "metadata_filter": {"environment": "production"}}"#;
+        let c = search_config(
+            &["memidx", "search", "--request", "-", "--rrf-k", "20"],
+            json,
+        )
+        .unwrap();
+        assert_eq!(c.query_id.as_deref(), Some("q1"));
+        assert_eq!(
+            (
+                c.query.as_str(),
+                c.params.top_k,
+                c.params.rrf_k,
+                c.sparse_weight
+            ),
+            ("pool", 3, 20.0, 0.4)
+        );
+        assert_eq!(
+            c.params.filter,
+            Filter::from_pairs([("environment", "production")])
+        );
+        assert_eq!(c.format, OutputFormat::Json);
+    }
+
+    #[test]
+    fn out_of_range_values_are_refused() {
+        for argv in [
+            &["memidx", "search", "x", "-k", "0"][..],
+            &["memidx", "search", "x", "-k", "1000000000"],
+            &["memidx", "search", "x", "--rrf-k", "-1"],
+            &["memidx", "search", "x", "--rrf-k", "NaN"],
+            &["memidx", "search", "x", "--sparse-weight", "-0.5"],
+            &["memidx", "search", "x", "--window", "0"],
+        ] {
+            assert!(search_config(argv, "").is_err(), "{argv:?}");
+        }
+    }
+
+    #[test]
+    fn index_is_found_upward_or_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("a/b");
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::create_dir(dir.path().join(INDEX_DIR_NAME)).unwrap();
+        let cli = Cli::try_parse_from(["memidx", "search", "x"]).unwrap();
+        let Command::Search(args) = cli.command else {
+            panic!()
+        };
+        assert_eq!(
+            resolve_index_dir(&args.retrieval, &sub).unwrap(),
+            dir.path().join(INDEX_DIR_NAME)
+        );
+        let cli = Cli::try_parse_from(["memidx", "search", "x", "--index", "a"]).unwrap();
+        let Command::Search(args) = cli.command else {
+            panic!()
+        };
+        let err = resolve_index_dir(&args.retrieval, dir.path())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no index at"), "{err}");
+    }
+}

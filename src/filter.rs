@@ -1,0 +1,190 @@
+//! Metadata filters, applied before any list takes its top window.
+//!
+//! A filter is a set of `key=value` conditions: a chunk passes when, for
+//! every key, its file's metadata holds at least one of the values asked for
+//! that key (AND across keys, OR across values of one key). The filters are
+//! evaluated once per search into an [`AllowSet`] over chunk ordinals, and
+//! every list consults the same set — so a filtered search never comes back
+//! short because unfiltered hits filled the window, and both lists agree on
+//! what the filter means.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use anyhow::{Result, bail};
+
+use crate::store::generation::{ChunkOrd, ChunkTable};
+
+/// Validated filter conditions: key → accepted values.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    conditions: BTreeMap<String, Vec<String>>,
+}
+
+impl Filter {
+    /// Builds a filter from `(key, value)` pairs; repeated keys OR their values.
+    pub fn from_pairs<I, K, V>(pairs: I) -> Self
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: Into<String>,
+    {
+        let mut conditions: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (key, value) in pairs {
+            let values = conditions.entry(key.into()).or_default();
+            let value = value.into();
+            if !values.contains(&value) {
+                values.push(value);
+            }
+        }
+        Self { conditions }
+    }
+
+    /// Parses command-line conditions of the form `key=value`.
+    pub fn parse_args(args: &[String]) -> Result<Self> {
+        let mut pairs = Vec::with_capacity(args.len());
+        for arg in args {
+            match arg.split_once('=') {
+                Some((key, value)) if !key.trim().is_empty() => {
+                    pairs.push((key.trim().to_string(), value.trim().to_string()))
+                }
+                _ => bail!("--filter expects KEY=VALUE (e.g. environment=production), got '{arg}'"),
+            }
+        }
+        Ok(Self::from_pairs(pairs))
+    }
+
+    /// True when there is no condition.
+    pub fn is_empty(&self) -> bool {
+        self.conditions.is_empty()
+    }
+
+    /// The conditions, by key.
+    pub fn conditions(&self) -> &BTreeMap<String, Vec<String>> {
+        &self.conditions
+    }
+
+    /// Evaluates the filter over a chunk table.
+    ///
+    /// A key that no indexed file carries is an error naming it, since it
+    /// can only be a typo and would silently return nothing.
+    pub fn evaluate(&self, table: &ChunkTable) -> Result<AllowSet> {
+        if self.is_empty() {
+            return Ok(AllowSet::All);
+        }
+        for key in self.conditions.keys() {
+            if !table.files.iter().any(|f| f.metadata.contains_key(key)) {
+                bail!("no indexed file has the metadata key '{key}'; check the --filter spelling");
+            }
+        }
+        let file_passes: Vec<bool> = table
+            .files
+            .iter()
+            .map(|file| {
+                self.conditions.iter().all(|(key, wanted)| {
+                    file.metadata
+                        .get(key)
+                        .is_some_and(|have| have.iter().any(|v| wanted.contains(v)))
+                })
+            })
+            .collect();
+        Ok(AllowSet::Only(
+            table
+                .chunks
+                .iter()
+                .map(|c| file_passes.get(c.file as usize).copied().unwrap_or(false))
+                .collect(),
+        ))
+    }
+}
+
+/// Which chunks a search may return.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AllowSet {
+    /// No filter: every chunk.
+    All,
+    /// One flag per chunk ordinal (shared, so lists can hold it cheaply).
+    Only(Arc<[bool]>),
+}
+
+impl AllowSet {
+    /// True when the chunk passes the filters.
+    pub fn allows(&self, chunk: ChunkOrd) -> bool {
+        match self {
+            Self::All => true,
+            Self::Only(flags) => flags.get(chunk as usize).copied().unwrap_or(false),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::corpus::markdown::Metadata;
+    use crate::store::generation::{ChunkRecord, FileEntry};
+
+    fn table() -> ChunkTable {
+        let file = |path: &str, pairs: &[(&str, &[&str])]| FileEntry {
+            path: path.into(),
+            metadata: pairs
+                .iter()
+                .map(|(k, vs)| (k.to_string(), vs.iter().map(|v| v.to_string()).collect()))
+                .collect::<Metadata>(),
+        };
+        let chunk = |file| ChunkRecord {
+            file,
+            n: 1,
+            heading_path: vec![],
+            lines: (1, 1),
+            text_start: 0,
+            text_len: 0,
+        };
+        ChunkTable {
+            files: vec![
+                file(
+                    "prod.md",
+                    &[("environment", &["production"]), ("service", &["billing"])],
+                ),
+                file("both.md", &[("environment", &["production", "staging"])]),
+                file(
+                    "stage.md",
+                    &[("environment", &["staging"]), ("service", &["billing"])],
+                ),
+            ],
+            chunks: vec![chunk(0), chunk(0), chunk(1), chunk(2)],
+        }
+    }
+
+    fn allowed(filter: &Filter) -> Vec<ChunkOrd> {
+        let set = filter.evaluate(&table()).unwrap();
+        (0..4).filter(|&c| set.allows(c)).collect()
+    }
+
+    #[test]
+    fn empty_filter_allows_everything() {
+        assert_eq!(Filter::default().evaluate(&table()).unwrap(), AllowSet::All);
+    }
+
+    #[test]
+    fn list_values_match_any_element() {
+        let f = Filter::parse_args(&["environment=staging".into()]).unwrap();
+        assert_eq!(allowed(&f), [2, 3]);
+    }
+
+    #[test]
+    fn keys_are_anded_and_repeated_keys_ored() {
+        let f = Filter::from_pairs([("environment", "production"), ("service", "billing")]);
+        assert_eq!(allowed(&f), [0, 1]);
+        let f = Filter::from_pairs([("environment", "production"), ("environment", "staging")]);
+        assert_eq!(allowed(&f), [0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn malformed_and_unknown_keys_are_errors() {
+        let err = Filter::parse_args(&["environment".into()]).unwrap_err();
+        assert!(err.to_string().contains("KEY=VALUE"));
+        let f = Filter::from_pairs([("enviroment", "production")]);
+        let err = f.evaluate(&table()).unwrap_err().to_string();
+        assert!(err.contains("'enviroment'"), "{err}");
+    }
+}

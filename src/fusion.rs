@@ -1,0 +1,226 @@
+//! Weighted Reciprocal Rank Fusion, as one pure function over any number of
+//! ranked lists.
+//!
+//! `score(d) = Σ_lists w_list / (k + rank_list(d))`, ranks from 1. A list
+//! that does not hold `d` contributes nothing. Each contribution is kept, so
+//! `explain` can show that the parts add up to the printed score exactly:
+//! the score *is* the left-to-right sum of the recorded contributions.
+//!
+//! Ties are broken deterministically: higher score, then better best rank in
+//! any list, then chunk ordinal (chunk-id order).
+
+use std::cmp::Ordering;
+
+use crate::lists::ListHit;
+use crate::store::generation::ChunkOrd;
+
+/// Default RRF constant `k`.
+pub const DEFAULT_RRF_K: f64 = 60.0;
+
+/// One list's ranking and its weight, as input to [`fuse`].
+#[derive(Debug, Clone, Copy)]
+pub struct WeightedList<'a> {
+    /// The list's hits, best first (rank = index + 1).
+    pub hits: &'a [ListHit],
+    /// The list's weight `w`.
+    pub weight: f64,
+}
+
+/// What one list added to a fused score.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Contribution {
+    /// 1-based rank in the list.
+    pub rank: usize,
+    /// The list's raw score for the chunk.
+    pub raw_score: f32,
+    /// `weight / (k + rank)`.
+    pub value: f64,
+}
+
+/// One fused result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fused {
+    /// The chunk.
+    pub chunk: ChunkOrd,
+    /// Sum of the contributions, in list order.
+    pub score: f64,
+    /// Per input list (same order as the input): its contribution, or `None`
+    /// when the chunk was not among that list's hits.
+    pub contributions: Vec<Option<Contribution>>,
+}
+
+impl Fused {
+    /// The best (smallest) rank this chunk has in any list.
+    pub fn best_rank(&self) -> usize {
+        self.contributions
+            .iter()
+            .flatten()
+            .map(|c| c.rank)
+            .min()
+            .unwrap_or(usize::MAX)
+    }
+}
+
+/// Fuses `lists` with weighted RRF and constant `k`; returns every chunk that
+/// appears in any list, best first.
+pub fn fuse(lists: &[WeightedList<'_>], k: f64) -> Vec<Fused> {
+    let mut by_chunk: std::collections::HashMap<ChunkOrd, Vec<Option<Contribution>>> =
+        std::collections::HashMap::new();
+    for (index, list) in lists.iter().enumerate() {
+        for (position, hit) in list.hits.iter().enumerate() {
+            let rank = position + 1;
+            let slots = by_chunk
+                .entry(hit.chunk)
+                .or_insert_with(|| vec![None; lists.len()]);
+            // A list names each chunk once; should it repeat one, the better rank counts.
+            if slots[index].is_none() {
+                slots[index] = Some(Contribution {
+                    rank,
+                    raw_score: hit.score,
+                    value: list.weight / (k + rank as f64),
+                });
+            }
+        }
+    }
+    let mut fused: Vec<Fused> = by_chunk
+        .into_iter()
+        .map(|(chunk, contributions)| Fused {
+            chunk,
+            score: contributions.iter().flatten().map(|c| c.value).sum(),
+            contributions,
+        })
+        .collect();
+    fused.sort_by(compare);
+    fused
+}
+
+/// Result order: higher score, then better best rank, then chunk ordinal.
+fn compare(a: &Fused, b: &Fused) -> Ordering {
+    b.score
+        .total_cmp(&a.score)
+        .then_with(|| a.best_rank().cmp(&b.best_rank()))
+        .then_with(|| a.chunk.cmp(&b.chunk))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hits(chunks: &[ChunkOrd]) -> Vec<ListHit> {
+        chunks
+            .iter()
+            .map(|&chunk| ListHit { chunk, score: 1.0 })
+            .collect()
+    }
+
+    #[test]
+    fn first_in_one_list_and_third_in_the_other() {
+        let (a, b) = (hits(&[7, 1, 2]), hits(&[3, 4, 7]));
+        let fused = fuse(
+            &[
+                WeightedList {
+                    hits: &a,
+                    weight: 1.0,
+                },
+                WeightedList {
+                    hits: &b,
+                    weight: 1.0,
+                },
+            ],
+            60.0,
+        );
+        assert_eq!(fused[0].chunk, 7);
+        assert_eq!(fused[0].score, 1.0 / 61.0 + 1.0 / 63.0);
+        assert!((fused[0].score - 0.0323).abs() < 5e-5);
+    }
+
+    #[test]
+    fn k_one_worked_example_orders_first_third_second() {
+        // Documents 1, 2, 3 with ranks (1,2), (2,3), (3,1).
+        let (a, b) = (hits(&[1, 2, 3]), hits(&[3, 1, 2]));
+        let fused = fuse(
+            &[
+                WeightedList {
+                    hits: &a,
+                    weight: 1.0,
+                },
+                WeightedList {
+                    hits: &b,
+                    weight: 1.0,
+                },
+            ],
+            1.0,
+        );
+        let order: Vec<_> = fused.iter().map(|f| f.chunk).collect();
+        assert_eq!(order, [1, 3, 2]);
+        let scores: Vec<_> = fused
+            .iter()
+            .map(|f| (f.score * 1e4).round() / 1e4)
+            .collect();
+        assert_eq!(scores, [0.8333, 0.75, 0.5833]);
+    }
+
+    #[test]
+    fn weights_scale_contributions_and_absent_lists_add_nothing() {
+        let (a, b) = (hits(&[1]), hits(&[2]));
+        let fused = fuse(
+            &[
+                WeightedList {
+                    hits: &a,
+                    weight: 0.5,
+                },
+                WeightedList {
+                    hits: &b,
+                    weight: 2.0,
+                },
+            ],
+            60.0,
+        );
+        assert_eq!(fused[0].chunk, 2);
+        assert_eq!(fused[0].score, 2.0 / 61.0);
+        assert_eq!(fused[0].contributions[0], None);
+        assert_eq!(fused[1].score, 0.5 / 61.0);
+    }
+
+    #[test]
+    fn ties_break_by_best_rank_then_chunk() {
+        // Equal scores and equal best ranks: the ordinal decides.
+        let (a, b) = (hits(&[9]), hits(&[4]));
+        let fused = fuse(
+            &[
+                WeightedList {
+                    hits: &a,
+                    weight: 1.0,
+                },
+                WeightedList {
+                    hits: &b,
+                    weight: 1.0,
+                },
+            ],
+            60.0,
+        );
+        assert_eq!(fused.iter().map(|f| f.chunk).collect::<Vec<_>>(), [4, 9]);
+        // Equal scores, different best ranks: weight 2 at rank 2 of k=0 vs weight 1 at rank 1.
+        let (a, b) = (hits(&[3]), hits(&[8, 2]));
+        let fused = fuse(
+            &[
+                WeightedList {
+                    hits: &a,
+                    weight: 1.0,
+                },
+                WeightedList {
+                    hits: &b,
+                    weight: 2.0,
+                },
+            ],
+            0.0,
+        );
+        let order: Vec<_> = fused.iter().map(|f| (f.chunk, f.score)).collect();
+        assert_eq!(order, [(8, 2.0), (3, 1.0), (2, 1.0)]);
+    }
+
+    #[test]
+    fn empty_input_fuses_to_nothing() {
+        assert!(fuse(&[], 60.0).is_empty());
+    }
+}

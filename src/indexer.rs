@@ -1,0 +1,531 @@
+//! The indexing pipeline: walk → read → chunk → write a new generation.
+//!
+//! Files whose size and modification time (or, failing that, content hash)
+//! match the previous index keep their chunks; the others are read, checked
+//! (size bound, binary, UTF-8) and chunked in parallel with `rayon`. A bad
+//! file becomes a [`Skipped`] warning and never stops the run. The new
+//! generation is written beside the old one; the manifest switches to it
+//! atomically; the old generation is removed last.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, bail};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
+
+use crate::corpus::Skipped;
+use crate::corpus::chunk::{ChunkOptions, parse_file};
+use crate::corpus::markdown::Metadata;
+use crate::corpus::walk::{SourceFile, walk};
+use crate::lists::sparse;
+use crate::store::generation::{self, ChunkRecord, ChunkTable, FileEntry, Generation, SPARSE_DIR};
+use crate::store::lock::IndexLock;
+use crate::store::manifest::{Counts, FORMAT_VERSION, FileStamp, Manifest};
+use crate::store::{self, INDEX_DIR_NAME, LOCK_FILE, atomic};
+use crate::text::tokenize::Analyzer;
+
+/// Settings of one indexing run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexOptions {
+    /// The folder to index.
+    pub root: PathBuf,
+    /// Where the index lives (normally `root/.memidx`).
+    pub index_dir: PathBuf,
+    /// Files larger than this many bytes are skipped.
+    pub max_file_size: u64,
+    /// Re-read and re-chunk every file, ignoring the previous index.
+    pub full: bool,
+    /// Draw a progress bar on stderr (only shown when it is a terminal).
+    pub progress: bool,
+    /// Chunker settings.
+    pub chunker: ChunkOptions,
+    /// Tokenizer settings for the sparse list.
+    pub analyzer: Analyzer,
+}
+
+impl IndexOptions {
+    /// Default settings for indexing `root` into `root/.memidx`.
+    pub fn new(root: PathBuf) -> Self {
+        Self {
+            index_dir: root.join(INDEX_DIR_NAME),
+            root,
+            max_file_size: DEFAULT_MAX_FILE_SIZE,
+            full: false,
+            progress: true,
+            chunker: ChunkOptions::default(),
+            analyzer: Analyzer::default(),
+        }
+    }
+}
+
+/// Default bound on the size of one markdown file (10 MiB).
+pub const DEFAULT_MAX_FILE_SIZE: u64 = 10 * 1024 * 1024;
+
+/// What an indexing run did.
+#[derive(Debug, Clone)]
+pub struct IndexReport {
+    /// The index folder written.
+    pub index_dir: PathBuf,
+    /// The generation now live.
+    pub generation: u64,
+    /// Files indexed (fresh + reused).
+    pub files: usize,
+    /// Files whose chunks were kept from the previous index.
+    pub reused: usize,
+    /// Chunks in the new index.
+    pub chunks: usize,
+    /// Files skipped, with reasons.
+    pub skipped: Vec<Skipped>,
+    /// Non-fatal problems in indexed files (e.g. broken front matter).
+    pub warnings: Vec<String>,
+    /// Wall-clock time of the run.
+    pub elapsed: Duration,
+}
+
+/// Indexes `options.root` into `options.index_dir`.
+pub fn run(options: &IndexOptions) -> Result<IndexReport> {
+    let started = Instant::now();
+    let root = &options.root;
+    if !root.is_dir() {
+        bail!(
+            "'{}' is not a folder; give the folder of markdown to index",
+            root.display()
+        );
+    }
+    fs::create_dir_all(&options.index_dir)
+        .with_context(|| format!("cannot create {}", options.index_dir.display()))?;
+    let _lock = IndexLock::acquire(&options.index_dir.join(LOCK_FILE))?;
+    let mut warnings = Vec::new();
+    let previous = Previous::load(options, &mut warnings);
+    remove_stale_generations(
+        &options.index_dir,
+        previous.manifest.as_ref().map(|m| m.generation),
+    );
+
+    let walked = walk(root);
+    if walked.files.is_empty() {
+        warnings.push(format!(
+            "no markdown files (.md, .markdown) found under {}",
+            root.display()
+        ));
+    }
+    let progress = progress_bar(options.progress, walked.files.len());
+    let outcomes: Vec<FileOutcome> = walked
+        .files
+        .par_iter()
+        .map(|file| {
+            let outcome = examine(file, options, &previous);
+            progress.inc(1);
+            outcome
+        })
+        .collect();
+    progress.finish_and_clear();
+
+    let mut skipped = walked.skipped;
+    let built = assemble(outcomes, &previous, &mut skipped, &mut warnings)?;
+    let generation = previous.manifest.as_ref().map_or(1, |m| m.generation + 1);
+    let gen_dir = store::generation_dir(&options.index_dir, generation);
+    if gen_dir.exists() {
+        fs::remove_dir_all(&gen_dir)
+            .with_context(|| format!("cannot remove leftover {}", gen_dir.display()))?;
+    }
+    fs::create_dir_all(&gen_dir).with_context(|| format!("cannot create {}", gen_dir.display()))?;
+    let checksums = generation::write(&gen_dir, &built.table, &built.texts)?;
+    let docs = built.table.chunks.iter().enumerate().map(|(ord, c)| {
+        let text = &built.texts[c.text_start as usize..][..c.text_len as usize];
+        (ord as u32, searchable_text(&c.heading_path, text))
+    });
+    sparse::build(&gen_dir.join(SPARSE_DIR), options.analyzer, docs)?;
+    atomic::sync_dir(&gen_dir)?;
+
+    let manifest = Manifest {
+        format_version: FORMAT_VERSION,
+        generation,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        created_unix_ms: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64),
+        root: fs::canonicalize(root)
+            .unwrap_or_else(|_| root.clone())
+            .display()
+            .to_string(),
+        tokenizer: options.analyzer,
+        chunker: options.chunker.clone(),
+        counts: Counts {
+            files: built.stamps.len(),
+            chunks: built.table.chunks.len(),
+            skipped: skipped.len(),
+        },
+        files: built.stamps,
+        checksums,
+    };
+    manifest.write(&options.index_dir)?;
+    if let Some(old) = &previous.manifest {
+        let _ = fs::remove_dir_all(store::generation_dir(&options.index_dir, old.generation));
+    }
+    Ok(IndexReport {
+        index_dir: options.index_dir.clone(),
+        generation,
+        files: manifest.counts.files,
+        reused: built.reused,
+        chunks: manifest.counts.chunks,
+        skipped,
+        warnings,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// The text a chunk is indexed under: its heading path, then its text.
+pub fn searchable_text(heading_path: &[String], text: &[u8]) -> String {
+    let text = String::from_utf8_lossy(text);
+    if heading_path.is_empty() {
+        text.into_owned()
+    } else {
+        format!("{}\n{}", heading_path.join(" > "), text)
+    }
+}
+
+/// The previous index, when its chunks can be reused.
+struct Previous {
+    manifest: Option<Manifest>,
+    generation: Option<Generation>,
+    stamps: HashMap<String, (usize, FileStamp)>,
+}
+
+impl Previous {
+    /// Loads the previous manifest and generation; problems become warnings
+    /// and mean a full rebuild, never a failed run.
+    fn load(options: &IndexOptions, warnings: &mut Vec<String>) -> Self {
+        let mut previous = Self {
+            manifest: None,
+            generation: None,
+            stamps: HashMap::new(),
+        };
+        let manifest = match Manifest::read(&options.index_dir) {
+            Ok(manifest) => manifest,
+            Err(err) => {
+                warnings.push(format!(
+                    "previous index unusable, rebuilding it whole: {err:#}"
+                ));
+                return previous;
+            }
+        };
+        let Some(manifest) = manifest else {
+            return previous;
+        };
+        let reusable = !options.full
+            && manifest.tokenizer == options.analyzer
+            && manifest.chunker == options.chunker;
+        if reusable {
+            match Generation::open(&options.index_dir, &manifest) {
+                Ok(generation) => {
+                    let by_path: HashMap<&str, usize> = generation
+                        .table()
+                        .files
+                        .iter()
+                        .enumerate()
+                        .map(|(i, f)| (f.path.as_str(), i))
+                        .collect();
+                    previous.stamps = manifest
+                        .files
+                        .iter()
+                        .filter_map(|s| {
+                            Some((s.path.clone(), (*by_path.get(s.path.as_str())?, s.clone())))
+                        })
+                        .collect();
+                    previous.generation = Some(generation);
+                }
+                Err(err) => warnings.push(format!(
+                    "previous index unusable, rebuilding it whole: {err:#}"
+                )),
+            }
+        }
+        previous.manifest = Some(manifest);
+        previous
+    }
+
+    /// The previous entry for `path` when its stamp says the content is the same.
+    fn unchanged(&self, path: &str, matches: impl Fn(&FileStamp) -> bool) -> Option<usize> {
+        self.stamps
+            .get(path)
+            .filter(|(_, s)| matches(s))
+            .map(|(i, _)| *i)
+    }
+}
+
+/// What happened to one walked file.
+enum FileOutcome {
+    /// Same content as in the previous index: keep its chunks.
+    Reused {
+        stamp: FileStamp,
+        previous_file: usize,
+    },
+    /// Read and chunked anew.
+    Fresh {
+        stamp: FileStamp,
+        entry: FileEntry,
+        chunks: Vec<crate::corpus::chunk::ChunkDraft>,
+        warning: Option<String>,
+    },
+    /// Left out, with the reason.
+    Skipped(Skipped),
+}
+
+/// Decides what to do with one file, reading and chunking it if needed.
+fn examine(file: &SourceFile, options: &IndexOptions, previous: &Previous) -> FileOutcome {
+    let skip = |reason: String| {
+        FileOutcome::Skipped(Skipped {
+            path: file.rel_path.clone(),
+            reason,
+        })
+    };
+    if let Some(previous_file) = previous.unchanged(&file.rel_path, |s| {
+        s.size == file.size && s.mtime_ns == file.mtime_ns
+    }) {
+        let stamp = previous.stamps[&file.rel_path].1.clone();
+        return FileOutcome::Reused {
+            stamp,
+            previous_file,
+        };
+    }
+    if file.size > options.max_file_size {
+        return skip(format!(
+            "{} bytes is over the {}-byte limit (raise it with --max-file-size)",
+            file.size, options.max_file_size
+        ));
+    }
+    let bytes = match read_bounded(&file.abs_path, options.max_file_size) {
+        Ok(bytes) => bytes,
+        Err(reason) => return skip(reason),
+    };
+    let stamp = FileStamp {
+        path: file.rel_path.clone(),
+        size: bytes.len() as u64,
+        mtime_ns: file.mtime_ns,
+        hash: format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&bytes)),
+    };
+    if let Some(previous_file) = previous.unchanged(&file.rel_path, |s| s.hash == stamp.hash) {
+        return FileOutcome::Reused {
+            stamp,
+            previous_file,
+        };
+    }
+    if bytes.contains(&0) {
+        return skip("looks binary (contains NUL bytes)".into());
+    }
+    let source = match std::str::from_utf8(&bytes) {
+        Ok(source) => source,
+        Err(err) => return skip(format!("not valid UTF-8 (at byte {})", err.valid_up_to())),
+    };
+    let parsed = parse_file(source, &options.chunker);
+    let warning = parsed
+        .front_matter
+        .error
+        .as_ref()
+        .map(|e| format!("{}: front matter ignored: {e}", file.rel_path));
+    let mut metadata = parsed.front_matter.metadata;
+    add_builtin_metadata(&mut metadata, &file.rel_path, parsed.title.as_deref());
+    FileOutcome::Fresh {
+        stamp,
+        entry: FileEntry {
+            path: file.rel_path.clone(),
+            metadata,
+        },
+        chunks: parsed.chunks,
+        warning,
+    }
+}
+
+/// Reads a file, refusing to read more than `limit` bytes (it may have grown
+/// since it was walked).
+fn read_bounded(path: &Path, limit: u64) -> std::result::Result<Vec<u8>, String> {
+    let file = fs::File::open(path).map_err(|e| format!("cannot be read: {}", lowercase(&e)))?;
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot be read: {}", lowercase(&e)))?;
+    if bytes.len() as u64 > limit {
+        return Err(format!("grew over the {limit}-byte limit while being read"));
+    }
+    Ok(bytes)
+}
+
+fn lowercase(err: &std::io::Error) -> String {
+    err.to_string().to_lowercase()
+}
+
+/// Adds `path`, `dir` and `title` (front matter `title`, else the first
+/// level-1 heading, else the file stem). Built-in keys win over front matter.
+fn add_builtin_metadata(metadata: &mut Metadata, rel_path: &str, heading_title: Option<&str>) {
+    let (dir, name) = rel_path.rsplit_once('/').unwrap_or((".", rel_path));
+    let stem = name.rsplit_once('.').map_or(name, |(stem, _)| stem);
+    if !metadata.get("title").is_some_and(|t| !t.is_empty()) {
+        let title = heading_title.unwrap_or(stem).to_string();
+        metadata.insert("title".into(), vec![title]);
+    }
+    metadata.insert("path".into(), vec![rel_path.to_string()]);
+    metadata.insert("dir".into(), vec![dir.to_string()]);
+}
+
+/// The new generation's content, assembled in path order.
+struct Built {
+    table: ChunkTable,
+    texts: Vec<u8>,
+    stamps: Vec<FileStamp>,
+    reused: usize,
+}
+
+fn assemble(
+    outcomes: Vec<FileOutcome>,
+    previous: &Previous,
+    skipped: &mut Vec<Skipped>,
+    warnings: &mut Vec<String>,
+) -> Result<Built> {
+    let mut built = Built {
+        table: ChunkTable::default(),
+        texts: Vec::new(),
+        stamps: Vec::new(),
+        reused: 0,
+    };
+    for outcome in outcomes {
+        let file = built.table.files.len() as u32;
+        match outcome {
+            FileOutcome::Skipped(s) => skipped.push(s),
+            FileOutcome::Reused {
+                stamp,
+                previous_file,
+            } => {
+                let old = previous
+                    .generation
+                    .as_ref()
+                    .context("reused a file without a previous index")?;
+                built
+                    .table
+                    .files
+                    .push(old.table().files[previous_file].clone());
+                let first = old
+                    .table()
+                    .chunks
+                    .partition_point(|c| (c.file as usize) < previous_file);
+                for (ord, record) in old.table().chunks[first..].iter().enumerate() {
+                    if record.file as usize != previous_file {
+                        break;
+                    }
+                    let text = old.chunk((first + ord) as u32)?.text;
+                    push_chunk(
+                        &mut built,
+                        file,
+                        record.heading_path.clone(),
+                        record.lines,
+                        text,
+                    );
+                }
+                built.stamps.push(stamp);
+                built.reused += 1;
+            }
+            FileOutcome::Fresh {
+                stamp,
+                entry,
+                chunks,
+                warning,
+            } => {
+                warnings.extend(warning);
+                built.table.files.push(entry);
+                for draft in chunks {
+                    let lines = (draft.lines.0 as u32, draft.lines.1 as u32);
+                    push_chunk(&mut built, file, draft.heading_path, lines, &draft.text);
+                }
+                built.stamps.push(stamp);
+            }
+        }
+    }
+    Ok(built)
+}
+
+fn push_chunk(
+    built: &mut Built,
+    file: u32,
+    heading_path: Vec<String>,
+    lines: (u32, u32),
+    text: &str,
+) {
+    let n = built
+        .table
+        .chunks
+        .iter()
+        .rev()
+        .take_while(|c| c.file == file)
+        .count() as u32
+        + 1;
+    built.table.chunks.push(ChunkRecord {
+        file,
+        n,
+        heading_path,
+        lines,
+        text_start: built.texts.len() as u64,
+        text_len: text.len() as u32,
+    });
+    built.texts.extend_from_slice(text.as_bytes());
+}
+
+/// Removes generation folders other than the live one (left by a run that
+/// was interrupted before it switched the manifest).
+fn remove_stale_generations(index_dir: &Path, live: Option<u64>) {
+    let Ok(entries) = fs::read_dir(index_dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(n) = name.to_str().and_then(store::parse_generation_name) else {
+            continue;
+        };
+        if Some(n) != live {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+fn progress_bar(enabled: bool, len: usize) -> ProgressBar {
+    if !enabled {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(len as u64), ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template(
+        "{spinner} indexing [{bar:30}] {pos}/{len} files ({per_sec}, eta {eta})",
+    ) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_metadata_prefers_front_matter_title() {
+        let mut m = Metadata::new();
+        add_builtin_metadata(&mut m, "runbooks/db/pool.md", Some("Pool"));
+        assert_eq!(m["title"], ["Pool"]);
+        assert_eq!(m["dir"], ["runbooks/db"]);
+        assert_eq!(m["path"], ["runbooks/db/pool.md"]);
+        let mut m = Metadata::from([("title".to_string(), vec!["Given".to_string()])]);
+        add_builtin_metadata(&mut m, "top.md", None);
+        assert_eq!(m["title"], ["Given"]);
+        assert_eq!(m["dir"], ["."]);
+        let mut m = Metadata::new();
+        add_builtin_metadata(&mut m, "notes.markdown", None);
+        assert_eq!(m["title"], ["notes"]);
+    }
+
+    #[test]
+    fn searchable_text_puts_the_heading_path_first() {
+        let path = vec!["Runbook".to_string(), "Pool".to_string()];
+        assert_eq!(searchable_text(&path, b"body"), "Runbook > Pool\nbody");
+        assert_eq!(searchable_text(&[], b"body"), "body");
+    }
+}

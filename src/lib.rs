@@ -1,0 +1,24 @@
+//! memidx — a search memory over local folders of markdown.
+//!
+//! The engine behind the `memidx` binary. A folder of markdown is split into
+//! heading-aware chunks ([`corpus`]), indexed into ranked lists ([`lists`]: BM25
+//! over an identifier-aware tokenizer, [`text`]), stored as immutable generations
+//! under `.memidx/` ([`store`]), and searched by a [`retriever`] that runs every
+//! list, applies metadata filters ([`filter`]) before each list takes its top
+//! window, and fuses the rankings with Reciprocal Rank Fusion ([`fusion`]).
+//! Commands ([`cmd`]) turn a validated [`config`] into results that the
+//! printers ([`output`]) render; commands never print directly.
+
+pub mod cli;
+pub mod cmd;
+pub mod config;
+pub mod corpus;
+pub mod filter;
+pub mod fusion;
+pub mod indexer;
+pub mod lists;
+pub mod output;
+pub mod request;
+pub mod retriever;
+pub mod store;
+pub mod text;

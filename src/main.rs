@@ -1,0 +1,29 @@
+//! The `memidx` binary: parse the command line, run, map the outcome to an
+//! exit code (0 results, 1 no results, 2 usage or runtime error).
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use memidx::cli::Cli;
+use memidx::cmd::{self, Status};
+
+fn main() -> ExitCode {
+    match cmd::run(Cli::parse()) {
+        Ok(Status::Success) => ExitCode::SUCCESS,
+        Ok(Status::NoResults) => ExitCode::from(1),
+        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("memidx: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// True when the reader of our output went away (`memidx search … | head`).
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

@@ -1,0 +1,15 @@
+//! The JSON printer: one document per command, at full float precision
+//! (`serde_json` writes the shortest string that reads back to the same
+//! float), so output is byte-identical for the same index and query.
+
+use std::io::Write;
+
+use anyhow::Result;
+use serde::Serialize;
+
+/// Writes `value` as one pretty-printed JSON document and a newline.
+pub fn print<T: Serialize>(out: &mut dyn Write, value: &T) -> Result<()> {
+    serde_json::to_writer_pretty(&mut *out, value)?;
+    writeln!(out)?;
+    Ok(())
+}

@@ -1,0 +1,100 @@
+//! Printing, separated from searching (as ripgrep separates its searcher
+//! from its printers): commands build the message types here, and the
+//! [`human`] or [`json`] printer renders them. Nothing else writes to stdout.
+
+pub mod human;
+pub mod json;
+
+use std::collections::BTreeMap;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::corpus::markdown::Metadata;
+use crate::retriever::SearchOutcome;
+use crate::store::generation::Generation;
+
+/// The search response (the JSON response shape of the design, §3).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchResponse {
+    /// The request's `query_id`, or null.
+    pub query_id: Option<String>,
+    /// Number of results (equals `results.len()`).
+    pub total_retrieved: usize,
+    /// Fused results, best first.
+    pub results: Vec<SearchResult>,
+}
+
+/// One fused result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchResult {
+    /// Stable chunk id, `path#n`.
+    pub chunk_id: String,
+    /// Fused RRF score, at full precision.
+    pub rrf_score: f64,
+    /// The chunk's markdown text.
+    pub text: String,
+    /// Source file, relative to the indexed root.
+    pub source: String,
+    /// Heading path, `A > B > C`.
+    pub heading: String,
+    /// First and last source line, 1-based, inclusive.
+    pub lines: [u32; 2],
+    /// The file's metadata (front matter + `path`, `dir`, `title`).
+    pub metadata: Metadata,
+    /// Per list that ran: the chunk's rank and raw score there, or null when
+    /// the list did not return it.
+    pub ranks: BTreeMap<&'static str, Option<ListRank>>,
+}
+
+/// A chunk's place in one list.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ListRank {
+    /// 1-based rank.
+    pub rank: usize,
+    /// The list's raw score.
+    pub score: f32,
+}
+
+impl SearchResponse {
+    /// Builds the response from a search outcome, reading the hits' texts.
+    pub fn build(
+        query_id: Option<String>,
+        outcome: &SearchOutcome,
+        generation: &Generation,
+    ) -> Result<Self> {
+        let mut results = Vec::with_capacity(outcome.results.len());
+        for fused in &outcome.results {
+            let chunk = generation.chunk(fused.chunk)?;
+            let ranks = outcome
+                .lists
+                .iter()
+                .zip(&fused.contributions)
+                .map(|(run, c)| {
+                    (
+                        run.ranked.name,
+                        c.map(|c| ListRank {
+                            rank: c.rank,
+                            score: c.raw_score,
+                        }),
+                    )
+                })
+                .collect();
+            results.push(SearchResult {
+                chunk_id: chunk.id(),
+                rrf_score: fused.score,
+                text: chunk.text.to_string(),
+                source: chunk.file.path.clone(),
+                heading: chunk.heading(),
+                lines: [chunk.record.lines.0, chunk.record.lines.1],
+                metadata: chunk.file.metadata.clone(),
+                ranks,
+            });
+        }
+        Ok(Self {
+            query_id,
+            total_retrieved: results.len(),
+            results,
+        })
+    }
+}

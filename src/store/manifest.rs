@@ -1,0 +1,183 @@
+//! `meta.json`: the versioned manifest that makes a generation visible.
+//!
+//! It is written last and atomically; everything a reader needs to trust the
+//! generation is here: the format version (checked before anything else is
+//! parsed), the settings the index was built with, the per-file table used
+//! for incremental re-indexing, and a CRC-32 of every generation file.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::ErrorKind;
+use std::ops::RangeInclusive;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+use crate::corpus::chunk::ChunkOptions;
+use crate::text::tokenize::Analyzer;
+
+use super::{MANIFEST_FILE, atomic};
+
+/// The on-disk format this build writes.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The on-disk formats this build can read.
+pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 1..=1;
+
+/// The manifest of one complete index.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// On-disk format; readers refuse versions outside [`SUPPORTED_FORMAT_VERSIONS`].
+    pub format_version: u32,
+    /// Number of the live generation folder (`gen-N`).
+    pub generation: u64,
+    /// Version of memidx that wrote the index.
+    pub tool_version: String,
+    /// When the index was written, milliseconds since the Unix epoch.
+    pub created_unix_ms: u64,
+    /// The indexed folder, absolute, as it was when indexed.
+    pub root: String,
+    /// Tokenizer settings for the sparse list (queries must use the same).
+    pub tokenizer: Analyzer,
+    /// Chunker settings (a change forces every file to be re-chunked).
+    pub chunker: ChunkOptions,
+    /// Totals of the last run.
+    pub counts: Counts,
+    /// One entry per indexed file, sorted by path.
+    pub files: Vec<FileStamp>,
+    /// CRC-32 of each generation file, by its path inside the generation folder.
+    pub checksums: BTreeMap<String, u32>,
+}
+
+/// Totals shown by the index summary and `status`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Counts {
+    /// Files indexed.
+    pub files: usize,
+    /// Chunks in the index.
+    pub chunks: usize,
+    /// Files skipped with a warning in the run that wrote this index.
+    pub skipped: usize,
+}
+
+/// What identifies one indexed file's content, for change detection.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileStamp {
+    /// Path relative to the root, `/`-separated.
+    pub path: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time, nanoseconds since the Unix epoch.
+    pub mtime_ns: i128,
+    /// xxh3-64 of the content, as 16 hex digits.
+    pub hash: String,
+}
+
+/// Only the version field, parsed first so that a newer layout is reported
+/// as a version problem rather than as a parse error.
+#[derive(Deserialize)]
+struct VersionProbe {
+    format_version: u32,
+}
+
+impl Manifest {
+    /// Reads `index_dir/meta.json`; `Ok(None)` when there is none yet.
+    ///
+    /// A manifest that does not parse, or whose format version this build
+    /// cannot read, is an error that names the file and the fix.
+    pub fn read(index_dir: &Path) -> Result<Option<Self>> {
+        let path = index_dir.join(MANIFEST_FILE);
+        let bytes = match fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(err) if err.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(err) => return Err(err).with_context(|| format!("cannot read {}", path.display())),
+        };
+        let damaged = || {
+            format!(
+                "index is damaged: {} does not parse; run 'memidx index' to rebuild it",
+                path.display()
+            )
+        };
+        let probe: VersionProbe = serde_json::from_slice(&bytes).with_context(damaged)?;
+        if !SUPPORTED_FORMAT_VERSIONS.contains(&probe.format_version) {
+            bail!(
+                "index format version {} in {} is not supported (this memidx reads {}..={}); rebuild it with 'memidx index'",
+                probe.format_version,
+                path.display(),
+                SUPPORTED_FORMAT_VERSIONS.start(),
+                SUPPORTED_FORMAT_VERSIONS.end()
+            );
+        }
+        serde_json::from_slice(&bytes)
+            .with_context(damaged)
+            .map(Some)
+    }
+
+    /// Atomically replaces `index_dir/meta.json` with this manifest.
+    pub fn write(&self, index_dir: &Path) -> Result<()> {
+        let mut json = serde_json::to_vec_pretty(self)?;
+        json.push(b'\n');
+        atomic::write_atomic(&index_dir.join(MANIFEST_FILE), &json)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Manifest {
+        Manifest {
+            format_version: FORMAT_VERSION,
+            generation: 3,
+            tool_version: "0.1.0".into(),
+            created_unix_ms: 1,
+            root: "/docs".into(),
+            tokenizer: Analyzer::default(),
+            chunker: ChunkOptions::default(),
+            counts: Counts {
+                files: 1,
+                chunks: 2,
+                skipped: 0,
+            },
+            files: vec![FileStamp {
+                path: "a.md".into(),
+                size: 10,
+                mtime_ns: 5,
+                hash: "00ff".into(),
+            }],
+            checksums: BTreeMap::from([("chunks.bin".to_string(), 42)]),
+        }
+    }
+
+    #[test]
+    fn round_trips_and_missing_is_none() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(Manifest::read(dir.path()).unwrap().is_none());
+        sample().write(dir.path()).unwrap();
+        assert_eq!(Manifest::read(dir.path()).unwrap(), Some(sample()));
+    }
+
+    #[test]
+    fn unknown_version_is_refused_with_the_supported_range() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(MANIFEST_FILE), r#"{"format_version": 99}"#).unwrap();
+        let err = Manifest::read(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("format version 99"), "{err}");
+        assert!(err.contains("1..=1"), "{err}");
+    }
+
+    #[test]
+    fn truncated_manifest_is_reported_as_damaged() {
+        let dir = tempfile::tempdir().unwrap();
+        sample().write(dir.path()).unwrap();
+        let path = dir.path().join(MANIFEST_FILE);
+        let bytes = fs::read(&path).unwrap();
+        fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+        let err = format!("{:#}", Manifest::read(dir.path()).unwrap_err());
+        assert!(err.contains("index is damaged"), "{err}");
+    }
+}

@@ -1,0 +1,53 @@
+//! The on-disk index: `.memidx/` with a manifest and immutable generations.
+//!
+//! ```text
+//! .memidx/meta.json   manifest: format version, generation, settings, files, checksums
+//! .memidx/LOCK        held by a running `memidx index`
+//! .memidx/gen-N/      chunks.bin, texts.bin, sparse/ (tantivy)
+//! ```
+//! A new generation is written beside the old one and fsynced; only then is
+//! `meta.json` replaced atomically (temp file + rename), and only after that
+//! is the old generation removed. A reader therefore always sees either the
+//! previous complete index or the new complete one, never a mix — the scheme
+//! tantivy itself uses for its own `meta.json`.
+
+pub mod atomic;
+pub mod generation;
+pub mod lock;
+pub mod manifest;
+
+use std::path::{Path, PathBuf};
+
+/// Name of the index folder placed in the indexed root.
+pub const INDEX_DIR_NAME: &str = ".memidx";
+
+/// The manifest's file name inside the index folder.
+pub const MANIFEST_FILE: &str = "meta.json";
+
+/// The lock file's name inside the index folder.
+pub const LOCK_FILE: &str = "LOCK";
+
+/// Folder name of generation `n` inside the index folder.
+pub fn generation_dir(index_dir: &Path, n: u64) -> PathBuf {
+    index_dir.join(format!("gen-{n}"))
+}
+
+/// Parses a folder name of the form `gen-N`.
+pub fn parse_generation_name(name: &str) -> Option<u64> {
+    name.strip_prefix("gen-")?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generation_names_round_trip() {
+        let dir = generation_dir(Path::new("/x/.memidx"), 7);
+        assert_eq!(dir, Path::new("/x/.memidx/gen-7"));
+        assert_eq!(parse_generation_name("gen-7"), Some(7));
+        assert_eq!(parse_generation_name("gen-"), None);
+        assert_eq!(parse_generation_name("gen-7.tmp"), None);
+        assert_eq!(parse_generation_name("other"), None);
+    }
+}

@@ -1,0 +1,3 @@
+//! Text analysis shared by indexing and querying.
+
+pub mod tokenize;

@@ -1,0 +1,1270 @@
+//! The identifier-aware tokenizer behind the BM25 list.
+//!
+//! One [`Analyzer`] turns both documents (at index time) and queries (at
+//! search time) into terms, so the two sides always agree on what a term is.
+//! Notes about code are full of identifiers (`max_connections`,
+//! `getUserById`, `src/lists/sparse.rs`, `INC-2023-Q4-011`), and a user may
+//! search for either the exact identifier or one of its words. So each
+//! identifier is emitted twice over: once whole, for exact matches, and once
+//! per part, for partial ones.
+//!
+//! # Rules in brief
+//!
+//! - Text is cut into words by the Unicode word boundaries of UAX #29 and
+//!   lowercased with full Unicode lowercasing.
+//! - An **identifier** is a run of alphanumeric words joined by one of
+//!   `- _ . / : @`, where each joiner sits directly between two alphanumeric
+//!   characters (so `--max-retries` gives `max-retries`, and a sentence-final
+//!   `.` joins nothing), or a single word with an internal case change
+//!   (`getUserById`, `HTTPServer`; a letter next to a digit is not a change,
+//!   so `ipv6` and `q4` stay whole). It yields its whole lowercase form, never
+//!   stemmed, then its parts, each treated like a plain word except that a
+//!   part is never dropped as a stop word. All of them share one position.
+//! - A **plain word** is lowercased, loses a trailing possessive `'s`
+//!   (whether or not stemming is on, so `user's` finds `user`), is dropped
+//!   when it is an English stop word (if enabled), and is stemmed with
+//!   Snowball English (if enabled) when it has no digit and no apostrophe.
+//!   Contractions stay whole (`don't`), and the typographic apostrophe `’` is
+//!   written as `'`.
+//! - **CJK** runs (Han, Hiragana, Katakana, Hangul) become overlapping
+//!   character bigrams (`東京都` gives `東京` and `京都`); a lone CJK character
+//!   is a term of its own.
+//! - Punctuation, symbols, emoji (keycaps like `1️⃣` included) and
+//!   whitespace emit nothing.
+//! - Other scripts written without spaces (Thai, Lao, Khmer, Myanmar) get no
+//!   dictionary segmentation: UAX #29 breaks them between letters, and each
+//!   letter is a word.
+//! - No term is longer than 64 bytes: a longer whole identifier
+//!   emits only its parts, a longer word or part is dropped. The work is
+//!   linear in the size of the input, so hostile input stays cheap.
+//!
+//! Every source word, identifier and CJK unit takes one position, whether or
+//! not it emits a term, so a dropped stop word leaves a gap the way Lucene's
+//! stop filter does.
+//!
+//! # Crates
+//!
+//! - `unicode-segmentation` provides the UAX #29 word boundaries (the same
+//!   rules Lucene's standard tokenizer follows) and grapheme clusters, which
+//!   keep combining accents attached to their letters.
+//! - `rust-stemmers` provides the Snowball English stemmer, so `connections`
+//!   and `connection` meet at `connect`.
+
+use std::ops::Range;
+
+use rust_stemmers::{Algorithm, Stemmer};
+use serde::{Deserialize, Serialize};
+use unicode_segmentation::UnicodeSegmentation;
+
+/// The longest term, in bytes, the tokenizer ever emits.
+const MAX_TERM_BYTES: usize = 64;
+
+/// Characters that join two alphanumeric words into one identifier.
+const JOINERS: [char; 6] = ['-', '_', '.', '/', ':', '@'];
+
+/// Lucene's English stop set, sorted for binary search.
+const STOP_WORDS: [&str; 33] = [
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it",
+    "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these",
+    "they", "this", "to", "was", "will", "with",
+];
+
+/// One emitted term.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Token {
+    /// The normalized term (lowercase; stemmed where the rules say).
+    pub text: String,
+    /// Start of the byte range in the input this term came from (a part of an
+    /// identifier points at its own sub-range).
+    pub offset_from: usize,
+    /// End (exclusive) of the byte range in the input this term came from.
+    pub offset_to: usize,
+    /// Word position (0-based, one per source word/identifier; an
+    /// identifier's whole form and its parts share the position).
+    pub position: usize,
+}
+
+/// Settings; `Default` = stemming on, stop words on.
+///
+/// An index records the settings it was built with (they are serialized into
+/// its manifest), because queries must be tokenized the same way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Analyzer {
+    /// Reduce purely alphabetic words and parts to their Snowball English stem.
+    pub stem: bool,
+    /// Drop plain words that are in Lucene's English stop set.
+    pub stop_words: bool,
+}
+
+impl Default for Analyzer {
+    fn default() -> Self {
+        Self {
+            stem: true,
+            stop_words: true,
+        }
+    }
+}
+
+impl Analyzer {
+    /// Tokenizes `text` into terms (order: source order; for an identifier,
+    /// the whole form first, then its parts).
+    #[must_use]
+    pub fn tokenize(&self, text: &str) -> Vec<Token> {
+        let mut builder = TokenBuilder::new(text, *self);
+        for_each_piece(text, |piece| builder.accept(piece));
+        builder.finish()
+    }
+
+    /// Convenience: just the term strings.
+    #[must_use]
+    pub fn terms(&self, text: &str) -> Vec<String> {
+        self.tokenize(text)
+            .into_iter()
+            .map(|token| token.text)
+            .collect()
+    }
+}
+
+/// A byte range of the input, classified. Consecutive pieces cover the input
+/// with no gaps and no overlaps.
+#[derive(Debug)]
+enum Piece {
+    /// A maximal run of alphanumeric (non-CJK) grapheme clusters inside one
+    /// UAX #29 word, possibly with apostrophes between them (`don't`).
+    Word(Range<usize>),
+    /// One CJK grapheme cluster.
+    Cjk(Range<usize>),
+    /// Anything else: whitespace, punctuation, symbols, emoji.
+    Gap(Range<usize>),
+}
+
+/// What a grapheme cluster is, judged by its first character; a cluster with
+/// an emoji presentation mark (the keycap `1️⃣`) is an emoji, so `Other`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GraphemeKind {
+    Alphanumeric,
+    Cjk,
+    Apostrophe,
+    Other,
+}
+
+impl GraphemeKind {
+    fn of(grapheme: &str) -> Self {
+        if grapheme.contains(['\u{FE0F}', '\u{20E3}']) {
+            return Self::Other;
+        }
+        match grapheme.chars().next() {
+            Some(c) if is_cjk(c) => Self::Cjk,
+            Some(c) if c.is_alphanumeric() => Self::Alphanumeric,
+            Some(c) if is_apostrophe(c) => Self::Apostrophe,
+            _ => Self::Other,
+        }
+    }
+}
+
+/// Cuts `text` into pieces, in source order: UAX #29 words first, then each
+/// word into grapheme clusters so that internal joiners (`max_connections`
+/// is one UAX #29 word) and CJK characters become pieces of their own.
+fn for_each_piece(text: &str, mut visit: impl FnMut(Piece)) {
+    for (start, segment) in text.split_word_bound_indices() {
+        if segment.chars().any(char::is_alphanumeric) {
+            split_word_segment(start, segment, &mut visit);
+        } else {
+            visit(Piece::Gap(start..start + segment.len()));
+        }
+    }
+}
+
+/// Cuts one UAX #29 word (starting at byte `start` of the input) into pieces.
+fn split_word_segment(start: usize, segment: &str, visit: &mut impl FnMut(Piece)) {
+    if segment.is_ascii() {
+        // Fast path: each ASCII character is a grapheme cluster of its own
+        // (the one exception, CR LF, never occurs inside a word).
+        let characters = (0..segment.len()).map(|offset| (offset, &segment[offset..=offset]));
+        split_graphemes(start, characters, visit);
+    } else {
+        split_graphemes(start, segment.grapheme_indices(true), visit);
+    }
+}
+
+/// Groups the grapheme clusters of one UAX #29 word, given with their byte
+/// offsets in it, into pieces: runs of alphanumeric clusters (and the
+/// apostrophes between them) become words, everything else a piece of its
+/// own.
+fn split_graphemes<'s>(
+    start: usize,
+    graphemes: impl Iterator<Item = (usize, &'s str)>,
+    visit: &mut impl FnMut(Piece),
+) {
+    let mut word: Option<Range<usize>> = None;
+    let mut graphemes = graphemes.peekable();
+    while let Some((offset, grapheme)) = graphemes.next() {
+        let range = start + offset..start + offset + grapheme.len();
+        let kind = GraphemeKind::of(grapheme);
+        let inside_word = match kind {
+            GraphemeKind::Alphanumeric => true,
+            GraphemeKind::Apostrophe => {
+                word.is_some()
+                    && graphemes.peek().is_some_and(|&(_, next)| {
+                        GraphemeKind::of(next) == GraphemeKind::Alphanumeric
+                    })
+            }
+            GraphemeKind::Cjk | GraphemeKind::Other => false,
+        };
+        if inside_word {
+            word = Some(word.map_or(range.clone(), |w| w.start..range.end));
+            continue;
+        }
+        if let Some(w) = word.take() {
+            visit(Piece::Word(w));
+        }
+        visit(match kind {
+            GraphemeKind::Cjk => Piece::Cjk(range),
+            _ => Piece::Gap(range),
+        });
+    }
+    if let Some(w) = word {
+        visit(Piece::Word(w));
+    }
+}
+
+/// Whether `c` is a Han, Hiragana, Katakana or Hangul letter or number
+/// (the marks and punctuation of those blocks, like `・`, are not).
+fn is_cjk(c: char) -> bool {
+    let in_cjk_block = matches!(c,
+        '\u{1100}'..='\u{11FF}'       // Hangul Jamo
+        | '\u{3005}'..='\u{3007}'     // 々 〆 〇
+        | '\u{3021}'..='\u{3029}'     // Hangzhou numerals
+        | '\u{3031}'..='\u{3035}'     // kana repeat marks
+        | '\u{3040}'..='\u{30FF}'     // Hiragana, Katakana
+        | '\u{3130}'..='\u{318F}'     // Hangul Compatibility Jamo
+        | '\u{31F0}'..='\u{31FF}'     // Katakana Phonetic Extensions
+        | '\u{3400}'..='\u{4DBF}'     // CJK Unified Ideographs Extension A
+        | '\u{4E00}'..='\u{9FFF}'     // CJK Unified Ideographs
+        | '\u{A960}'..='\u{A97F}'     // Hangul Jamo Extended-A
+        | '\u{AC00}'..='\u{D7FF}'     // Hangul Syllables, Hangul Jamo Extended-B
+        | '\u{F900}'..='\u{FAFF}'     // CJK Compatibility Ideographs
+        | '\u{FF66}'..='\u{FFDC}'     // halfwidth Katakana and Hangul
+        | '\u{1B000}'..='\u{1B16F}'   // Kana Supplement and Extended-A
+        | '\u{20000}'..='\u{3FFFF}'   // CJK Unified Ideographs Extensions B and later
+    );
+    in_cjk_block && c.is_alphanumeric()
+}
+
+/// The case class of one alphanumeric character, for finding case changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CaseClass {
+    Upper,
+    Lower,
+    Digit,
+    /// A letter without case (Arabic, Hebrew, ...).
+    Uncased,
+}
+
+impl CaseClass {
+    fn of(c: char) -> Self {
+        if c.is_uppercase() {
+            Self::Upper
+        } else if c.is_lowercase() {
+            Self::Lower
+        } else if c.is_numeric() {
+            Self::Digit
+        } else {
+            Self::Uncased
+        }
+    }
+}
+
+/// Whether a new camelCase part starts at an uppercase character `current`,
+/// given the alphanumeric characters around it: after a lowercase letter
+/// (`getUser`), or after an uppercase letter or a digit when at least two
+/// lowercase letters follow (`HTTPServer`, `JSON2Text`). Requiring two keeps
+/// plural acronyms and version tags whole: `URLs`, `IDs`, `IPv6`.
+fn starts_case_part(previous: CaseClass, current: CaseClass, next: [Option<CaseClass>; 2]) -> bool {
+    const LOWER: Option<CaseClass> = Some(CaseClass::Lower);
+    current == CaseClass::Upper
+        && (previous == CaseClass::Lower
+            || (matches!(previous, CaseClass::Upper | CaseClass::Digit) && next == [LOWER, LOWER]))
+}
+
+/// Appends to `parts` the byte ranges of the camelCase parts of the word at
+/// `range` of `text` (the whole range when it has no case change). Marks
+/// stay with the letter before them; no part starts or is looked ahead
+/// across an apostrophe (`O'Neil` is one part).
+fn split_case(text: &str, range: Range<usize>, parts: &mut Vec<Range<usize>>) {
+    let word = &text[range.clone()];
+    // Each alphanumeric character with its case class; `None` for an apostrophe.
+    let mut classes = word.char_indices().filter_map(|(offset, c)| {
+        if c.is_alphanumeric() {
+            Some((offset, Some(CaseClass::of(c))))
+        } else if is_apostrophe(c) {
+            Some((offset, None))
+        } else {
+            None
+        }
+    });
+    let mut part_start = 0;
+    let mut previous: Option<CaseClass> = None;
+    while let Some((offset, class)) = classes.next() {
+        let Some(current) = class else {
+            previous = None;
+            continue;
+        };
+        let mut ahead = classes.clone().map(|(_, class)| class);
+        let next = ahead.next().flatten();
+        let after_next = next.and_then(|_| ahead.next().flatten());
+        if previous.is_some_and(|p| starts_case_part(p, current, [next, after_next])) {
+            parts.push(range.start + part_start..range.start + offset);
+            part_start = offset;
+        }
+        previous = Some(current);
+    }
+    parts.push(range.start + part_start..range.end);
+}
+
+/// The ASCII apostrophe or the typographic one (`’`).
+fn is_apostrophe(c: char) -> bool {
+    matches!(c, '\'' | '\u{2019}')
+}
+
+/// Whether `gap` is exactly one joiner character.
+fn is_joiner(gap: &str) -> bool {
+    let mut chars = gap.chars();
+    matches!((chars.next(), chars.next()), (Some(c), None) if JOINERS.contains(&c))
+}
+
+/// Lowercases with full Unicode rules and writes the typographic apostrophe
+/// `’` as `'`, so `don’t` and `don't` are the same term.
+fn normalize_case(raw: &str) -> String {
+    let lower = raw.to_lowercase();
+    if lower.contains('\u{2019}') {
+        lower.replace('\u{2019}', "'")
+    } else {
+        lower
+    }
+}
+
+/// `user's` becomes `user`; anything else is unchanged.
+fn strip_possessive(word: &str) -> &str {
+    match word.strip_suffix("'s") {
+        Some(stripped) if !stripped.is_empty() => stripped,
+        _ => word,
+    }
+}
+
+/// Whether a normalized word may be stemmed: it has no digit and no
+/// apostrophe, so it is letters (with their combining marks) only.
+fn is_alphabetic_word(word: &str) -> bool {
+    !word.chars().any(|c| c.is_numeric() || c == '\'')
+}
+
+/// Whether a normalized word is in Lucene's English stop set.
+fn is_stop_word(word: &str) -> bool {
+    STOP_WORDS.binary_search(&word).is_ok()
+}
+
+/// Normalizes words and identifier parts under one [`Analyzer`]'s settings.
+struct Normalizer {
+    analyzer: Analyzer,
+    stemmer: Stemmer,
+}
+
+impl Normalizer {
+    /// The term for a plain word, or `None` when it is too long or a stop word.
+    fn word(&self, raw: &str) -> Option<String> {
+        self.normalize(raw, self.analyzer.stop_words)
+    }
+
+    /// The term for an identifier part, or `None` when it is too long.
+    fn part(&self, raw: &str) -> Option<String> {
+        self.normalize(raw, false)
+    }
+
+    /// Lowercases, strips a possessive, applies the length bound and the stop
+    /// set (when asked), then stems a purely alphabetic word (when enabled).
+    fn normalize(&self, raw: &str, drop_stop_words: bool) -> Option<String> {
+        let lower = normalize_case(raw);
+        let word = strip_possessive(&lower);
+        if word.len() > MAX_TERM_BYTES || (drop_stop_words && is_stop_word(word)) {
+            return None;
+        }
+        // Snowball English only ever shortens a word, so the bound still holds.
+        Some(if self.analyzer.stem && is_alphabetic_word(word) {
+            self.stemmer.stem(word).into_owned()
+        } else {
+            word.to_owned()
+        })
+    }
+}
+
+/// Turns the stream of pieces into tokens: groups word pieces into
+/// identifiers and CJK pieces into bigrams.
+struct TokenBuilder<'a> {
+    text: &'a str,
+    normalizer: Normalizer,
+    tokens: Vec<Token>,
+    /// Position of the next source word, identifier or CJK unit.
+    position: usize,
+    /// Word pieces of the identifier being assembled, in order.
+    group: Vec<Range<usize>>,
+    /// Whether a joiner directly follows the last piece of `group`, so the
+    /// next piece, if it is a word, continues the identifier.
+    joiner_pending: bool,
+    /// Case parts of `group`, rebuilt at each flush (kept to reuse its buffer).
+    parts: Vec<Range<usize>>,
+    /// The last character of the current CJK run.
+    cjk_last: Option<Range<usize>>,
+    /// Whether the current CJK run has emitted a bigram yet.
+    cjk_emitted_bigram: bool,
+}
+
+impl<'a> TokenBuilder<'a> {
+    fn new(text: &'a str, analyzer: Analyzer) -> Self {
+        Self {
+            text,
+            normalizer: Normalizer {
+                analyzer,
+                stemmer: Stemmer::create(Algorithm::English),
+            },
+            tokens: Vec::new(),
+            position: 0,
+            group: Vec::new(),
+            joiner_pending: false,
+            parts: Vec::new(),
+            cjk_last: None,
+            cjk_emitted_bigram: false,
+        }
+    }
+
+    /// Takes the next piece of the input.
+    fn accept(&mut self, piece: Piece) {
+        match piece {
+            Piece::Word(range) => {
+                self.flush_cjk();
+                if self.joiner_pending {
+                    // `a-b`: the joiner sits between two words, the identifier goes on.
+                    self.joiner_pending = false;
+                } else {
+                    self.flush_group();
+                }
+                self.group.push(range);
+            }
+            Piece::Gap(range) => {
+                self.flush_cjk();
+                // One joiner right after a word may continue the identifier;
+                // anything else (including a second joiner) ends it.
+                if !self.group.is_empty() && !self.joiner_pending && is_joiner(&self.text[range]) {
+                    self.joiner_pending = true;
+                } else {
+                    self.flush_group();
+                }
+            }
+            Piece::Cjk(range) => {
+                self.flush_group();
+                if let Some(last) = self.cjk_last.take() {
+                    self.push(
+                        self.text[last.start..range.end].to_owned(),
+                        last.start..range.end,
+                    );
+                    self.position += 1;
+                    self.cjk_emitted_bigram = true;
+                }
+                self.cjk_last = Some(range);
+            }
+        }
+    }
+
+    /// Emits whatever is still pending and returns all the tokens.
+    fn finish(mut self) -> Vec<Token> {
+        self.flush_cjk();
+        self.flush_group();
+        self.tokens
+    }
+
+    /// Ends the current CJK run; a run of one character emits that character.
+    fn flush_cjk(&mut self) {
+        if let Some(last) = self.cjk_last.take() {
+            if !self.cjk_emitted_bigram {
+                self.push(self.text[last.clone()].to_owned(), last);
+                self.position += 1;
+            }
+            self.cjk_emitted_bigram = false;
+        }
+    }
+
+    /// Emits the word or identifier assembled in `group`, if any.
+    fn flush_group(&mut self) {
+        self.joiner_pending = false;
+        let (Some(first), Some(last)) = (self.group.first(), self.group.last()) else {
+            return;
+        };
+        let span = first.start..last.end;
+        self.parts.clear();
+        for piece in &self.group {
+            split_case(self.text, piece.clone(), &mut self.parts);
+        }
+        if self.parts.len() == 1 {
+            if let Some(term) = self.normalizer.word(&self.text[span.clone()]) {
+                self.push(term, span);
+            }
+        } else {
+            self.push_identifier(span);
+        }
+        self.group.clear();
+        self.position += 1;
+    }
+
+    /// Emits the whole form of the identifier at `span` (unless too long),
+    /// then each of its `parts`.
+    fn push_identifier(&mut self, span: Range<usize>) {
+        let whole = normalize_case(&self.text[span.clone()]);
+        if whole.len() <= MAX_TERM_BYTES {
+            self.push(whole, span);
+        }
+        let parts = std::mem::take(&mut self.parts);
+        for part in &parts {
+            if let Some(term) = self.normalizer.part(&self.text[part.clone()]) {
+                self.push(term, part.clone());
+            }
+        }
+        self.parts = parts;
+    }
+
+    /// Records one term at the current position.
+    fn push(&mut self, text: String, range: Range<usize>) {
+        debug_assert!(text.len() <= MAX_TERM_BYTES, "term over the length bound");
+        self.tokens.push(Token {
+            text,
+            offset_from: range.start,
+            offset_to: range.end,
+            position: self.position,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NONE: [&str; 0] = [];
+
+    /// Terms under the default analyzer (stemming and stop words on).
+    fn terms(text: &str) -> Vec<String> {
+        Analyzer::default().terms(text)
+    }
+
+    /// Terms with stemming and stop words both off.
+    fn raw_terms(text: &str) -> Vec<String> {
+        Analyzer {
+            stem: false,
+            stop_words: false,
+        }
+        .terms(text)
+    }
+
+    /// `(term, source substring, position)` for every token.
+    fn spans(text: &str) -> Vec<(String, &str, usize)> {
+        Analyzer::default()
+            .tokenize(text)
+            .into_iter()
+            .map(|t| (t.text, &text[t.offset_from..t.offset_to], t.position))
+            .collect()
+    }
+
+    // --- The public API ---
+
+    #[test]
+    fn default_turns_stemming_and_stop_words_on() {
+        assert_eq!(
+            Analyzer::default(),
+            Analyzer {
+                stem: true,
+                stop_words: true,
+            }
+        );
+    }
+
+    #[test]
+    fn settings_round_trip_through_json() {
+        let analyzer = Analyzer {
+            stem: false,
+            stop_words: true,
+        };
+        let json = serde_json::to_string(&analyzer).expect("serializes");
+        assert_eq!(json, r#"{"stem":false,"stop_words":true}"#);
+        assert_eq!(serde_json::from_str::<Analyzer>(&json).ok(), Some(analyzer));
+    }
+
+    #[test]
+    fn terms_are_the_texts_of_the_tokens() {
+        let text = "getUserById returns the connections";
+        let analyzer = Analyzer::default();
+        let texts: Vec<String> = analyzer
+            .tokenize(text)
+            .into_iter()
+            .map(|t| t.text)
+            .collect();
+        assert_eq!(analyzer.terms(text), texts);
+    }
+
+    #[test]
+    fn tokenizing_is_deterministic() {
+        let text = "INC-2023-Q4-011 東京都 getUserById naïve café";
+        let analyzer = Analyzer::default();
+        assert_eq!(analyzer.tokenize(text), analyzer.tokenize(text));
+    }
+
+    // --- Nothing to emit ---
+
+    #[test]
+    fn empty_whitespace_and_punctuation_emit_nothing() {
+        assert_eq!(terms(""), NONE);
+        assert_eq!(terms(" \t\r\n  \n"), NONE);
+        assert_eq!(terms("... -- !? (); [] {} \"' ` ~ * # |"), NONE);
+    }
+
+    #[test]
+    fn symbols_and_emoji_emit_nothing() {
+        assert_eq!(terms("🚀 👍🏽 👨‍👩‍👧 © ™ → ≠ € $ % ^ & ❤️"), NONE);
+        assert_eq!(terms("1\u{FE0F}\u{20E3} #\u{FE0F}\u{20E3}"), NONE);
+    }
+
+    #[test]
+    fn underscore_and_dash_runs_emit_nothing() {
+        assert_eq!(terms("___ --- _-_ -_- - _ . / : @"), NONE);
+    }
+
+    // --- Plain words ---
+
+    #[test]
+    fn plain_words_are_lowercased_and_stemmed() {
+        assert_eq!(
+            terms("Running QUICKLY through Connections"),
+            ["run", "quick", "through", "connect"]
+        );
+    }
+
+    #[test]
+    fn stemming_off_keeps_the_lowercase_word() {
+        let analyzer = Analyzer {
+            stem: false,
+            stop_words: true,
+        };
+        assert_eq!(
+            analyzer.terms("Running QUICKLY through the Connections"),
+            ["running", "quickly", "through", "connections"]
+        );
+    }
+
+    #[test]
+    fn stop_words_are_dropped_when_on() {
+        assert_eq!(terms("The cat is on the mat"), ["cat", "mat"]);
+        assert_eq!(
+            terms("a an and are as at be but by for if in into is it no not of on or"),
+            NONE
+        );
+        assert_eq!(
+            terms("such that the their then there these they this to was will with"),
+            NONE
+        );
+    }
+
+    #[test]
+    fn stop_words_are_kept_when_off() {
+        let analyzer = Analyzer {
+            stem: true,
+            stop_words: false,
+        };
+        assert_eq!(
+            analyzer.terms("The cat is on the mat"),
+            ["the", "cat", "is", "on", "the", "mat"]
+        );
+    }
+
+    #[test]
+    fn stop_words_match_case_insensitively() {
+        assert_eq!(terms("THE And Of"), NONE);
+    }
+
+    #[test]
+    fn words_with_digits_are_never_stemmed() {
+        assert_eq!(
+            terms("504 errors in q4 for 2fa users"),
+            ["504", "error", "q4", "2fa", "user"]
+        );
+    }
+
+    #[test]
+    fn letter_digit_mixes_stay_whole() {
+        assert_eq!(
+            terms("ipv6 utf8 v1 sha256 x86"),
+            ["ipv6", "utf8", "v1", "sha256", "x86"]
+        );
+    }
+
+    #[test]
+    fn http_504_is_two_plain_words() {
+        assert_eq!(terms("HTTP 504"), ["http", "504"]);
+    }
+
+    #[test]
+    fn a_capitalized_or_all_caps_word_is_a_plain_word() {
+        assert_eq!(terms("Hello HELLO hello"), ["hello", "hello", "hello"]);
+        assert_eq!(terms("URLs IDs APIs"), ["url", "id", "api"]);
+    }
+
+    // --- Apostrophes ---
+
+    #[test]
+    fn contractions_stay_one_unstemmed_word() {
+        assert_eq!(
+            terms("don't won't rock'n'roll"),
+            ["don't", "won't", "rock'n'roll"]
+        );
+    }
+
+    #[test]
+    fn a_possessive_s_is_stripped_before_stemming() {
+        assert_eq!(terms("the user's settings"), ["user", "set"]);
+        assert_eq!(
+            raw_terms("the user's settings"),
+            ["the", "user", "settings"]
+        );
+        assert_eq!(terms("NASA'S budget"), ["nasa", "budget"]);
+    }
+
+    #[test]
+    fn a_possessive_stop_word_is_still_a_stop_word() {
+        assert_eq!(terms("it's here"), ["here"]);
+    }
+
+    #[test]
+    fn the_typographic_apostrophe_is_the_ascii_one() {
+        assert_eq!(terms("don\u{2019}t user\u{2019}s"), ["don't", "user"]);
+    }
+
+    #[test]
+    fn apostrophes_outside_words_are_punctuation() {
+        assert_eq!(terms("'quoted' users' o'"), ["quot", "user", "o"]);
+    }
+
+    #[test]
+    fn an_apostrophe_never_starts_a_case_part() {
+        assert_eq!(terms("O'Neil"), ["o'neil"]);
+    }
+
+    // --- Identifiers joined by punctuation ---
+
+    #[test]
+    fn incident_id_is_whole_then_parts() {
+        assert_eq!(
+            terms("INC-2023-Q4-011"),
+            ["inc-2023-q4-011", "inc", "2023", "q4", "011"]
+        );
+    }
+
+    #[test]
+    fn snake_case_parts_follow_the_word_rules() {
+        assert_eq!(
+            terms("max_connections"),
+            ["max_connections", "max", "connect"]
+        );
+        assert_eq!(
+            raw_terms("max_connections"),
+            ["max_connections", "max", "connections"]
+        );
+    }
+
+    #[test]
+    fn kebab_case() {
+        assert_eq!(
+            terms("retry-after-seconds"),
+            ["retry-after-seconds", "retri", "after", "second"]
+        );
+    }
+
+    #[test]
+    fn screaming_snake_case() {
+        assert_eq!(
+            terms("MAX_POOL_SIZE"),
+            ["max_pool_size", "max", "pool", "size"]
+        );
+    }
+
+    #[test]
+    fn file_names_and_paths() {
+        assert_eq!(terms("pool.rs"), ["pool.rs", "pool", "rs"]);
+        assert_eq!(
+            terms("src/lists/sparse.rs"),
+            ["src/lists/sparse.rs", "src", "list", "spars", "rs"]
+        );
+        assert_eq!(
+            raw_terms("src/lists/sparse.rs"),
+            ["src/lists/sparse.rs", "src", "lists", "sparse", "rs"]
+        );
+    }
+
+    #[test]
+    fn versions_and_decimals() {
+        assert_eq!(terms("v1.2.3"), ["v1.2.3", "v1", "2", "3"]);
+        assert_eq!(terms("3.14"), ["3.14", "3", "14"]);
+    }
+
+    #[test]
+    fn dates_and_times() {
+        assert_eq!(
+            terms("2023-10-05 10:30"),
+            ["2023-10-05", "2023", "10", "05", "10:30", "10", "30"]
+        );
+    }
+
+    #[test]
+    fn email_address() {
+        assert_eq!(
+            terms("user@example.com"),
+            ["user@example.com", "user", "exampl", "com"]
+        );
+        assert_eq!(
+            raw_terms("user@example.com"),
+            ["user@example.com", "user", "example", "com"]
+        );
+    }
+
+    #[test]
+    fn url_scheme_separator_does_not_join() {
+        assert_eq!(
+            terms("https://github.com/foo/bar?x=1#frag"),
+            [
+                "https",
+                "github.com/foo/bar",
+                "github",
+                "com",
+                "foo",
+                "bar",
+                "x",
+                "1",
+                "frag"
+            ]
+        );
+    }
+
+    #[test]
+    fn comma_and_hash_are_not_joiners() {
+        assert_eq!(raw_terms("1,000 foo#bar"), ["1", "000", "foo", "bar"]);
+    }
+
+    #[test]
+    fn joiners_only_join_between_alphanumerics() {
+        assert_eq!(terms("It is done."), ["done"]);
+        assert_eq!(terms("\"word.\""), ["word"]);
+        assert_eq!(terms("trailing- -leading"), ["trail", "lead"]);
+        assert_eq!(terms(".hidden end_"), ["hidden", "end"]);
+        assert_eq!(terms("_private __init__"), ["privat", "init"]);
+    }
+
+    #[test]
+    fn leading_dashes_of_a_flag_are_dropped() {
+        assert_eq!(terms("--max-retries"), ["max-retries", "max", "retri"]);
+        assert_eq!(terms("-v"), ["v"]);
+    }
+
+    #[test]
+    fn doubled_joiners_do_not_join() {
+        assert_eq!(raw_terms("a--b x__y p..q"), ["a", "b", "x", "y", "p", "q"]);
+    }
+
+    #[test]
+    fn spaces_around_a_joiner_do_not_join() {
+        assert_eq!(
+            raw_terms("foo - bar foo -bar foo- bar"),
+            ["foo", "bar", "foo", "bar", "foo", "bar"]
+        );
+    }
+
+    #[test]
+    fn the_whole_form_is_never_stemmed() {
+        assert_eq!(
+            terms("running_connections"),
+            ["running_connections", "run", "connect"]
+        );
+    }
+
+    #[test]
+    fn parts_are_never_dropped_as_stop_words() {
+        assert_eq!(terms("the_end"), ["the_end", "the", "end"]);
+        assert_eq!(terms("isValid"), ["isvalid", "is", "valid"]);
+        assert_eq!(terms("a-b-c"), ["a-b-c", "a", "b", "c"]);
+    }
+
+    #[test]
+    fn identical_parts_are_all_emitted() {
+        assert_eq!(terms("foo_foo"), ["foo_foo", "foo", "foo"]);
+    }
+
+    #[test]
+    fn an_apostrophe_inside_an_identifier_part() {
+        assert_eq!(raw_terms("user's_name"), ["user's_name", "user", "name"]);
+    }
+
+    // --- Identifiers by case change ---
+
+    #[test]
+    fn camel_case() {
+        assert_eq!(
+            terms("getUserById"),
+            ["getuserbyid", "get", "user", "by", "id"]
+        );
+    }
+
+    #[test]
+    fn pascal_case() {
+        assert_eq!(
+            terms("UserAccountService"),
+            ["useraccountservice", "user", "account", "servic"]
+        );
+        assert_eq!(
+            raw_terms("UserAccountService"),
+            ["useraccountservice", "user", "account", "service"]
+        );
+    }
+
+    #[test]
+    fn acronyms_split_before_the_next_capitalized_word() {
+        assert_eq!(terms("HTTPServer"), ["httpserver", "http", "server"]);
+        assert_eq!(
+            terms("XMLHttpRequest"),
+            ["xmlhttprequest", "xml", "http", "request"]
+        );
+        assert_eq!(terms("getHTTP"), ["gethttp", "get", "http"]);
+        assert_eq!(terms("getURLs"), ["geturls", "get", "url"]);
+    }
+
+    #[test]
+    fn letter_digit_transitions_do_not_split() {
+        assert_eq!(
+            raw_terms("parseJSON2Text"),
+            ["parsejson2text", "parse", "json2", "text"]
+        );
+        assert_eq!(terms("IPv6Address"), ["ipv6address", "ipv6", "address"]);
+        assert_eq!(terms("utf8Decode"), ["utf8decode", "utf8", "decod"]);
+    }
+
+    #[test]
+    fn a_lowercase_prefix_before_capitals() {
+        assert_eq!(terms("iOS"), ["ios", "i", "os"]);
+    }
+
+    #[test]
+    fn camel_case_parts_split_further() {
+        assert_eq!(terms("my_getUser"), ["my_getuser", "my", "get", "user"]);
+        assert_eq!(
+            terms("HttpClient.sendRequest"),
+            [
+                "httpclient.sendrequest",
+                "http",
+                "client",
+                "send",
+                "request"
+            ]
+        );
+    }
+
+    // --- Unicode ---
+
+    #[test]
+    fn accented_latin() {
+        assert_eq!(terms("Café naïve résumé"), ["café", "naïv", "résumé"]);
+    }
+
+    #[test]
+    fn decomposed_accents_stay_with_their_letters() {
+        let text = "Cafe\u{301} e\u{301}cole";
+        assert_eq!(raw_terms(text), ["cafe\u{301}", "e\u{301}cole"]);
+    }
+
+    #[test]
+    fn accented_camel_case() {
+        assert_eq!(
+            raw_terms("ÉcoleNormale"),
+            ["écolenormale", "école", "normale"]
+        );
+    }
+
+    #[test]
+    fn german_sharp_s_is_lowercase_not_folded() {
+        assert_eq!(raw_terms("Straße STRASSE"), ["straße", "strasse"]);
+    }
+
+    #[test]
+    fn greek_lowercases_with_final_sigma() {
+        assert_eq!(raw_terms("ΟΔΟΣ Λόγος"), ["οδος", "λόγος"]);
+        assert_eq!(raw_terms("ΟΔΟΣ")[0].chars().last(), Some('ς'));
+    }
+
+    #[test]
+    fn cyrillic() {
+        assert_eq!(terms("Привет, МИР!"), ["привет", "мир"]);
+    }
+
+    #[test]
+    fn cyrillic_identifier() {
+        assert_eq!(
+            raw_terms("поиск_документов"),
+            ["поиск_документов", "поиск", "документов"]
+        );
+    }
+
+    #[test]
+    fn uncased_scripts() {
+        assert_eq!(terms("שלום עולם مرحبا"), ["שלום", "עולם", "مرحبا"]);
+    }
+
+    #[test]
+    fn scripts_without_spaces_outside_cjk_break_between_letters() {
+        assert_eq!(terms("ไทย"), ["ไ", "ท", "ย"]);
+    }
+
+    #[test]
+    fn non_latin_digits_are_digits() {
+        assert_eq!(terms("٣٤ ४२"), ["٣٤", "४२"]);
+    }
+
+    // --- CJK ---
+
+    #[test]
+    fn cjk_runs_become_overlapping_bigrams() {
+        assert_eq!(terms("東京都"), ["東京", "京都"]);
+        assert_eq!(terms("検索"), ["検索"]);
+    }
+
+    #[test]
+    fn a_lone_cjk_character_is_itself() {
+        assert_eq!(terms("東"), ["東"]);
+        assert_eq!(terms("東 京"), ["東", "京"]);
+    }
+
+    #[test]
+    fn japanese_mixes_kanji_hiragana_and_katakana() {
+        assert_eq!(
+            terms("日本語のテキスト"),
+            ["日本", "本語", "語の", "のテ", "テキ", "キス", "スト"]
+        );
+    }
+
+    #[test]
+    fn katakana_punctuation_breaks_a_run() {
+        assert_eq!(terms("データ・ベース"), ["デー", "ータ", "ベー", "ース"]);
+    }
+
+    #[test]
+    fn korean_hangul() {
+        assert_eq!(terms("한국어 검색"), ["한국", "국어", "검색"]);
+    }
+
+    #[test]
+    fn cjk_punctuation_breaks_a_run() {
+        assert_eq!(terms("東京、大阪。"), ["東京", "大阪"]);
+    }
+
+    #[test]
+    fn latin_then_cjk_without_a_space() {
+        assert_eq!(
+            terms("memidx検索ツール"),
+            ["memidx", "検索", "索ツ", "ツー", "ール"]
+        );
+        assert_eq!(terms("abc한국 2023년"), ["abc", "한국", "2023", "년"]);
+    }
+
+    #[test]
+    fn cjk_then_latin_without_a_space() {
+        assert_eq!(terms("東京Tower"), ["東京", "tower"]);
+    }
+
+    #[test]
+    fn cjk_never_joins_an_identifier() {
+        assert_eq!(terms("foo-東京"), ["foo", "東京"]);
+        assert_eq!(terms("東京-foo"), ["東京", "foo"]);
+    }
+
+    #[test]
+    fn mixed_scripts_in_one_sentence() {
+        assert_eq!(
+            terms("Das Straßen-Netz и поиск: 東京 getUser!"),
+            [
+                "das",
+                "straßen-netz",
+                "straßen",
+                "netz",
+                "и",
+                "поиск",
+                "東京",
+                "getuser",
+                "get",
+                "user"
+            ]
+        );
+    }
+
+    // --- Offsets and positions ---
+
+    #[test]
+    fn offsets_point_at_the_source_text() {
+        let text = "See max_connections, then 東京都 & user's.";
+        assert_eq!(
+            spans(text),
+            [
+                ("see".to_owned(), "See", 0),
+                ("max_connections".to_owned(), "max_connections", 1),
+                ("max".to_owned(), "max", 1),
+                ("connect".to_owned(), "connections", 1),
+                ("東京".to_owned(), "東京", 3),
+                ("京都".to_owned(), "京都", 4),
+                ("user".to_owned(), "user's", 5),
+            ]
+        );
+    }
+
+    #[test]
+    fn case_part_offsets() {
+        let text = "  parseJSON2Text";
+        let tokens = Analyzer::default().tokenize(text);
+        let ranges: Vec<(usize, usize)> = tokens
+            .iter()
+            .map(|t| (t.offset_from, t.offset_to))
+            .collect();
+        assert_eq!(ranges, [(2, 16), (2, 7), (7, 12), (12, 16)]);
+    }
+
+    #[test]
+    fn multibyte_offsets() {
+        let text = "ÀB_ça 東京";
+        assert_eq!(
+            spans(text),
+            [
+                ("àb_ça".to_owned(), "ÀB_ça", 0),
+                ("àb".to_owned(), "ÀB", 0),
+                ("ça".to_owned(), "ça", 0),
+                ("東京".to_owned(), "東京", 1),
+            ]
+        );
+    }
+
+    #[test]
+    fn whole_and_parts_share_a_position() {
+        let positions: Vec<usize> = Analyzer::default()
+            .tokenize("first getUserById last-one")
+            .iter()
+            .map(|t| t.position)
+            .collect();
+        assert_eq!(positions, [0, 1, 1, 1, 1, 1, 2, 2, 2]);
+    }
+
+    #[test]
+    fn dropped_stop_words_keep_their_positions() {
+        let positions: Vec<(String, usize)> = Analyzer::default()
+            .tokenize("the cat and the hat")
+            .into_iter()
+            .map(|t| (t.text, t.position))
+            .collect();
+        assert_eq!(positions, [("cat".to_owned(), 1), ("hat".to_owned(), 4)]);
+    }
+
+    #[test]
+    fn each_cjk_unit_takes_a_position() {
+        let positions: Vec<usize> = Analyzer::default()
+            .tokenize("東京都 京 word")
+            .iter()
+            .map(|t| t.position)
+            .collect();
+        assert_eq!(positions, [0, 1, 2, 3]);
+    }
+
+    // --- Length bounds and hostile input ---
+
+    #[test]
+    fn a_word_of_64_bytes_is_kept_and_of_65_dropped() {
+        let kept = "x".repeat(64);
+        let dropped = "x".repeat(65);
+        assert_eq!(
+            terms(&format!("{kept} {dropped} ok")),
+            [kept.as_str(), "ok"]
+        );
+    }
+
+    #[test]
+    fn the_bound_counts_bytes_not_characters() {
+        let kept = "é".repeat(32);
+        let dropped = "é".repeat(33);
+        assert_eq!(raw_terms(&format!("{kept} {dropped}")), [kept]);
+    }
+
+    #[test]
+    fn an_identifier_over_64_bytes_emits_only_its_parts() {
+        let at_bound = format!("{}_{}", "a".repeat(31), "b".repeat(32));
+        assert_eq!(
+            raw_terms(&at_bound),
+            [at_bound.clone(), "a".repeat(31), "b".repeat(32)]
+        );
+        let over = format!("{}_{}", "a".repeat(32), "b".repeat(32));
+        assert_eq!(raw_terms(&over), ["a".repeat(32), "b".repeat(32)]);
+    }
+
+    #[test]
+    fn a_part_over_64_bytes_is_dropped() {
+        let text = format!("{}_short", "a".repeat(65));
+        assert_eq!(raw_terms(&text), ["short"]);
+    }
+
+    #[test]
+    fn megabytes_of_joined_parts_stay_bounded() {
+        let text = "a-".repeat(1_500_000);
+        let tokens = Analyzer::default().tokenize(&text);
+        assert_eq!(tokens.len(), 1_500_000);
+        assert!(tokens.iter().all(|t| t.text == "a" && t.position == 0));
+    }
+
+    #[test]
+    fn a_giant_word_is_dropped() {
+        let text = format!("{} after", "a".repeat(3_000_000));
+        assert_eq!(spans(&text), [("after".to_owned(), "after", 1)]);
+    }
+
+    #[test]
+    fn a_giant_camel_case_word_emits_bounded_parts() {
+        let text = "aB".repeat(500_000);
+        let tokens = Analyzer::default().tokenize(&text);
+        assert_eq!(tokens.len(), 500_001);
+        assert!(tokens.iter().all(|t| t.text.len() <= MAX_TERM_BYTES));
+        assert_eq!(tokens.first().map(|t| t.text.as_str()), Some("a"));
+        assert_eq!(tokens.last().map(|t| t.text.as_str()), Some("b"));
+    }
+
+    // --- A realistic line of notes ---
+
+    #[test]
+    fn a_markdown_line() {
+        assert_eq!(
+            terms("- **Fixed** `max_connections` in [pool.rs](src/pool.rs) (see INC-2023-Q4-011)."),
+            [
+                "fix",
+                "max_connections",
+                "max",
+                "connect",
+                "pool.rs",
+                "pool",
+                "rs",
+                "src/pool.rs",
+                "src",
+                "pool",
+                "rs",
+                "see",
+                "inc-2023-q4-011",
+                "inc",
+                "2023",
+                "q4",
+                "011",
+            ]
+        );
+    }
+}

@@ -1,0 +1,366 @@
+//! End-to-end tests of `memidx search` on the fixture corpus: exact ranks,
+//! ids and scores, filters, the JSON shapes, determinism and exit codes.
+
+mod common;
+
+use common::{Corpus, chunk_ids};
+use predicates::prelude::*;
+use serde_json::Value;
+
+/// The chunk holding each unique identifier of the fixtures (see fixtures/README.md).
+const IDENTIFIER_CHUNKS: [(&str, &str, &str); 7] = [
+    (
+        "INC-2023-Q4-011",
+        "incidents/2023/q4/billing-month-end-timeouts.md#",
+        "Billing API gateway timeouts during month-end invoicing > Summary",
+    ),
+    (
+        "max_connections",
+        "runbooks/billing/connection-pool-production.md#",
+        "Billing connection pool runbook > Postgres limits > Server-side connection ceiling",
+    ),
+    (
+        "getUserById",
+        "notes/auth-slow-login-query.md#",
+        "Slow logins after the users table moved to UUID keys > The query behind it",
+    ),
+    (
+        "ERR_TOKEN_EXPIRED",
+        "services/auth-service.md#",
+        "auth-service > Error codes",
+    ),
+    (
+        "pool_timeout_ms",
+        "services/billing-service.md#",
+        "billing-service > Configuration",
+    ),
+    (
+        "v2.14.3",
+        "notes/payments-gateway-rollback-2024-02.md#",
+        "payments-gateway rollback, February 2024 > What shipped",
+    ),
+    (
+        "src/billing/retry.rs",
+        "incidents/2023/q4/billing-month-end-timeouts.md#",
+        "Billing API gateway timeouts during month-end invoicing > Root cause",
+    ),
+];
+
+#[test]
+fn each_identifier_query_ranks_its_chunk_first() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    for (query, id_prefix, heading) in IDENTIFIER_CHUNKS {
+        let response = corpus.search_json(query, &[]);
+        let top = &response["results"][0];
+        assert!(
+            top["chunk_id"].as_str().unwrap().starts_with(id_prefix),
+            "{query}: top is {}",
+            top["chunk_id"]
+        );
+        assert_eq!(top["heading"], heading, "{query}");
+        assert!(top["text"].as_str().unwrap().contains(query), "{query}");
+        assert_eq!(top["ranks"]["sparse"]["rank"], 1, "{query}");
+    }
+}
+
+#[test]
+fn sparse_scores_are_rrf_of_the_rank() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let response = corpus.search_json("connection pool exhausted", &["-k", "5"]);
+    let results = response["results"].as_array().unwrap();
+    assert_eq!(results.len(), 5);
+    for (i, r) in results.iter().enumerate() {
+        assert_eq!(
+            r["rrf_score"].as_f64().unwrap(),
+            1.0 / (60.0 + (i + 1) as f64)
+        );
+        assert_eq!(r["ranks"]["sparse"]["rank"], i + 1);
+    }
+    let bm25: Vec<f64> = results
+        .iter()
+        .map(|r| r["ranks"]["sparse"]["score"].as_f64().unwrap())
+        .collect();
+    assert!(bm25.windows(2).all(|w| w[0] >= w[1]), "{bm25:?}");
+    let weighted = corpus.search_json(
+        "connection pool exhausted",
+        &["-k", "1", "--sparse-weight", "2", "--rrf-k", "1"],
+    );
+    assert_eq!(weighted["results"][0]["rrf_score"].as_f64().unwrap(), 1.0);
+}
+
+#[test]
+fn filter_removes_the_other_environment_before_top_k() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let staging = "runbooks/billing/connection-pool-staging.md#";
+    let production = "incidents/2023/q4/billing-month-end-timeouts.md#";
+    let all = chunk_ids(&corpus.search_json("HTTP 504", &["-k", "2"]));
+    assert!(all.iter().any(|id| id.starts_with(staging)), "{all:?}");
+    assert!(all.iter().any(|id| id.starts_with(production)), "{all:?}");
+
+    let filtered = corpus.search_json(
+        "HTTP 504",
+        &["--filter", "environment=production", "-k", "50"],
+    );
+    let ids = chunk_ids(&filtered);
+    assert!(ids[0].starts_with(production), "{ids:?}");
+    for result in filtered["results"].as_array().unwrap() {
+        let envs = result["metadata"]["environment"].as_array().unwrap();
+        assert!(envs.contains(&Value::from("production")), "{result}");
+    }
+    // With a window of one, the filter must apply before the window is cut.
+    let staging_only = corpus.search_json(
+        "HTTP 504",
+        &["--filter", "environment=staging", "--window", "1"],
+    );
+    assert_eq!(chunk_ids(&staging_only).len(), 1);
+    assert!(chunk_ids(&staging_only)[0].starts_with(staging));
+}
+
+#[test]
+fn json_response_has_the_design_shape() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let response = corpus.search_json("INC-2023-Q4-011", &["-k", "3"]);
+    let object = response.as_object().unwrap();
+    let keys: Vec<_> = object.keys().map(String::as_str).collect();
+    assert_eq!(keys, ["query_id", "total_retrieved", "results"]);
+    assert_eq!(response["query_id"], Value::Null);
+    let results = response["results"].as_array().unwrap();
+    assert_eq!(response["total_retrieved"], results.len());
+    let first = results[0].as_object().unwrap();
+    let keys: Vec<_> = first.keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "chunk_id",
+            "rrf_score",
+            "text",
+            "source",
+            "heading",
+            "lines",
+            "metadata",
+            "ranks"
+        ]
+    );
+    let lines = first["lines"].as_array().unwrap();
+    assert!(lines[0].as_u64().unwrap() <= lines[1].as_u64().unwrap());
+    assert_eq!(first["metadata"]["service"][0], "billing-service");
+    assert_eq!(first["metadata"]["path"][0], first["source"]);
+    assert!(
+        first["chunk_id"]
+            .as_str()
+            .unwrap()
+            .starts_with(first["source"].as_str().unwrap())
+    );
+}
+
+#[test]
+fn request_file_and_stdin_answer_in_the_response_shape() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let request = r#"{"query_id": "mem_req_99214", "search_text": "HTTP 504 gateway timeout postgres connection pool",
+        "top_k": 5, "hybrid_params": {"sparse_weight": 1.0, "rrf_k_constant": 60},
+        "metadata_filter": {"environment": "production", "service": "billing-service"}}"#;
+    std::fs::write(corpus.path().join("req.json"), request).unwrap();
+    let from_file = corpus
+        .memidx()
+        .args(["search", "--request", "req.json"])
+        .output()
+        .unwrap();
+    assert_eq!(from_file.status.code(), Some(0));
+    let from_stdin = corpus
+        .memidx()
+        .args(["search", "--request", "-"])
+        .write_stdin(request)
+        .output()
+        .unwrap();
+    assert_eq!(from_file.stdout, from_stdin.stdout);
+    let response: Value = serde_json::from_slice(&from_file.stdout).unwrap();
+    assert_eq!(response["query_id"], "mem_req_99214");
+    let results = response["results"].as_array().unwrap();
+    assert!(!results.is_empty() && results.len() <= 5);
+    for r in results {
+        assert!(
+            r["metadata"]["environment"]
+                .as_array()
+                .unwrap()
+                .contains(&Value::from("production"))
+        );
+        assert!(
+            r["metadata"]["service"]
+                .as_array()
+                .unwrap()
+                .contains(&Value::from("billing-service"))
+        );
+    }
+}
+
+#[test]
+fn bad_requests_name_the_field() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    for (request, field) in [
+        (r#"{"search_text": "x", "top_k": "five"}"#, "top_k"),
+        (r#"{"search_text": "x", "colour": 1}"#, "colour"),
+        (r#"{"top_k": 3}"#, "search_text"),
+        (
+            r#"{"search_text": "x", "hybrid_params": {"rrf_k_constant": -5}}"#,
+            "k must be",
+        ),
+    ] {
+        corpus
+            .memidx()
+            .args(["search", "--request", "-"])
+            .write_stdin(request)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::starts_with("memidx: ").and(predicate::str::contains(field)));
+    }
+}
+
+#[test]
+fn output_is_deterministic() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let run = || {
+        corpus
+            .memidx()
+            .args(["search", "billing connection pool", "--json", "-k", "20"])
+            .output()
+            .unwrap()
+            .stdout
+    };
+    let first = run();
+    assert_eq!(first, run());
+    // A rebuilt index answers byte for byte the same.
+    corpus
+        .memidx()
+        .args(["index", ".", "--full", "--quiet"])
+        .assert()
+        .success();
+    assert_eq!(first, run());
+}
+
+#[test]
+fn human_output_shows_rank_score_location_and_heading() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let output = corpus
+        .memidx()
+        .args(["search", "ERR_TOKEN_EXPIRED", "-k", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let text = String::from_utf8(output.stdout).unwrap();
+    let first_line = text.lines().next().unwrap();
+    assert!(
+        first_line.starts_with("1. 0.01639  services/auth-service.md:"),
+        "{text}"
+    );
+    assert!(first_line.ends_with("[sparse #1]"), "{text}");
+    assert_eq!(
+        text.lines().nth(1).unwrap().trim(),
+        "auth-service > Error codes"
+    );
+}
+
+#[test]
+fn hidden_folders_and_non_markdown_are_not_indexed() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    for word in ["hiddenzebra", "txtonlyword"] {
+        corpus
+            .memidx()
+            .args(["search", word])
+            .assert()
+            .code(1)
+            .stdout("");
+    }
+}
+
+#[test]
+fn exit_codes_follow_grep() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    corpus
+        .memidx()
+        .args(["search", "max_connections"])
+        .assert()
+        .code(0);
+    corpus
+        .memidx()
+        .args(["search", "zzqqxxnotaword"])
+        .assert()
+        .code(1)
+        .stdout("");
+    corpus
+        .memidx()
+        .args(["search", ""])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("the query is empty"));
+    corpus
+        .memidx()
+        .args(["search", "?! ..."])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no letters or digits"));
+    corpus
+        .memidx()
+        .args(["search", "x", "--filter", "environment"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("KEY=VALUE"));
+    corpus
+        .memidx()
+        .args(["search", "x", "--filter", "enviroment=production"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("'enviroment'"));
+    corpus
+        .memidx()
+        .args(["search", "x", "-k", "0"])
+        .assert()
+        .code(2);
+    corpus
+        .memidx()
+        .args(["search", "x", "--bogus"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn index_is_found_from_subfolders_or_named() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let mut cmd = corpus.memidx();
+    cmd.current_dir(corpus.path().join("runbooks/billing"))
+        .args(["search", "getUserById"])
+        .assert()
+        .code(0);
+    let elsewhere = Corpus::empty();
+    elsewhere
+        .memidx()
+        .args(["search", "getUserById"])
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("no index found")
+                .and(predicate::str::contains("memidx index")),
+        );
+    elsewhere
+        .memidx()
+        .args(["search", "getUserById", "--index"])
+        .arg(corpus.path())
+        .assert()
+        .code(0);
+    elsewhere
+        .memidx()
+        .env("MEMIDX_INDEX", corpus.path().join(".memidx"))
+        .args(["search", "getUserById"])
+        .assert()
+        .code(0);
+}
