@@ -74,10 +74,10 @@ pub struct RetrievalArgs {
     #[arg(short, long = "filter", value_name = "KEY=VALUE")]
     pub filters: Vec<String>,
     /// The RRF constant k in w / (k + rank).
-    #[arg(long, value_name = "K")]
+    #[arg(long, value_name = "K", allow_negative_numbers = true)]
     pub rrf_k: Option<f64>,
     /// Weight of the sparse (BM25) list in the fusion.
-    #[arg(long, value_name = "W")]
+    #[arg(long, value_name = "W", allow_negative_numbers = true)]
     pub sparse_weight: Option<f64>,
     /// Candidates taken from each list before fusion [default: max(50, 2 × top-k)].
     #[arg(long, value_name = "N")]

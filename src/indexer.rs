@@ -154,7 +154,7 @@ pub fn run(options: &IndexOptions) -> Result<IndexReport> {
             .display()
             .to_string(),
         tokenizer: options.analyzer,
-        chunker: options.chunker.clone(),
+        chunker: options.chunker,
         counts: Counts {
             files: built.stamps.len(),
             chunks: built.table.chunks.len(),
@@ -363,7 +363,7 @@ fn lowercase(err: &std::io::Error) -> String {
 fn add_builtin_metadata(metadata: &mut Metadata, rel_path: &str, heading_title: Option<&str>) {
     let (dir, name) = rel_path.rsplit_once('/').unwrap_or((".", rel_path));
     let stem = name.rsplit_once('.').map_or(name, |(stem, _)| stem);
-    if !metadata.get("title").is_some_and(|t| !t.is_empty()) {
+    if metadata.get("title").is_none_or(|t| t.is_empty()) {
         let title = heading_title.unwrap_or(stem).to_string();
         metadata.insert("title".into(), vec![title]);
     }

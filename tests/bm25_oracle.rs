@@ -6,8 +6,9 @@
 //! Tolerance: tantivy stores each document's length in one byte (Lucene's
 //! `SmallFloat` encoding: exact up to 40 tokens, then 4 significant bits),
 //! while the oracle uses exact lengths. The length only enters through the
-//! `b·dl/avgdl` normalisation, which bounds the score difference to a few
-//! percent; 5% relative is allowed per score, and rankings must agree.
+//! `b·dl/avgdl` normalisation, and a quantized length is at most 1/8 below
+//! the true one (3 mantissa bits past 40 tokens), so 12.5% relative is
+//! allowed per score; the top of the rankings must agree.
 
 mod common;
 
@@ -75,7 +76,7 @@ fn sparse_ranking_agrees_with_the_bm25_crate() {
             let their_score = scorer.score(&fused.chunk, &embedder.embed(query)).unwrap();
             let relative = (our_score - their_score).abs() / their_score;
             assert!(
-                relative < 0.05,
+                relative < 0.125,
                 "{query} rank {}: tantivy {our_score} vs bm25 {their_score}",
                 rank + 1
             );
