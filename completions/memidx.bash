@@ -145,13 +145,17 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__index)
-            opts="-q -h -V --full --max-file-size --quiet --help --version"
+            opts="-q -h -V --full --max-file-size --chunk-tokens --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --max-file-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --chunk-tokens)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -31,6 +31,7 @@ complete -c memidx -n "__fish_memidx_needs_command" -f -a "search" -d 'Search th
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "completions" -d 'Print a shell completion script to stdout'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l max-file-size -d 'Skip files larger than this (bytes; K, M, G suffixes allowed)' -r
+complete -c memidx -n "__fish_memidx_using_subcommand index" -l chunk-tokens -d 'Target chunk size in estimated tokens; longer sections split at block boundaries [default: 400]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l full -d 'Re-read every file instead of reusing unchanged ones'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -s q -l quiet -d 'Print no progress bar and no summary (warnings are still printed)'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -s h -l help -d 'Print help'

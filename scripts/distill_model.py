@@ -66,35 +66,40 @@ QUANTIZE_TO = "int8"
 # writes (README.md model card, modules.json for sentence-transformers) is dropped.
 MODEL_FILES = ("model.safetensors", "tokenizer.json", "config.json")
 
+PARAGRAPH = (
+    "Our incident review process starts as soon as the on-call engineer declares an incident "
+    "in the operations channel. The first responder records the start time, the affected "
+    "services and the customer impact, then pages the owning team if the problem is outside "
+    "their area. While the incident is open, updates are posted every thirty minutes, even if "
+    "nothing has changed, so that support staff can answer customers with confidence. Once "
+    "service is restored, the incident commander writes a short summary that lists the "
+    "timeline, the root cause as far as it is known, and the follow-up actions with an owner "
+    "and a due date for each. The review meeting is held within five working days. It is "
+    "blameless: we look for the conditions that allowed the failure rather than for a person "
+    "to blame. Typical findings include missing alerts, dashboards that hid the real signal, "
+    "runbooks that were out of date, and deployments that skipped the canary stage. Each "
+    "finding becomes a ticket in the reliability backlog, and the backlog is reviewed every "
+    "sprint by the platform team together with the service owners. We also track how long it "
+    "took to detect, to mitigate and to resolve each incident, because those numbers tell us "
+    "whether our monitoring and our processes are getting better over time. Finally, the "
+    "summary is published in the shared knowledge base and linked from the service catalogue, "
+    "so that the next engineer who meets a similar failure can find what was learned, search "
+    "for the error messages that appeared in the logs, and reuse the mitigation steps instead "
+    "of starting from scratch in the middle of the night."
+)
+
 REFERENCE_SENTENCES = [
     "The quick brown fox jumps over the lazy dog.",
     "HTTP 504 gateway timeout on billing-service, INC-2023-Q4-011",
     "Raise max_connections in postgresql.conf to 200 and restart the db-primary node.",
-    (
-        "Our incident review process starts as soon as the on-call engineer declares an incident "
-        "in the operations channel. The first responder records the start time, the affected "
-        "services and the customer impact, then pages the owning team if the problem is outside "
-        "their area. While the incident is open, updates are posted every thirty minutes, even if "
-        "nothing has changed, so that support staff can answer customers with confidence. Once "
-        "service is restored, the incident commander writes a short summary that lists the "
-        "timeline, the root cause as far as it is known, and the follow-up actions with an owner "
-        "and a due date for each. The review meeting is held within five working days. It is "
-        "blameless: we look for the conditions that allowed the failure rather than for a person "
-        "to blame. Typical findings include missing alerts, dashboards that hid the real signal, "
-        "runbooks that were out of date, and deployments that skipped the canary stage. Each "
-        "finding becomes a ticket in the reliability backlog, and the backlog is reviewed every "
-        "sprint by the platform team together with the service owners. We also track how long it "
-        "took to detect, to mitigate and to resolve each incident, because those numbers tell us "
-        "whether our monitoring and our processes are getting better over time. Finally, the "
-        "summary is published in the shared knowledge base and linked from the service catalogue, "
-        "so that the next engineer who meets a similar failure can find what was learned, search "
-        "for the error messages that appeared in the logs, and reuse the mitigation steps instead "
-        "of starting from scratch in the middle of the night."
-    ),
+    PARAGRAPH,
     "Die Datenbank wurde gestern Abend nach dem fehlgeschlagenen Update auf die vorherige Version zurückgesetzt.",
     "",
     "数据库连接超时，请检查网络配置和防火墙规则。",
     "memidx: hybrid BM25 + dense search over ~/notes/**/*.md (k=60, RRF)",
+    # Longer than max_length * median_token_length (512 * 6 = 3072) characters: exercises the
+    # character cut and then the 512-token cut, which both implementations must apply alike.
+    " ".join([PARAGRAPH] * 3),
 ]
 
 

@@ -40,6 +40,10 @@ pub struct IndexArgs {
     /// Skip files larger than this (bytes; K, M, G suffixes allowed).
     #[arg(long, value_name = "SIZE", default_value = "10M", value_parser = parse_size)]
     pub max_file_size: u64,
+    /// Target chunk size in estimated tokens; longer sections split at block
+    /// boundaries [default: 400].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(16..=100_000))]
+    pub chunk_tokens: Option<u32>,
     /// Print no progress bar and no summary (warnings are still printed).
     #[arg(short, long)]
     pub quiet: bool,

@@ -123,6 +123,9 @@ pub fn index_options(args: &IndexArgs) -> IndexOptions {
     options.full = args.full;
     options.max_file_size = args.max_file_size;
     options.progress = !args.quiet;
+    if let Some(tokens) = args.chunk_tokens {
+        options.chunker.budget_tokens = tokens as usize;
+    }
     options
 }
 

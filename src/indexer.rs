@@ -22,7 +22,9 @@ use crate::corpus::chunk::{ChunkOptions, parse_file};
 use crate::corpus::markdown::Metadata;
 use crate::corpus::walk::{SourceFile, walk};
 use crate::lists::sparse;
-use crate::store::generation::{self, ChunkRecord, ChunkTable, FileEntry, Generation, SPARSE_DIR};
+use crate::store::generation::{
+    self, ChunkRecord, ChunkTable, FileEntry, Generation, SPARSE_DIR, searchable_text,
+};
 use crate::store::lock::IndexLock;
 use crate::store::manifest::{Counts, FORMAT_VERSION, FileStamp, Manifest};
 use crate::store::{self, INDEX_DIR_NAME, LOCK_FILE, atomic};
@@ -136,8 +138,11 @@ pub fn run(options: &IndexOptions) -> Result<IndexReport> {
     fs::create_dir_all(&gen_dir).with_context(|| format!("cannot create {}", gen_dir.display()))?;
     let checksums = generation::write(&gen_dir, &built.table, &built.texts)?;
     let docs = built.table.chunks.iter().enumerate().map(|(ord, c)| {
-        let text = &built.texts[c.text_start as usize..][..c.text_len as usize];
-        (ord as u32, searchable_text(&c.heading_path, text))
+        let bytes = &built.texts[c.text_start as usize..][..c.text_len as usize];
+        (
+            ord as u32,
+            searchable_text(&c.heading_path, &String::from_utf8_lossy(bytes)),
+        )
     });
     sparse::build(&gen_dir.join(SPARSE_DIR), options.analyzer, docs)?;
     atomic::sync_dir(&gen_dir)?;
@@ -177,16 +182,6 @@ pub fn run(options: &IndexOptions) -> Result<IndexReport> {
         warnings,
         elapsed: started.elapsed(),
     })
-}
-
-/// The text a chunk is indexed under: its heading path, then its text.
-pub fn searchable_text(heading_path: &[String], text: &[u8]) -> String {
-    let text = String::from_utf8_lossy(text);
-    if heading_path.is_empty() {
-        text.into_owned()
-    } else {
-        format!("{}\n{}", heading_path.join(" > "), text)
-    }
 }
 
 /// The previous index, when its chunks can be reused.
@@ -520,12 +515,5 @@ mod tests {
         let mut m = Metadata::new();
         add_builtin_metadata(&mut m, "notes.markdown", None);
         assert_eq!(m["title"], ["notes"]);
-    }
-
-    #[test]
-    fn searchable_text_puts_the_heading_path_first() {
-        let path = vec!["Runbook".to_string(), "Pool".to_string()];
-        assert_eq!(searchable_text(&path, b"body"), "Runbook > Pool\nbody");
-        assert_eq!(searchable_text(&[], b"body"), "body");
     }
 }

@@ -15,7 +15,6 @@ mod common;
 use bm25::{EmbedderBuilder, Scorer, Tokenizer};
 use common::Corpus;
 use memidx::filter::Filter;
-use memidx::indexer::searchable_text;
 use memidx::retriever::{Retriever, SearchParams};
 use memidx::text::tokenize::Analyzer;
 
@@ -38,7 +37,7 @@ fn sparse_ranking_agrees_with_the_bm25_crate() {
     let docs: Vec<String> = (0..generation.len() as u32)
         .map(|ord| {
             let chunk = generation.chunk(ord).unwrap();
-            searchable_text(&chunk.record.heading_path, chunk.text.as_bytes())
+            chunk.searchable_text()
         })
         .collect();
     let doc_refs: Vec<&str> = docs.iter().map(String::as_str).collect();

@@ -108,6 +108,11 @@ impl ChunkView<'_> {
     pub fn heading(&self) -> String {
         self.record.heading_path.join(" > ")
     }
+
+    /// The text the lists index for this chunk (see [`searchable_text`]).
+    pub fn searchable_text(&self) -> String {
+        searchable_text(&self.record.heading_path, self.text)
+    }
 }
 
 impl Generation {
@@ -212,6 +217,20 @@ impl Generation {
     }
 }
 
+/// The text a chunk is indexed under: its heading path, then its text.
+///
+/// The path is added even when the text opens with the chunk's own heading,
+/// so heading words count twice — a deliberate, measured boost: on the
+/// Cranfield dev set, dropping the repeated heading lowered sparse nDCG@10
+/// from 0.3634 to 0.3580.
+pub fn searchable_text(heading_path: &[String], text: &str) -> String {
+    if heading_path.is_empty() {
+        text.to_string()
+    } else {
+        format!("{}\n{text}", heading_path.join(" > "))
+    }
+}
+
 /// The message for a damaged generation file.
 fn damaged(path: &Path, what: &str) -> String {
     format!(
@@ -278,6 +297,16 @@ mod tests {
         assert_eq!(generation.find("a.md#2"), None);
         assert_eq!(generation.find("nope"), None);
         assert!(generation.chunk(3).is_err());
+    }
+
+    #[test]
+    fn searchable_text_puts_the_heading_path_first() {
+        let path = vec!["Runbook".to_string(), "Pool".to_string()];
+        assert_eq!(
+            searchable_text(&path, "## Pool\nbody"),
+            "Runbook > Pool\n## Pool\nbody"
+        );
+        assert_eq!(searchable_text(&[], "body"), "body");
     }
 
     #[test]
