@@ -167,7 +167,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__search)
-            opts="-k -f -h -V --request --top-k --json --filter --rrf-k --sparse-weight --window --mode --index --help --version"
+            opts="-k -f -h -V --request --top-k --json --filter --rrf-k --sparse-weight --dense-weight --window --mode --index --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -201,12 +201,16 @@ _memidx() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --dense-weight)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --window)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --mode)
-                    COMPREPLY=($(compgen -W "sparse" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "hybrid sparse dense" -- "${cur}"))
                     return 0
                     ;;
                 --index)

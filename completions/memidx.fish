@@ -39,10 +39,13 @@ complete -c memidx -n "__fish_memidx_using_subcommand index" -s V -l version -d 
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l request -d 'Read a JSON request (query_id, search_text, top_k, hybrid_params, metadata_filter) from FILE, or from stdin with \'-\'; answers in JSON' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand search" -s k -l top-k -d 'Number of results' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -s f -l filter -d 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)' -r
-complete -c memidx -n "__fish_memidx_using_subcommand search" -l rrf-k -d 'The RRF constant k in w / (k + rank)' -r
-complete -c memidx -n "__fish_memidx_using_subcommand search" -l sparse-weight -d 'Weight of the sparse (BM25) list in the fusion' -r
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l rrf-k -d 'The RRF constant k in w / (k + rank) [default: the index\'s, 60]' -r
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l sparse-weight -d 'Weight of the sparse (BM25) list in the fusion [default: the index\'s]' -r
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l dense-weight -d 'Weight of the dense (embedding) list in the fusion [default: the index\'s]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l window -d 'Candidates taken from each list before fusion [default: max(50, 2 × top-k)]' -r
-complete -c memidx -n "__fish_memidx_using_subcommand search" -l mode -d 'Which lists to run' -r -f -a "sparse\t'BM25 over the identifier-aware tokenizer only'"
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l mode -d 'Which lists to run' -r -f -a "hybrid\t'Both lists, fused with RRF'
+sparse\t'BM25 over the identifier-aware tokenizer only'
+dense\t'Embedding similarity only'"
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l index -d 'The index to search: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l json -d 'Print one JSON document (the response shape) instead of text'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -24,6 +24,8 @@ pub enum Command {
     Index(IndexArgs),
     /// Search the index and print the best chunks.
     Search(SearchArgs),
+    /// Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode).
+    Eval(EvalArgs),
     /// Print a shell completion script to stdout.
     Completions(CompletionsArgs),
 }
@@ -77,29 +79,88 @@ pub struct RetrievalArgs {
     /// keys, OR across values of one key).
     #[arg(short, long = "filter", value_name = "KEY=VALUE")]
     pub filters: Vec<String>,
-    /// The RRF constant k in w / (k + rank).
+    /// Which lists to run.
+    #[arg(long, value_enum, default_value_t = Mode::Hybrid)]
+    pub mode: Mode,
+    /// Fusion settings.
+    #[command(flatten)]
+    pub fusion: FusionArgs,
+    /// Where the index is.
+    #[command(flatten)]
+    pub location: IndexLocation,
+}
+
+/// Fusion settings that override the index's defaults.
+#[derive(Debug, Args)]
+pub struct FusionArgs {
+    /// The RRF constant k in w / (k + rank) [default: the index's, 60].
     #[arg(long, value_name = "K", allow_negative_numbers = true)]
     pub rrf_k: Option<f64>,
-    /// Weight of the sparse (BM25) list in the fusion.
+    /// Weight of the sparse (BM25) list in the fusion [default: the index's].
     #[arg(long, value_name = "W", allow_negative_numbers = true)]
     pub sparse_weight: Option<f64>,
-    /// Candidates taken from each list before fusion [default: max(50, 2 × top-k)].
+    /// Weight of the dense (embedding) list in the fusion [default: the index's].
+    #[arg(long, value_name = "W", allow_negative_numbers = true)]
+    pub dense_weight: Option<f64>,
+    /// Candidates taken from each list before fusion [default: the index's,
+    /// else max(50, 2 × top-k)].
     #[arg(long, value_name = "N")]
     pub window: Option<usize>,
-    /// Which lists to run.
-    #[arg(long, value_enum, default_value_t = Mode::Sparse)]
-    pub mode: Mode,
-    /// The index to search: a .memidx folder or the folder holding it
-    /// [default: the nearest .memidx in the current folder or its parents].
+}
+
+/// Where to find the index.
+#[derive(Debug, Args)]
+pub struct IndexLocation {
+    /// The index: a .memidx folder or the folder holding it [default: the
+    /// nearest .memidx in the current folder or its parents].
     #[arg(long, value_name = "PATH", env = "MEMIDX_INDEX")]
     pub index: Option<PathBuf>,
+}
+
+/// Arguments of `memidx eval`.
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// Queries, JSON Lines: {"id": …, "text": …} per line.
+    #[arg(long, value_name = "FILE")]
+    pub queries: PathBuf,
+    /// Relevance judgments: `query-id doc-id relevance` per line (a header
+    /// line is allowed); a doc id is a file name without `.md`.
+    #[arg(long, value_name = "FILE")]
+    pub qrels: PathBuf,
+    /// Print one JSON document instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Write TREC run files (sparse.trec, dense.trec, hybrid.trec) into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub run_out: Option<PathBuf>,
+    /// Also try a grid of k, dense weights and windows; tune on half of the
+    /// queries and report the winner on the other (held-out) half.
+    #[arg(long)]
+    pub sweep: bool,
+    /// With --sweep: store the winning settings in the index, so later
+    /// searches use them.
+    #[arg(long, requires = "sweep")]
+    pub save: bool,
+    /// Print no progress bar.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Fusion settings of the default run.
+    #[command(flatten)]
+    pub fusion: FusionArgs,
+    /// Where the index is.
+    #[command(flatten)]
+    pub location: IndexLocation,
 }
 
 /// Which ranked lists a search runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Mode {
+    /// Both lists, fused with RRF.
+    Hybrid,
     /// BM25 over the identifier-aware tokenizer only.
     Sparse,
+    /// Embedding similarity only.
+    Dense,
 }
 
 /// Arguments of `memidx completions`.

@@ -9,20 +9,17 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail, ensure};
 
-use crate::cli::{IndexArgs, Mode, RetrievalArgs, SearchArgs};
+use crate::cli::{EvalArgs, IndexArgs, IndexLocation, Mode, SearchArgs};
 use crate::filter::Filter;
-use crate::fusion::DEFAULT_RRF_K;
 use crate::indexer::IndexOptions;
 use crate::request::SearchRequest;
-use crate::retriever::SearchParams;
+use crate::retriever::{ListSelection, SearchParams};
 use crate::store::{INDEX_DIR_NAME, MANIFEST_FILE};
 
 /// Default number of results.
 pub const DEFAULT_TOP_K: usize = 10;
 /// Largest accepted `top_k`.
 pub const MAX_TOP_K: usize = 10_000;
-/// Smallest default window (candidates per list).
-pub const MIN_DEFAULT_WINDOW: usize = 50;
 /// Largest accepted window.
 pub const MAX_WINDOW: usize = 100_000;
 
@@ -44,10 +41,8 @@ pub struct SearchConfig {
     pub query_id: Option<String>,
     /// The query text.
     pub query: String,
-    /// Which lists run.
-    pub mode: Mode,
-    /// Weight of the sparse list.
-    pub sparse_weight: f64,
+    /// Which lists run, and weight overrides.
+    pub lists: ListSelection,
     /// Window, top-k, k and filters.
     pub params: SearchParams,
     /// Output format.
@@ -82,22 +77,16 @@ impl SearchConfig {
                 .iter()
                 .flat_map(|(k, vs)| vs.iter().map(move |v| (k.clone(), v.clone()))),
         );
-        let sparse_weight = retrieval
+        let fusion = &retrieval.fusion;
+        let sparse_weight = fusion
             .sparse_weight
-            .or(hybrid.and_then(|h| h.sparse_weight))
-            .unwrap_or(1.0);
-        let rrf_k = retrieval
-            .rrf_k
-            .or(hybrid.and_then(|h| h.rrf_k_constant))
-            .unwrap_or(DEFAULT_RRF_K);
+            .or(hybrid.and_then(|h| h.sparse_weight));
+        let dense_weight = fusion.dense_weight.or(hybrid.and_then(|h| h.dense_weight));
+        let rrf_k = fusion.rrf_k.or(hybrid.and_then(|h| h.rrf_k_constant));
         let params = SearchParams {
             top_k: check_top_k(top_k)?,
-            window: check_window(
-                retrieval
-                    .window
-                    .unwrap_or(MIN_DEFAULT_WINDOW.max(2 * top_k)),
-            )?,
-            rrf_k: check_rrf_k(rrf_k)?,
+            window: fusion.window.map(check_window).transpose()?,
+            rrf_k: rrf_k.map(check_rrf_k).transpose()?,
             filter: Filter::from_pairs(filter_pairs),
         };
         let format = if args.json || request.is_some() {
@@ -106,13 +95,81 @@ impl SearchConfig {
             OutputFormat::Human
         };
         Ok(Self {
-            index_dir: resolve_index_dir(retrieval, cwd)?,
+            index_dir: resolve_index_dir(&retrieval.location, cwd)?,
             query_id: request.and_then(|r| r.query_id),
             query,
-            mode: retrieval.mode,
-            sparse_weight: check_weight("sparse", sparse_weight)?,
+            lists: ListSelection {
+                sparse: retrieval.mode != Mode::Dense,
+                dense: retrieval.mode != Mode::Sparse,
+                sparse_weight: sparse_weight
+                    .map(|w| check_weight("sparse", w))
+                    .transpose()?,
+                dense_weight: dense_weight.map(|w| check_weight("dense", w)).transpose()?,
+            },
             params,
             format,
+        })
+    }
+}
+
+/// Everything `memidx eval` needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EvalConfig {
+    /// The `.memidx` folder to evaluate.
+    pub index_dir: PathBuf,
+    /// Queries file.
+    pub queries: PathBuf,
+    /// Judgments file.
+    pub qrels: PathBuf,
+    /// Weight overrides (both lists always run).
+    pub lists: ListSelection,
+    /// RRF constant override.
+    pub rrf_k: Option<f64>,
+    /// Window override.
+    pub window: Option<usize>,
+    /// Sweep the fusion settings.
+    pub sweep: bool,
+    /// Store the sweep's winner in the index.
+    pub save: bool,
+    /// Where to write TREC runs.
+    pub run_out: Option<PathBuf>,
+    /// Output format.
+    pub format: OutputFormat,
+    /// Show a progress bar.
+    pub progress: bool,
+}
+
+impl EvalConfig {
+    /// Resolves `memidx eval` arguments.
+    pub fn from_args(args: &EvalArgs, cwd: &Path) -> Result<Self> {
+        let fusion = &args.fusion;
+        Ok(Self {
+            index_dir: resolve_index_dir(&args.location, cwd)?,
+            queries: cwd.join(&args.queries),
+            qrels: cwd.join(&args.qrels),
+            lists: ListSelection {
+                sparse: true,
+                dense: true,
+                sparse_weight: fusion
+                    .sparse_weight
+                    .map(|w| check_weight("sparse", w))
+                    .transpose()?,
+                dense_weight: fusion
+                    .dense_weight
+                    .map(|w| check_weight("dense", w))
+                    .transpose()?,
+            },
+            rrf_k: fusion.rrf_k.map(check_rrf_k).transpose()?,
+            window: fusion.window.map(check_window).transpose()?,
+            sweep: args.sweep,
+            save: args.save,
+            run_out: args.run_out.as_ref().map(|d| cwd.join(d)),
+            format: if args.json {
+                OutputFormat::Json
+            } else {
+                OutputFormat::Human
+            },
+            progress: !args.quiet,
         })
     }
 }
@@ -132,7 +189,7 @@ pub fn index_options(args: &IndexArgs) -> IndexOptions {
 /// Finds the index: `--index`/`MEMIDX_INDEX` when given (a `.memidx` folder
 /// or the folder holding one), else the nearest `.memidx` in `cwd` or its
 /// parents, as git finds `.git`.
-pub fn resolve_index_dir(args: &RetrievalArgs, cwd: &Path) -> Result<PathBuf> {
+pub fn resolve_index_dir(args: &IndexLocation, cwd: &Path) -> Result<PathBuf> {
     if let Some(path) = &args.index {
         let path = cwd.join(path);
         let nested = path.join(INDEX_DIR_NAME);
@@ -226,12 +283,17 @@ mod tests {
         let c = search_config(&["memidx", "search", "pool"], "").unwrap();
         assert_eq!(
             (c.params.top_k, c.params.window, c.params.rrf_k),
-            (10, 50, 60.0)
+            (10, None, None)
         );
+        assert_eq!(c.lists, ListSelection::default());
         assert_eq!(c.format, OutputFormat::Human);
         assert!(c.index_dir.ends_with(INDEX_DIR_NAME));
-        let c = search_config(&["memidx", "search", "pool", "-k", "40"], "").unwrap();
-        assert_eq!(c.params.window, 80);
+        let c = search_config(
+            &["memidx", "search", "pool", "-k", "40", "--window", "7"],
+            "",
+        )
+        .unwrap();
+        assert_eq!((c.params.top_k, c.params.window), (40, Some(7)));
     }
 
     #[test]
@@ -246,13 +308,12 @@ mod tests {
         .unwrap();
         assert_eq!(c.query_id.as_deref(), Some("q1"));
         assert_eq!(
-            (
-                c.query.as_str(),
-                c.params.top_k,
-                c.params.rrf_k,
-                c.sparse_weight
-            ),
-            ("pool", 3, 20.0, 0.4)
+            (c.query.as_str(), c.params.top_k, c.params.rrf_k),
+            ("pool", 3, Some(20.0))
+        );
+        assert_eq!(
+            (c.lists.sparse_weight, c.lists.dense_weight),
+            (Some(0.4), None)
         );
         assert_eq!(
             c.params.filter,
@@ -286,14 +347,14 @@ mod tests {
             panic!()
         };
         assert_eq!(
-            resolve_index_dir(&args.retrieval, &sub).unwrap(),
+            resolve_index_dir(&args.retrieval.location, &sub).unwrap(),
             dir.path().join(INDEX_DIR_NAME)
         );
         let cli = Cli::try_parse_from(["memidx", "search", "x", "--index", "a"]).unwrap();
         let Command::Search(args) = cli.command else {
             panic!()
         };
-        let err = resolve_index_dir(&args.retrieval, dir.path())
+        let err = resolve_index_dir(&args.retrieval.location, dir.path())
             .unwrap_err()
             .to_string();
         assert!(err.contains("no index at"), "{err}");

@@ -14,16 +14,18 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 
 use crate::corpus::Skipped;
 use crate::corpus::chunk::{ChunkOptions, parse_file};
 use crate::corpus::markdown::Metadata;
 use crate::corpus::walk::{SourceFile, walk};
+use crate::embed::Embedder;
+use crate::lists::dense::{self, DenseIndex};
 use crate::lists::sparse;
+use crate::output::progress;
 use crate::store::generation::{
-    self, ChunkRecord, ChunkTable, FileEntry, Generation, SPARSE_DIR, searchable_text,
+    self, ChunkOrd, ChunkRecord, ChunkTable, FileEntry, Generation, SPARSE_DIR, searchable_text,
 };
 use crate::store::lock::IndexLock;
 use crate::store::manifest::{Counts, FORMAT_VERSION, FileStamp, Manifest};
@@ -88,8 +90,8 @@ pub struct IndexReport {
     pub elapsed: Duration,
 }
 
-/// Indexes `options.root` into `options.index_dir`.
-pub fn run(options: &IndexOptions) -> Result<IndexReport> {
+/// Indexes `options.root` into `options.index_dir`, embedding chunks with `embedder`.
+pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<IndexReport> {
     let started = Instant::now();
     let root = &options.root;
     if !root.is_dir() {
@@ -102,7 +104,7 @@ pub fn run(options: &IndexOptions) -> Result<IndexReport> {
         .with_context(|| format!("cannot create {}", options.index_dir.display()))?;
     let _lock = IndexLock::acquire(&options.index_dir.join(LOCK_FILE))?;
     let mut warnings = Vec::new();
-    let previous = Previous::load(options, &mut warnings);
+    let previous = Previous::load(options, embedder, &mut warnings);
     remove_stale_generations(
         &options.index_dir,
         previous.manifest.as_ref().map(|m| m.generation),
@@ -115,7 +117,7 @@ pub fn run(options: &IndexOptions) -> Result<IndexReport> {
             root.display()
         ));
     }
-    let progress = progress_bar(options.progress, walked.files.len());
+    let progress = progress::bar(options.progress, walked.files.len(), "reading", "files");
     let outcomes: Vec<FileOutcome> = walked
         .files
         .par_iter()
@@ -136,15 +138,37 @@ pub fn run(options: &IndexOptions) -> Result<IndexReport> {
             .with_context(|| format!("cannot remove leftover {}", gen_dir.display()))?;
     }
     fs::create_dir_all(&gen_dir).with_context(|| format!("cannot create {}", gen_dir.display()))?;
-    let checksums = generation::write(&gen_dir, &built.table, &built.texts)?;
-    let docs = built.table.chunks.iter().enumerate().map(|(ord, c)| {
-        let bytes = &built.texts[c.text_start as usize..][..c.text_len as usize];
-        (
-            ord as u32,
-            searchable_text(&c.heading_path, &String::from_utf8_lossy(bytes)),
-        )
+    let mut checksums = generation::write(&gen_dir, &built.table, &built.texts)?;
+    let searchable: Vec<String> = built
+        .table
+        .chunks
+        .iter()
+        .map(|c| {
+            let bytes = &built.texts[c.text_start as usize..][..c.text_len as usize];
+            searchable_text(&c.heading_path, &String::from_utf8_lossy(bytes))
+        })
+        .collect();
+    // The two lists are built side by side: tantivy indexes while the model embeds.
+    let sparse_dir = gen_dir.join(SPARSE_DIR);
+    let (sparse_built, vectors) = std::thread::scope(|scope| {
+        let sparse = scope.spawn(|| {
+            let docs = searchable
+                .iter()
+                .enumerate()
+                .map(|(ord, t)| (ord as u32, t.clone()));
+            sparse::build(&sparse_dir, options.analyzer, docs)
+        });
+        let vectors = embed_chunks(&built, &searchable, &previous, embedder, options.progress);
+        let sparse = sparse
+            .join()
+            .unwrap_or_else(|_| bail!("the sparse index builder panicked"));
+        (sparse, vectors)
     });
-    sparse::build(&gen_dir.join(SPARSE_DIR), options.analyzer, docs)?;
+    sparse_built?;
+    checksums.insert(
+        dense::VECTORS_FILE.to_string(),
+        dense::write(&gen_dir, &vectors?)?,
+    );
     atomic::sync_dir(&gen_dir)?;
 
     let manifest = Manifest {
@@ -160,6 +184,8 @@ pub fn run(options: &IndexOptions) -> Result<IndexReport> {
             .to_string(),
         tokenizer: options.analyzer,
         chunker: options.chunker,
+        embedder: embedder.info().clone(),
+        fusion: embedder.fusion_defaults(),
         counts: Counts {
             files: built.stamps.len(),
             chunks: built.table.chunks.len(),
@@ -188,16 +214,23 @@ pub fn run(options: &IndexOptions) -> Result<IndexReport> {
 struct Previous {
     manifest: Option<Manifest>,
     generation: Option<Generation>,
+    /// The previous vectors, when they were made by the same embedder.
+    vectors: Option<DenseIndex>,
     stamps: HashMap<String, (usize, FileStamp)>,
 }
 
 impl Previous {
     /// Loads the previous manifest and generation; problems become warnings
     /// and mean a full rebuild, never a failed run.
-    fn load(options: &IndexOptions, warnings: &mut Vec<String>) -> Self {
+    fn load(
+        options: &IndexOptions,
+        embedder: &'static dyn Embedder,
+        warnings: &mut Vec<String>,
+    ) -> Self {
         let mut previous = Self {
             manifest: None,
             generation: None,
+            vectors: None,
             stamps: HashMap::new(),
         };
         let manifest = match Manifest::read(&options.index_dir) {
@@ -232,6 +265,12 @@ impl Previous {
                             Some((s.path.clone(), (*by_path.get(s.path.as_str())?, s.clone())))
                         })
                         .collect();
+                    if manifest.embedder == *embedder.info() {
+                        match DenseIndex::open(generation.dir(), generation.len(), embedder) {
+                            Ok(vectors) => previous.vectors = Some(vectors),
+                            Err(err) => warnings.push(format!("re-embedding every chunk: {err:#}")),
+                        }
+                    }
                     previous.generation = Some(generation);
                 }
                 Err(err) => warnings.push(format!(
@@ -370,6 +409,8 @@ fn add_builtin_metadata(metadata: &mut Metadata, rel_path: &str, heading_title: 
 struct Built {
     table: ChunkTable,
     texts: Vec<u8>,
+    /// Per chunk: its ordinal in the previous generation when it was reused.
+    reused_from: Vec<Option<ChunkOrd>>,
     stamps: Vec<FileStamp>,
     reused: usize,
 }
@@ -383,6 +424,7 @@ fn assemble(
     let mut built = Built {
         table: ChunkTable::default(),
         texts: Vec::new(),
+        reused_from: Vec::new(),
         stamps: Vec::new(),
         reused: 0,
     };
@@ -410,14 +452,14 @@ fn assemble(
                     if record.file as usize != previous_file {
                         break;
                     }
-                    let text = old.chunk((first + ord) as u32)?.text;
-                    push_chunk(
-                        &mut built,
+                    let old_ord = (first + ord) as ChunkOrd;
+                    let text = old.chunk(old_ord)?.text;
+                    let chunk = NewChunk {
                         file,
-                        record.heading_path.clone(),
-                        record.lines,
-                        text,
-                    );
+                        heading_path: record.heading_path.clone(),
+                        lines: record.lines,
+                    };
+                    push_chunk(&mut built, chunk, text, Some(old_ord));
                 }
                 built.stamps.push(stamp);
                 built.reused += 1;
@@ -432,7 +474,12 @@ fn assemble(
                 built.table.files.push(entry);
                 for draft in chunks {
                     let lines = (draft.lines.0 as u32, draft.lines.1 as u32);
-                    push_chunk(&mut built, file, draft.heading_path, lines, &draft.text);
+                    let chunk = NewChunk {
+                        file,
+                        heading_path: draft.heading_path,
+                        lines,
+                    };
+                    push_chunk(&mut built, chunk, &draft.text, None);
                 }
                 built.stamps.push(stamp);
             }
@@ -441,30 +488,66 @@ fn assemble(
     Ok(built)
 }
 
-fn push_chunk(
-    built: &mut Built,
+/// Where a chunk of the new generation comes from.
+struct NewChunk {
     file: u32,
     heading_path: Vec<String>,
     lines: (u32, u32),
-    text: &str,
-) {
-    let n = built
-        .table
-        .chunks
-        .iter()
-        .rev()
-        .take_while(|c| c.file == file)
-        .count() as u32
-        + 1;
+}
+
+/// Appends a chunk with its text, numbering it within its file and noting
+/// the previous ordinal whose vector it may reuse.
+fn push_chunk(built: &mut Built, chunk: NewChunk, text: &str, reused_from: Option<ChunkOrd>) {
+    let n = match built.table.chunks.last() {
+        Some(last) if last.file == chunk.file => last.n + 1,
+        _ => 1,
+    };
     built.table.chunks.push(ChunkRecord {
-        file,
+        file: chunk.file,
         n,
-        heading_path,
-        lines,
+        heading_path: chunk.heading_path,
+        lines: chunk.lines,
         text_start: built.texts.len() as u64,
         text_len: text.len() as u32,
     });
     built.texts.extend_from_slice(text.as_bytes());
+    built.reused_from.push(reused_from);
+}
+
+/// Texts embedded per call of the embedder.
+const EMBED_BATCH: usize = 1024;
+
+/// Vectors for every chunk, row-major: copied from the previous index for
+/// reused chunks (same embedder), embedded in batches for the rest.
+fn embed_chunks(
+    built: &Built,
+    searchable: &[String],
+    previous: &Previous,
+    embedder: &dyn Embedder,
+    progress: bool,
+) -> Result<Vec<f32>> {
+    let dim = embedder.info().dim;
+    let mut vectors = vec![0.0f32; built.table.chunks.len() * dim];
+    let mut todo = Vec::new();
+    for (ord, source) in built.reused_from.iter().enumerate() {
+        match (source, &previous.vectors) {
+            (Some(old), Some(old_vectors)) => {
+                vectors[ord * dim..][..dim].copy_from_slice(old_vectors.row(*old)?)
+            }
+            _ => todo.push(ord),
+        }
+    }
+    let bar = progress::bar(progress, todo.len(), "embedding", "chunks");
+    for batch in todo.chunks(EMBED_BATCH) {
+        let texts: Vec<String> = batch.iter().map(|&ord| searchable[ord].clone()).collect();
+        let flat = embedder.embed(&texts);
+        for (&ord, row) in batch.iter().zip(flat.chunks_exact(dim)) {
+            vectors[ord * dim..][..dim].copy_from_slice(row);
+        }
+        bar.inc(batch.len() as u64);
+    }
+    bar.finish_and_clear();
+    Ok(vectors)
 }
 
 /// Removes generation folders other than the live one (left by a run that
@@ -482,19 +565,6 @@ fn remove_stale_generations(index_dir: &Path, live: Option<u64>) {
             let _ = fs::remove_dir_all(entry.path());
         }
     }
-}
-
-fn progress_bar(enabled: bool, len: usize) -> ProgressBar {
-    if !enabled {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::with_draw_target(Some(len as u64), ProgressDrawTarget::stderr());
-    if let Ok(style) = ProgressStyle::with_template(
-        "{spinner} indexing [{bar:30}] {pos}/{len} files ({per_sec}, eta {eta})",
-    ) {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    bar
 }
 
 #[cfg(test)]

@@ -13,6 +13,8 @@ pub mod cli;
 pub mod cmd;
 pub mod config;
 pub mod corpus;
+pub mod embed;
+pub mod eval;
 pub mod filter;
 pub mod fusion;
 pub mod indexer;

@@ -4,26 +4,62 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, bail, ensure};
 
+use crate::embed::Embedder;
+use crate::embed::static_model::StaticEmbedder;
 use crate::filter::{AllowSet, Filter};
 use crate::fusion::{self, Fused, WeightedList};
+use crate::lists::dense::DenseIndex;
 use crate::lists::sparse::SparseIndex;
 use crate::lists::{RankedList, SearchIndex};
 use crate::store::generation::{Generation, SPARSE_DIR};
 use crate::store::manifest::Manifest;
+
+/// Smallest default window (candidates per list).
+pub const MIN_DEFAULT_WINDOW: usize = 50;
+
+/// The window when neither the search nor the index sets one: max(50, 2 × top_k).
+pub fn default_window(top_k: usize) -> usize {
+    MIN_DEFAULT_WINDOW.max(2 * top_k)
+}
 
 /// How one search is run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SearchParams {
     /// Number of fused results to return.
     pub top_k: usize,
-    /// Candidates each list contributes before fusion.
-    pub window: usize,
-    /// The RRF constant `k`.
-    pub rrf_k: f64,
+    /// Candidates each list contributes before fusion; `None` uses the
+    /// index's default, else max(50, 2 × top_k).
+    pub window: Option<usize>,
+    /// The RRF constant `k`; `None` uses the index's default.
+    pub rrf_k: Option<f64>,
     /// Metadata conditions, applied before each list's window is taken.
     pub filter: Filter,
+}
+
+/// Which lists a search runs, and weights that override the index defaults.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ListSelection {
+    /// Run the sparse (BM25) list.
+    pub sparse: bool,
+    /// Run the dense (embedding) list.
+    pub dense: bool,
+    /// Weight of the sparse list; `None` uses the index's default.
+    pub sparse_weight: Option<f64>,
+    /// Weight of the dense list; `None` uses the index's default.
+    pub dense_weight: Option<f64>,
+}
+
+impl Default for ListSelection {
+    fn default() -> Self {
+        Self {
+            sparse: true,
+            dense: true,
+            sparse_weight: None,
+            dense_weight: None,
+        }
+    }
 }
 
 /// A list taking part in the fusion, with its weight.
@@ -58,6 +94,8 @@ pub struct SearchOutcome {
     pub results: Vec<Fused>,
     /// Each list's run, in fusion order (the order of `Fused::contributions`).
     pub lists: Vec<ListRun>,
+    /// The RRF constant the fusion used.
+    pub rrf_k: f64,
     /// Time spent evaluating filters.
     pub filter_time: Duration,
     /// Time spent fusing.
@@ -65,8 +103,9 @@ pub struct SearchOutcome {
 }
 
 impl Retriever {
-    /// Opens the index in `index_dir` (a `.memidx` folder) with its sparse list.
-    pub fn open(index_dir: &Path, sparse_weight: f64) -> Result<Self> {
+    /// Opens the index in `index_dir` (a `.memidx` folder) with the lists
+    /// `selection` asks for, weighted by its overrides or the index defaults.
+    pub fn open(index_dir: &Path, selection: &ListSelection) -> Result<Self> {
         let manifest = Manifest::read(index_dir)?.with_context(|| {
             format!(
                 "{} holds no complete index (no meta.json); run 'memidx index DIR' first",
@@ -74,11 +113,33 @@ impl Retriever {
             )
         })?;
         let generation = Generation::open(index_dir, &manifest)?;
-        let sparse = SparseIndex::open(&generation.dir().join(SPARSE_DIR), manifest.tokenizer)?;
-        let lists = vec![WeightedIndex {
-            index: Box::new(sparse),
-            weight: sparse_weight,
-        }];
+        let defaults = manifest.fusion;
+        let mut lists = Vec::new();
+        if selection.sparse {
+            let sparse = SparseIndex::open(&generation.dir().join(SPARSE_DIR), manifest.tokenizer)?;
+            let weight = selection.sparse_weight.unwrap_or(defaults.sparse_weight);
+            lists.push(WeightedIndex {
+                index: Box::new(sparse),
+                weight,
+            });
+        }
+        if selection.dense {
+            let embedder = query_embedder(&manifest)?;
+            let dense = DenseIndex::open(generation.dir(), generation.len(), embedder)?;
+            let weight = selection.dense_weight.unwrap_or(defaults.dense_weight);
+            lists.push(WeightedIndex {
+                index: Box::new(dense),
+                weight,
+            });
+        }
+        ensure!(
+            !lists.is_empty(),
+            "no list selected; choose --mode hybrid, sparse or dense"
+        );
+        ensure!(
+            lists.iter().any(|l| l.weight > 0.0),
+            "every selected list has weight 0; give at least one a positive weight"
+        );
         Ok(Self {
             index_dir: index_dir.to_path_buf(),
             manifest,
@@ -113,7 +174,7 @@ impl Retriever {
         let started = Instant::now();
         let allow = params.filter.evaluate(self.generation.table())?;
         let filter_time = started.elapsed();
-        let ranked = self.run_lists(query, params.window, &allow)?;
+        let ranked = self.run_lists(query, self.window(params), &allow)?;
         let started = Instant::now();
         let inputs: Vec<WeightedList<'_>> = ranked
             .iter()
@@ -123,7 +184,8 @@ impl Retriever {
                 weight: l.weight,
             })
             .collect();
-        let mut results = fusion::fuse(&inputs, params.rrf_k);
+        let rrf_k = self.rrf_k(params);
+        let mut results = fusion::fuse(&inputs, rrf_k);
         results.truncate(params.top_k);
         let fuse_time = started.elapsed();
         let lists = ranked
@@ -137,13 +199,41 @@ impl Retriever {
         Ok(SearchOutcome {
             results,
             lists,
+            rrf_k,
             filter_time,
             fuse_time,
         })
     }
 
-    /// Runs every list, each on its own thread when there are several.
-    fn run_lists(&self, query: &str, window: usize, allow: &AllowSet) -> Result<Vec<RankedList>> {
+    /// The window a search with `params` uses.
+    pub fn window(&self, params: &SearchParams) -> usize {
+        params
+            .window
+            .or(self.manifest.fusion.window)
+            .unwrap_or_else(|| default_window(params.top_k))
+    }
+
+    /// The RRF constant a search with `params` uses.
+    pub fn rrf_k(&self, params: &SearchParams) -> f64 {
+        params.rrf_k.unwrap_or(self.manifest.fusion.rrf_k)
+    }
+
+    /// The lists' names and weights, in fusion order.
+    pub fn list_weights(&self) -> Vec<(&'static str, f64)> {
+        self.lists
+            .iter()
+            .map(|l| (l.index.name(), l.weight))
+            .collect()
+    }
+
+    /// Runs every list, each on its own thread when there are several, and
+    /// returns their rankings unfused (in fusion order).
+    pub fn run_lists(
+        &self,
+        query: &str,
+        window: usize,
+        allow: &AllowSet,
+    ) -> Result<Vec<RankedList>> {
         if let [only] = self.lists.as_slice() {
             return Ok(vec![only.index.search(query, window, allow)?]);
         }
@@ -161,5 +251,33 @@ impl Retriever {
                 })
                 .collect()
         })
+    }
+}
+
+/// The embedder for queries: the one that built the index, or an error
+/// saying how to rebuild when this build does not have it.
+fn query_embedder(manifest: &Manifest) -> Result<&'static dyn Embedder> {
+    let bundled = StaticEmbedder::bundled();
+    let built_with = &manifest.embedder;
+    ensure!(
+        built_with == bundled.info(),
+        "the index was embedded with '{}' ({}), but this memidx embeds queries with '{}' ({}); rebuild it with 'memidx index --full DIR'",
+        built_with.id,
+        built_with.fingerprint,
+        bundled.info().id,
+        bundled.info().fingerprint
+    );
+    Ok(bundled)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_window_is_at_least_fifty_and_twice_top_k() {
+        assert_eq!(default_window(1), 50);
+        assert_eq!(default_window(25), 50);
+        assert_eq!(default_window(40), 80);
     }
 }

@@ -15,7 +15,7 @@ mod common;
 use bm25::{EmbedderBuilder, Scorer, Tokenizer};
 use common::Corpus;
 use memidx::filter::Filter;
-use memidx::retriever::{Retriever, SearchParams};
+use memidx::retriever::{ListSelection, Retriever, SearchParams};
 use memidx::text::tokenize::Analyzer;
 
 /// Our analyzer behind the oracle's tokenizer interface.
@@ -32,7 +32,11 @@ impl Tokenizer for OurTokens {
 fn sparse_ranking_agrees_with_the_bm25_crate() {
     let corpus = Corpus::fixtures();
     corpus.index();
-    let retriever = Retriever::open(&corpus.path().join(".memidx"), 1.0).unwrap();
+    let sparse_only = ListSelection {
+        dense: false,
+        ..ListSelection::default()
+    };
+    let retriever = Retriever::open(&corpus.path().join(".memidx"), &sparse_only).unwrap();
     let generation = retriever.generation();
     let docs: Vec<String> = (0..generation.len() as u32)
         .map(|ord| {
@@ -64,7 +68,7 @@ fn sparse_ranking_agrees_with_the_bm25_crate() {
         let params = SearchParams {
             top_k: 10,
             window: 10,
-            rrf_k: 60.0,
+            rrf_k: None,
             filter: Filter::default(),
         };
         let ours = retriever.search(query, &params).unwrap();

@@ -2,6 +2,7 @@
 //! hands them to a printer; [`run`] dispatches and reports how it went.
 
 pub mod completions;
+pub mod eval;
 pub mod index;
 pub mod search;
 
@@ -10,7 +11,7 @@ use std::io::{self, Write};
 use anyhow::{Context, Result};
 
 use crate::cli::{Cli, Command};
-use crate::config::{self, SearchConfig};
+use crate::config::{self, EvalConfig, SearchConfig};
 
 /// How a command ended, mapped to the exit code by the binary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +35,10 @@ pub fn run(cli: Cli) -> Result<Status> {
             let cwd = std::env::current_dir().context("cannot read the current folder")?;
             let config = SearchConfig::from_args(&args, &cwd, io::stdin().lock())?;
             search::run(&config, &mut out)
+        }
+        Command::Eval(args) => {
+            let cwd = std::env::current_dir().context("cannot read the current folder")?;
+            eval::run(&EvalConfig::from_args(&args, &cwd)?, &mut out)
         }
         Command::Completions(args) => completions::run(args.shell, &mut out),
     }?;

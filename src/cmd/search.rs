@@ -11,7 +11,7 @@ use crate::retriever::Retriever;
 
 /// Searches per `config` and prints the response.
 pub fn run(config: &SearchConfig, out: &mut dyn Write) -> Result<Status> {
-    let retriever = Retriever::open(&config.index_dir, config.sparse_weight)?;
+    let retriever = Retriever::open(&config.index_dir, &config.lists)?;
     let outcome = retriever.search(&config.query, &config.params)?;
     let response =
         SearchResponse::build(config.query_id.clone(), &outcome, retriever.generation())?;

@@ -5,8 +5,11 @@
 //! chunks in rank order. A new list (titles, a link graph, …) joins the
 //! fusion by implementing this trait; nothing else changes.
 
+pub mod dense;
 pub mod sparse;
 
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -34,8 +37,24 @@ pub struct RankedList {
     pub matched: usize,
     /// How many chunks matched but were removed by the filters.
     pub filtered_out: usize,
+    /// Time spent preparing the query (tokenizing, embedding).
+    pub prepare_time: Duration,
     /// Time the list took, query preparation included.
     pub elapsed: Duration,
+}
+
+impl RankedList {
+    /// A list named `name` with no hits yet.
+    pub fn empty(name: &'static str) -> Self {
+        Self {
+            name,
+            hits: Vec::new(),
+            matched: 0,
+            filtered_out: 0,
+            prepare_time: Duration::ZERO,
+            elapsed: Duration::ZERO,
+        }
+    }
 }
 
 /// A retrieval method over the chunks of one generation.
@@ -46,4 +65,107 @@ pub trait SearchIndex: Sync {
     /// Returns the best `window` chunks of `allow` for `query`, best first,
     /// ties broken by chunk ordinal.
     fn search(&self, query: &str, window: usize, allow: &AllowSet) -> Result<RankedList>;
+}
+
+/// A scored chunk, ordered so that "greater" means "ranks higher": higher
+/// score first, then lower ordinal (chunk-id order).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Candidate {
+    /// The list's raw score.
+    pub score: f32,
+    /// The chunk.
+    pub chunk: ChunkOrd,
+}
+
+impl Ord for Candidate {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.score
+            .total_cmp(&other.score)
+            .then_with(|| other.chunk.cmp(&self.chunk))
+    }
+}
+
+impl PartialOrd for Candidate {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Candidate {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Candidate {}
+
+/// A bounded min-heap holding the best `window` candidates seen so far.
+pub(crate) struct TopWindow {
+    window: usize,
+    heap: BinaryHeap<Reverse<Candidate>>,
+}
+
+impl TopWindow {
+    /// An empty window keeping at most `window` candidates.
+    pub fn new(window: usize) -> Self {
+        Self {
+            window,
+            heap: BinaryHeap::new(),
+        }
+    }
+
+    /// Offers a candidate; it is kept if it beats the worst kept one.
+    pub fn push(&mut self, candidate: Candidate) {
+        if self.heap.len() < self.window {
+            self.heap.push(Reverse(candidate));
+        } else if self
+            .heap
+            .peek()
+            .is_some_and(|Reverse(worst)| candidate > *worst)
+        {
+            self.heap.pop();
+            self.heap.push(Reverse(candidate));
+        }
+    }
+
+    /// The kept candidates, best first.
+    pub fn into_sorted(self) -> Vec<Candidate> {
+        let mut out: Vec<Candidate> = self.heap.into_iter().map(|Reverse(c)| c).collect();
+        out.sort_unstable_by(|a, b| b.cmp(a));
+        out
+    }
+}
+
+impl From<Candidate> for ListHit {
+    fn from(c: Candidate) -> Self {
+        Self {
+            chunk: c.chunk,
+            score: c.score,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn top_window_keeps_the_best_with_ties_to_the_lower_ordinal() {
+        let mut window = TopWindow::new(3);
+        for (chunk, score) in [(5, 1.0), (1, 3.0), (9, 2.0), (2, 2.0), (7, 0.5), (3, 2.0)] {
+            window.push(Candidate { score, chunk });
+        }
+        let kept: Vec<_> = window
+            .into_sorted()
+            .iter()
+            .map(|c| (c.chunk, c.score))
+            .collect();
+        assert_eq!(kept, [(1, 3.0), (2, 2.0), (3, 2.0)]);
+        let mut empty = TopWindow::new(0);
+        empty.push(Candidate {
+            score: 1.0,
+            chunk: 0,
+        });
+        assert!(empty.into_sorted().is_empty());
+    }
 }

@@ -9,8 +9,6 @@
 //! (a fast field), which a custom collector uses to apply the filter
 //! [`AllowSet`] before the top window is taken.
 
-use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
 use std::fs;
 use std::path::Path;
 use std::time::Instant;
@@ -26,7 +24,7 @@ use tantivy::{
     Term,
 };
 
-use super::{ListHit, RankedList, SearchIndex};
+use super::{Candidate, ListHit, RankedList, SearchIndex, TopWindow};
 use crate::filter::AllowSet;
 use crate::store::generation::ChunkOrd;
 use crate::text::tokenize::Analyzer;
@@ -114,13 +112,8 @@ impl SearchIndex for SparseIndex {
             .iter()
             .map(|t| Term::from_field_text(self.body, t))
             .collect();
-        let mut list = RankedList {
-            name: self.name(),
-            hits: Vec::new(),
-            matched: 0,
-            filtered_out: 0,
-            elapsed: Default::default(),
-        };
+        let mut list = RankedList::empty(self.name());
+        list.prepare_time = started.elapsed();
         if !terms.is_empty() && window > 0 {
             let query = BooleanQuery::new_multiterms_query(terms);
             let collector = WindowCollector {
@@ -128,14 +121,7 @@ impl SearchIndex for SparseIndex {
                 allow: allow.clone(),
             };
             let fruit = self.reader.searcher().search(&query, &collector)?;
-            list.hits = fruit
-                .candidates
-                .into_iter()
-                .map(|c| ListHit {
-                    chunk: c.chunk,
-                    score: c.score,
-                })
-                .collect();
+            list.hits = fruit.candidates.into_iter().map(ListHit::from).collect();
             list.matched = fruit.matched;
             list.filtered_out = fruit.filtered_out;
         }
@@ -214,36 +200,6 @@ impl TokenStream for VecTokenStream {
     }
 }
 
-/// A scored chunk, ordered so that "greater" means "ranks higher": higher
-/// score first, then lower ordinal (chunk-id order).
-#[derive(Debug, Clone, Copy)]
-struct Candidate {
-    score: Score,
-    chunk: ChunkOrd,
-}
-
-impl Ord for Candidate {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.score
-            .total_cmp(&other.score)
-            .then_with(|| other.chunk.cmp(&self.chunk))
-    }
-}
-
-impl PartialOrd for Candidate {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl PartialEq for Candidate {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-
-impl Eq for Candidate {}
-
 /// Keeps the best `window` candidates the filter allows, and counts matches.
 struct WindowCollector {
     window: usize,
@@ -264,41 +220,6 @@ struct WindowSegmentCollector {
     best: TopWindow,
     matched: usize,
     filtered_out: usize,
-}
-
-/// A bounded min-heap holding the best `window` candidates seen so far.
-struct TopWindow {
-    window: usize,
-    heap: BinaryHeap<Reverse<Candidate>>,
-}
-
-impl TopWindow {
-    fn new(window: usize) -> Self {
-        Self {
-            window,
-            heap: BinaryHeap::new(),
-        }
-    }
-
-    fn push(&mut self, candidate: Candidate) {
-        if self.heap.len() < self.window {
-            self.heap.push(Reverse(candidate));
-        } else if self
-            .heap
-            .peek()
-            .is_some_and(|Reverse(worst)| candidate > *worst)
-        {
-            self.heap.pop();
-            self.heap.push(Reverse(candidate));
-        }
-    }
-
-    /// The kept candidates, best first.
-    fn into_sorted(self) -> Vec<Candidate> {
-        let mut out: Vec<Candidate> = self.heap.into_iter().map(|Reverse(c)| c).collect();
-        out.sort_unstable_by(|a, b| b.cmp(a));
-        out
-    }
 }
 
 impl Collector for WindowCollector {

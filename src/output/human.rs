@@ -6,6 +6,7 @@ use anyhow::Result;
 
 use super::SearchResponse;
 use crate::corpus::Skipped;
+use crate::eval::{EvalReport, FusionSetting};
 use crate::indexer::IndexReport;
 
 /// Longest snippet shown under a result, in characters.
@@ -72,6 +73,71 @@ pub fn print_index_warnings(
         writeln!(err, "memidx: warning: {w}")?;
     }
     Ok(())
+}
+
+/// Prints the eval table (one row per mode), the settings, and the sweep.
+pub fn print_eval(out: &mut dyn Write, report: &EvalReport, saved: bool) -> Result<()> {
+    writeln!(
+        out,
+        "{:<8} {:>8} {:>10} {:>11} {:>8}",
+        "mode", "nDCG@10", "Recall@10", "Recall@100", "MRR@10"
+    )?;
+    for mode in &report.modes {
+        let m = &mode.metrics;
+        writeln!(
+            out,
+            "{:<8} {:>8.4} {:>10.4} {:>11.4} {:>8.4}",
+            mode.mode, m.ndcg_10, m.recall_10, m.recall_100, m.mrr_10
+        )?;
+    }
+    writeln!(
+        out,
+        "{} queries ({} judged); {}; {:.2} s",
+        report.queries,
+        report.judged_queries,
+        describe(&report.setting),
+        report.elapsed.as_secs_f64()
+    )?;
+    if let Some(sweep) = &report.sweep {
+        writeln!(
+            out,
+            "\nsweep: {} settings, tuned on one half of the queries, checked on the held-out half",
+            sweep.settings_tried
+        )?;
+        writeln!(out, "{:<48} {:>10} {:>10}", "setting", "tune", "held-out")?;
+        let row = |out: &mut dyn Write, label: &str, s: &crate::eval::SweepScore| {
+            writeln!(
+                out,
+                "{:<48} {:>10.4} {:>10.4}",
+                format!("{label}{}", describe(&s.setting)),
+                s.tune_ndcg_10,
+                s.held_out_ndcg_10
+            )
+        };
+        row(out, "default: ", &sweep.default)?;
+        for (i, s) in sweep.top.iter().enumerate() {
+            row(out, &format!("#{}: ", i + 1), s)?;
+        }
+        writeln!(
+            out,
+            "best beats the default by {:+.4} nDCG@10 on the held-out half{}",
+            sweep.best.held_out_ndcg_10 - sweep.default.held_out_ndcg_10,
+            if saved {
+                "; saved as the index's defaults"
+            } else {
+                " (--save stores it in the index)"
+            }
+        )?;
+    }
+    Ok(())
+}
+
+/// `k 60, sparse 1, dense 0.3, window 100`.
+fn describe(s: &FusionSetting) -> String {
+    format!(
+        "k {}, sparse {}, dense {}, window {}",
+        s.rrf_k, s.sparse_weight, s.dense_weight, s.window
+    )
 }
 
 /// The text of a chunk as one line: heading lines and markup noise dropped,

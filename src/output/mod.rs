@@ -4,6 +4,7 @@
 
 pub mod human;
 pub mod json;
+pub mod progress;
 
 use std::collections::BTreeMap;
 

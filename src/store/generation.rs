@@ -278,6 +278,17 @@ mod tests {
             root: String::new(),
             tokenizer: Default::default(),
             chunker: Default::default(),
+            embedder: crate::embed::EmbedderInfo {
+                id: String::new(),
+                dim: 1,
+                fingerprint: String::new(),
+            },
+            fusion: crate::embed::FusionDefaults {
+                sparse_weight: 1.0,
+                dense_weight: 1.0,
+                rrf_k: 60.0,
+                window: None,
+            },
             counts: Counts::default(),
             files: vec![],
             checksums,

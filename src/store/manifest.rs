@@ -15,15 +15,16 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::corpus::chunk::ChunkOptions;
+use crate::embed::{EmbedderInfo, FusionDefaults};
 use crate::text::tokenize::Analyzer;
 
 use super::{MANIFEST_FILE, atomic};
 
 /// The on-disk format this build writes.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// The on-disk formats this build can read.
-pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 1..=1;
+pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 2..=2;
 
 /// The manifest of one complete index.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -43,6 +44,10 @@ pub struct Manifest {
     pub tokenizer: Analyzer,
     /// Chunker settings (a change forces every file to be re-chunked).
     pub chunker: ChunkOptions,
+    /// The model that embedded the chunks (queries must use the same).
+    pub embedder: EmbedderInfo,
+    /// Fusion weights and k that searches use unless told otherwise.
+    pub fusion: FusionDefaults,
     /// Totals of the last run.
     pub counts: Counts,
     /// One entry per indexed file, sorted by path.
@@ -138,6 +143,17 @@ mod tests {
             root: "/docs".into(),
             tokenizer: Analyzer::default(),
             chunker: ChunkOptions::default(),
+            embedder: EmbedderInfo {
+                id: "m".into(),
+                dim: 4,
+                fingerprint: "f".into(),
+            },
+            fusion: FusionDefaults {
+                sparse_weight: 1.0,
+                dense_weight: 0.5,
+                rrf_k: 60.0,
+                window: None,
+            },
             counts: Counts {
                 files: 1,
                 chunks: 2,
@@ -167,7 +183,7 @@ mod tests {
         fs::write(dir.path().join(MANIFEST_FILE), r#"{"format_version": 99}"#).unwrap();
         let err = Manifest::read(dir.path()).unwrap_err().to_string();
         assert!(err.contains("format version 99"), "{err}");
-        assert!(err.contains("1..=1"), "{err}");
+        assert!(err.contains("2..=2"), "{err}");
     }
 
     #[test]

@@ -1,0 +1,92 @@
+//! `memidx eval`: quality per mode on a labelled collection, optionally a
+//! sweep of the fusion settings whose winner can be stored in the index.
+
+use std::fs;
+use std::io::Write;
+
+use anyhow::{Context, Result};
+
+use super::Status;
+use crate::config::{EvalConfig, OutputFormat};
+use crate::embed::FusionDefaults;
+use crate::eval::collection::write_trec;
+use crate::eval::{self, EvalOptions, EvalReport, FusionSetting, RUN_DEPTH};
+use crate::output::{human, json};
+use crate::retriever::{Retriever, default_window};
+use crate::store::LOCK_FILE;
+use crate::store::lock::IndexLock;
+use crate::store::manifest::Manifest;
+
+/// Evaluates per `config` and prints the report.
+pub fn run(config: &EvalConfig, out: &mut dyn Write) -> Result<Status> {
+    let retriever = Retriever::open(&config.index_dir, &config.lists)?;
+    let defaults = retriever.manifest().fusion;
+    let setting = FusionSetting {
+        rrf_k: config.rrf_k.unwrap_or(defaults.rrf_k),
+        sparse_weight: config.lists.sparse_weight.unwrap_or(defaults.sparse_weight),
+        dense_weight: config.lists.dense_weight.unwrap_or(defaults.dense_weight),
+        window: config
+            .window
+            .or(defaults.window)
+            .unwrap_or_else(|| default_window(RUN_DEPTH)),
+    };
+    let options = EvalOptions {
+        queries: config.queries.clone(),
+        qrels: config.qrels.clone(),
+        setting,
+        sweep: config.sweep,
+        progress: config.progress,
+    };
+    let report = eval::run(&retriever, &options)?;
+    if let Some(dir) = &config.run_out {
+        write_runs(dir, &report, &config.queries)?;
+    }
+    if config.save
+        && let Some(sweep) = &report.sweep
+    {
+        save_defaults(config, sweep.best.setting)?;
+    }
+    match config.format {
+        OutputFormat::Human => human::print_eval(out, &report, config.save)?,
+        OutputFormat::Json => json::print(out, &report)?,
+    }
+    Ok(Status::Success)
+}
+
+/// Writes one TREC run per mode into `dir`, queries in file order.
+fn write_runs(dir: &std::path::Path, report: &EvalReport, queries: &std::path::Path) -> Result<()> {
+    fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let order: Vec<String> = eval::collection::read_queries(queries)?
+        .into_iter()
+        .map(|q| q.id)
+        .collect();
+    for mode in &report.modes {
+        let path = dir.join(format!("{}.trec", mode.mode));
+        let mut file = std::io::BufWriter::new(
+            fs::File::create(&path).with_context(|| format!("cannot create {}", path.display()))?,
+        );
+        write_trec(
+            &mut file,
+            &mode.run,
+            &order,
+            &format!("memidx-{}", mode.mode),
+        )?;
+        file.flush()?;
+    }
+    Ok(())
+}
+
+/// Stores `setting` as the index's fusion defaults (under the writer lock,
+/// replacing the manifest atomically).
+fn save_defaults(config: &EvalConfig, setting: FusionSetting) -> Result<()> {
+    let _lock = IndexLock::acquire(&config.index_dir.join(LOCK_FILE))?;
+    let mut manifest =
+        Manifest::read(&config.index_dir)?.context("the index disappeared during eval")?;
+    manifest.fusion = FusionDefaults {
+        sparse_weight: setting.sparse_weight,
+        dense_weight: setting.dense_weight,
+        rrf_k: setting.rrf_k,
+        window: Some(setting.window),
+    };
+    manifest.write(&config.index_dir)
+}

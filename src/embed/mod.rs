@@ -1,0 +1,53 @@
+//! Embedders: text → unit-length vectors for the dense list.
+//!
+//! An [`Embedder`] names itself ([`EmbedderInfo`]: id, dimension and a
+//! fingerprint of its weights) so an index can record which model built it
+//! and a search can refuse to mix models. The bundled model is
+//! [`static_model::StaticEmbedder`]; other models plug in by implementing the
+//! trait.
+
+pub mod static_model;
+
+use serde::{Deserialize, Serialize};
+
+/// Identity of an embedding model, recorded in the index manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmbedderInfo {
+    /// Human-readable model id.
+    pub id: String,
+    /// Vector dimension.
+    pub dim: usize,
+    /// Hash of the model's weights, tokenizer and configuration: two models
+    /// with the same fingerprint embed identically.
+    pub fingerprint: String,
+}
+
+/// Fusion weights that suit an embedder, measured on the eval collection and
+/// recorded in the index so searches use them unless told otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FusionDefaults {
+    /// Weight of the sparse (BM25) list.
+    pub sparse_weight: f64,
+    /// Weight of the dense list.
+    pub dense_weight: f64,
+    /// The RRF constant k.
+    pub rrf_k: f64,
+    /// Candidates per list; `None` means max(50, 2 × top_k).
+    pub window: Option<usize>,
+}
+
+/// A text embedding model.
+pub trait Embedder: Send + Sync {
+    /// The model's identity.
+    fn info(&self) -> &EmbedderInfo;
+
+    /// The fusion defaults measured for this model.
+    fn fusion_defaults(&self) -> FusionDefaults;
+
+    /// Embeds `texts` into one row-major buffer of `texts.len() × dim`
+    /// floats; each row has unit length, or is all zeros when the text has
+    /// nothing the model knows.
+    fn embed(&self, texts: &[String]) -> Vec<f32>;
+}

@@ -1,0 +1,138 @@
+//! The bundled embedder: a static (model2vec) model distilled from
+//! all-MiniLM-L6-v2, 256 dimensions, int8 weights, compiled into the binary.
+//!
+//! A static model looks up one vector per subword token and mean-pools
+//! them — no transformer at run time, so embedding is fast on any CPU and
+//! nothing is ever downloaded. The files under `assets/model/` are made by
+//! `scripts/distill_model.py` (see `assets/model/NOTICE` for provenance and
+//! license). Inference uses the `model2vec-rs` crate, the reference Rust
+//! implementation by the model2vec authors, built with pure-Rust features.
+
+use std::sync::LazyLock;
+
+use model2vec_rs::model::StaticModel;
+
+use super::{Embedder, EmbedderInfo, FusionDefaults};
+use crate::fusion::DEFAULT_RRF_K;
+
+static TOKENIZER: &[u8] = include_bytes!("../../assets/model/tokenizer.json");
+static WEIGHTS: &[u8] = include_bytes!("../../assets/model/model.safetensors");
+static CONFIG: &[u8] = include_bytes!("../../assets/model/config.json");
+
+/// Longest input, in model tokens, that is embedded (the rest is cut, as the
+/// Python model2vec does by default).
+const MAX_TOKENS: usize = 512;
+
+/// The bundled static embedder.
+pub struct StaticEmbedder {
+    model: StaticModel,
+    info: EmbedderInfo,
+}
+
+static BUNDLED: LazyLock<StaticEmbedder> = LazyLock::new(|| {
+    // The assets are compiled in and tested; failing to load them is a build defect.
+    let model = StaticModel::from_bytes(TOKENIZER, WEIGHTS, CONFIG, None)
+        .expect("the bundled embedding model is valid");
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    for part in [TOKENIZER, WEIGHTS, CONFIG] {
+        hasher.update(&(part.len() as u64).to_le_bytes());
+        hasher.update(part);
+    }
+    let info = EmbedderInfo {
+        id: "memidx-static-minilm-l6-v2-256d-int8".to_string(),
+        dim: model.dim(),
+        fingerprint: format!("xxh3:{:016x}", hasher.digest()),
+    };
+    StaticEmbedder { model, info }
+});
+
+impl StaticEmbedder {
+    /// The bundled model, loaded on first use.
+    pub fn bundled() -> &'static StaticEmbedder {
+        &BUNDLED
+    }
+}
+
+impl Embedder for StaticEmbedder {
+    fn info(&self) -> &EmbedderInfo {
+        &self.info
+    }
+
+    fn fusion_defaults(&self) -> FusionDefaults {
+        FusionDefaults {
+            sparse_weight: 1.0,
+            dense_weight: 1.0,
+            rrf_k: DEFAULT_RRF_K,
+            window: None,
+        }
+    }
+
+    fn embed(&self, texts: &[String]) -> Vec<f32> {
+        self.model.encode_flat_with_args(texts, Some(MAX_TOKENS))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cosine(a: &[f32], b: &[f64]) -> f64 {
+        let dot: f64 = a.iter().zip(b).map(|(x, y)| f64::from(*x) * y).sum();
+        let na = a.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+        let nb = b.iter().map(|y| y * y).sum::<f64>().sqrt();
+        if na == 0.0 && nb == 0.0 {
+            1.0
+        } else {
+            dot / (na * nb)
+        }
+    }
+
+    /// The Rust side embeds as the Python model2vec that made the asset does
+    /// (reference vectors written by scripts/distill_model.py).
+    #[test]
+    fn embeddings_match_the_python_reference() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/embeddings/reference.json"
+        );
+        let fixture: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        let embedder = StaticEmbedder::bundled();
+        assert_eq!(
+            embedder.info().dim,
+            fixture["dim"].as_u64().unwrap() as usize
+        );
+        let items = fixture["sentences"].as_array().unwrap();
+        assert!(items.len() >= 8);
+        let texts: Vec<String> = items
+            .iter()
+            .map(|s| s["text"].as_str().unwrap().to_string())
+            .collect();
+        let flat = embedder.embed(&texts);
+        for (item, row) in items.iter().zip(flat.chunks(embedder.info().dim)) {
+            let want: Vec<f64> = item["vector"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .collect();
+            let c = cosine(row, &want);
+            assert!(c >= 0.999, "cosine {c} for {:?}", item["text"]);
+        }
+    }
+
+    #[test]
+    fn rows_are_unit_length_or_zero_and_the_fingerprint_is_stable() {
+        let embedder = StaticEmbedder::bundled();
+        let flat = embedder.embed(&["postgres connection pool".to_string(), String::new()]);
+        let dim = embedder.info().dim;
+        let norm = |row: &[f32]| row.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((norm(&flat[..dim]) - 1.0).abs() < 1e-5);
+        assert_eq!(norm(&flat[dim..]), 0.0);
+        assert_eq!(
+            embedder.info().fingerprint,
+            StaticEmbedder::bundled().info().fingerprint
+        );
+        assert!(embedder.info().fingerprint.starts_with("xxh3:"));
+    }
+}

@@ -1,0 +1,284 @@
+//! `memidx eval`: retrieval quality on a labelled collection, per mode, and
+//! a sweep of the fusion settings with a held-out check.
+//!
+//! Every query runs each list once, with the largest window any setting
+//! needs; the modes (sparse alone, dense alone, hybrid) and every sweep
+//! setting are then fused from those same rankings, so a sweep costs one
+//! retrieval pass. Chunk hits become document hits by their best chunk
+//! (a document id is its file name without `.md`, as in `shared/eval`), and
+//! the measures follow `score.py` (trec_eval 9) exactly.
+
+pub mod collection;
+pub mod metrics;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::filter::AllowSet;
+use crate::fusion::{self, WeightedList};
+use crate::lists::RankedList;
+use crate::retriever::Retriever;
+use collection::{EvalQuery, Qrels, Run, best_chunk_per_doc, doc_id, is_held_out};
+use metrics::{Metrics, evaluate, evaluate_subset};
+
+/// Documents kept per query in a run (Recall@100 needs 100).
+pub const RUN_DEPTH: usize = 100;
+
+/// What to evaluate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EvalOptions {
+    /// Queries, JSON Lines `{"id", "text"}`.
+    pub queries: PathBuf,
+    /// Judgments, `query-id doc-id relevance`.
+    pub qrels: PathBuf,
+    /// Fusion settings of the default run.
+    pub setting: FusionSetting,
+    /// Also sweep k, the dense weight and the window.
+    pub sweep: bool,
+    /// Show a progress bar over queries on stderr.
+    pub progress: bool,
+}
+
+/// One fusion setting: k, the two weights and the window.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct FusionSetting {
+    /// The RRF constant.
+    pub rrf_k: f64,
+    /// Weight of the sparse list.
+    pub sparse_weight: f64,
+    /// Weight of the dense list.
+    pub dense_weight: f64,
+    /// Candidates per list.
+    pub window: usize,
+}
+
+/// The measures of one mode.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModeResult {
+    /// `sparse`, `dense` or `hybrid`.
+    pub mode: &'static str,
+    /// Mean measures.
+    pub metrics: Metrics,
+    /// The run, for `--run-out`.
+    #[serde(skip)]
+    pub run: Run,
+}
+
+/// A setting's nDCG@10 on the two halves of the queries.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct SweepScore {
+    /// The setting.
+    pub setting: FusionSetting,
+    /// Mean nDCG@10 on the tuning half.
+    pub tune_ndcg_10: f64,
+    /// Mean nDCG@10 on the held-out half.
+    pub held_out_ndcg_10: f64,
+}
+
+/// The sweep's outcome: the defaults and the best setting on the tuning
+/// half, both also scored on the held-out half.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepReport {
+    /// Settings tried.
+    pub settings_tried: usize,
+    /// The default setting's scores.
+    pub default: SweepScore,
+    /// The best setting on the tuning half, and its held-out score.
+    pub best: SweepScore,
+    /// The five best settings on the tuning half.
+    pub top: Vec<SweepScore>,
+}
+
+/// Everything `memidx eval` measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct EvalReport {
+    /// Queries run.
+    pub queries: usize,
+    /// Queries with at least one relevant document (the denominator).
+    pub judged_queries: usize,
+    /// The default setting.
+    pub setting: FusionSetting,
+    /// Sparse, dense and hybrid measures.
+    pub modes: Vec<ModeResult>,
+    /// The sweep, when asked for.
+    pub sweep: Option<SweepReport>,
+    /// Wall-clock time of the evaluation.
+    #[serde(serialize_with = "seconds")]
+    pub elapsed: Duration,
+}
+
+fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+/// The RRF constants the sweep tries.
+const SWEEP_K: [f64; 5] = [1.0, 10.0, 30.0, 60.0, 100.0];
+/// The dense weights the sweep tries (the sparse weight stays 1: only the
+/// ratio of the two matters to the ranking).
+const SWEEP_DENSE_WEIGHTS: [f64; 10] = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0, 1.5, 2.0];
+/// The windows the sweep tries.
+const SWEEP_WINDOWS: [usize; 3] = [50, 100, 200];
+
+/// Runs the evaluation.
+pub fn run(retriever: &Retriever, options: &EvalOptions) -> Result<EvalReport> {
+    let started = Instant::now();
+    let queries = collection::read_queries(&options.queries)?;
+    let qrels = collection::read_qrels(&options.qrels)?;
+    let depth = if options.sweep {
+        options
+            .setting
+            .window
+            .max(SWEEP_WINDOWS[SWEEP_WINDOWS.len() - 1])
+    } else {
+        options.setting.window
+    };
+    let rankings = rank_all(retriever, &queries, depth, options.progress)?;
+    let docs = chunk_doc_ids(retriever);
+    let names: Vec<&str> = retriever.list_weights().iter().map(|(n, _)| *n).collect();
+    let fuse_run = |setting: &FusionSetting, lists: &[&str]| {
+        fuse_run(&queries, &rankings, &docs, &names, lists, setting)
+    };
+    let modes = [
+        ("sparse", &["sparse"][..]),
+        ("dense", &["dense"]),
+        ("hybrid", &["sparse", "dense"]),
+    ]
+    .into_iter()
+    .map(|(mode, lists)| {
+        let run = fuse_run(&options.setting, lists);
+        ModeResult {
+            mode,
+            metrics: evaluate(&qrels, &run).mean,
+            run,
+        }
+    })
+    .collect();
+    let sweep = options.sweep.then(|| {
+        sweep(&qrels, options.setting, |setting| {
+            fuse_run(setting, &["sparse", "dense"])
+        })
+    });
+    let judged = evaluate(&qrels, &Run::new());
+    Ok(EvalReport {
+        queries: queries.len(),
+        judged_queries: judged.queries,
+        setting: options.setting,
+        modes,
+        sweep,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// Runs every list for every query (in parallel over queries).
+fn rank_all(
+    retriever: &Retriever,
+    queries: &[EvalQuery],
+    depth: usize,
+    progress: bool,
+) -> Result<Vec<Vec<RankedList>>> {
+    let bar = crate::output::progress::bar(progress, queries.len(), "querying", "queries");
+    let rankings = queries
+        .par_iter()
+        .map(|q| {
+            let ranked = retriever.run_lists(&q.text, depth, &AllowSet::All);
+            bar.inc(1);
+            ranked
+        })
+        .collect();
+    bar.finish_and_clear();
+    rankings
+}
+
+/// The document id of every chunk, by ordinal.
+fn chunk_doc_ids(retriever: &Retriever) -> Vec<String> {
+    let table = retriever.generation().table();
+    table
+        .chunks
+        .iter()
+        .map(|c| doc_id(&table.files[c.file as usize].path))
+        .collect()
+}
+
+/// Fuses the chosen lists of every query under `setting` into a document run.
+fn fuse_run(
+    queries: &[EvalQuery],
+    rankings: &[Vec<RankedList>],
+    docs: &[String],
+    names: &[&str],
+    lists: &[&str],
+    setting: &FusionSetting,
+) -> Run {
+    queries
+        .iter()
+        .zip(rankings)
+        .map(|(query, ranked)| {
+            let inputs: Vec<WeightedList<'_>> = ranked
+                .iter()
+                .zip(names)
+                .filter(|(_, name)| lists.contains(name))
+                .map(|(list, name)| WeightedList {
+                    hits: &list.hits[..list.hits.len().min(setting.window)],
+                    weight: if *name == "dense" {
+                        setting.dense_weight
+                    } else {
+                        setting.sparse_weight
+                    },
+                })
+                .collect();
+            let fused = fusion::fuse(&inputs, setting.rrf_k);
+            let hits = fused
+                .iter()
+                .map(|f| (docs[f.chunk as usize].as_str(), f.score));
+            let mut per_doc = best_chunk_per_doc(hits);
+            per_doc.truncate(RUN_DEPTH);
+            (query.id.clone(), per_doc)
+        })
+        .collect()
+}
+
+/// Tries the grid on the tuning half, reports the best and its held-out score.
+fn sweep(
+    qrels: &Qrels,
+    default: FusionSetting,
+    run_for: impl Fn(&FusionSetting) -> Run + Sync,
+) -> SweepReport {
+    let score = |setting: FusionSetting| {
+        let run = run_for(&setting);
+        let half = |held: bool| {
+            evaluate_subset(qrels, &run, |q| is_held_out(q) == held)
+                .mean
+                .ndcg_10
+        };
+        SweepScore {
+            setting,
+            tune_ndcg_10: half(false),
+            held_out_ndcg_10: half(true),
+        }
+    };
+    let grid: Vec<FusionSetting> = SWEEP_K
+        .iter()
+        .flat_map(|&rrf_k| {
+            SWEEP_DENSE_WEIGHTS.iter().flat_map(move |&dense_weight| {
+                SWEEP_WINDOWS.iter().map(move |&window| FusionSetting {
+                    rrf_k,
+                    sparse_weight: 1.0,
+                    dense_weight,
+                    window,
+                })
+            })
+        })
+        .collect();
+    let mut scores: Vec<SweepScore> = grid.par_iter().map(|s| score(*s)).collect();
+    // Best on the tuning half; ties to the earlier (smaller k, weight, window) setting.
+    scores.sort_by(|a, b| b.tune_ndcg_10.total_cmp(&a.tune_ndcg_10));
+    SweepReport {
+        settings_tried: grid.len(),
+        default: score(default),
+        best: scores[0],
+        top: scores.into_iter().take(5).collect(),
+    }
+}
