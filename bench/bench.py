@@ -179,6 +179,8 @@ def fnum(v):
 def fmt_s(v):
     if v is None:
         return "n/a"
+    if v < 0.01:
+        return f"{v * 1000:.3f} ms"
     return f"{v * 1000:.1f} ms" if v < 1 else f"{v:.2f} s"
 
 

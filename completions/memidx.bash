@@ -19,6 +19,9 @@ _memidx() {
             memidx,completions)
                 cmd="memidx__subcmd__completions"
                 ;;
+            memidx,eval)
+                cmd="memidx__subcmd__eval"
+                ;;
             memidx,help)
                 cmd="memidx__subcmd__help"
                 ;;
@@ -30,6 +33,9 @@ _memidx() {
                 ;;
             memidx__subcmd__help,completions)
                 cmd="memidx__subcmd__help__subcmd__completions"
+                ;;
+            memidx__subcmd__help,eval)
+                cmd="memidx__subcmd__help__subcmd__eval"
                 ;;
             memidx__subcmd__help,help)
                 cmd="memidx__subcmd__help__subcmd__help"
@@ -47,7 +53,7 @@ _memidx() {
 
     case "${cmd}" in
         memidx)
-            opts="-h -V --help --version index search completions help"
+            opts="-h -V --help --version index search eval completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -74,8 +80,54 @@ _memidx() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        memidx__subcmd__eval)
+            opts="-q -h -V --queries --qrels --json --run-out --sweep --save --quiet --rrf-k --sparse-weight --dense-weight --window --index --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --queries)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --qrels)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --run-out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --rrf-k)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sparse-weight)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dense-weight)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --window)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --index)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         memidx__subcmd__help)
-            opts="index search completions help"
+            opts="index search eval completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -89,6 +141,20 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__help__subcmd__completions)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        memidx__subcmd__help__subcmd__eval)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -167,7 +233,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__search)
-            opts="-k -f -h -V --request --top-k --json --filter --rrf-k --sparse-weight --dense-weight --window --mode --index --help --version"
+            opts="-k -f -h -V --request --top-k --json --filter --mode --rrf-k --sparse-weight --dense-weight --window --index --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -193,6 +259,10 @@ _memidx() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --mode)
+                    COMPREPLY=($(compgen -W "hybrid sparse dense" -- "${cur}"))
+                    return 0
+                    ;;
                 --rrf-k)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -207,10 +277,6 @@ _memidx() {
                     ;;
                 --window)
                     COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --mode)
-                    COMPREPLY=($(compgen -W "hybrid sparse dense" -- "${cur}"))
                     return 0
                     ;;
                 --index)

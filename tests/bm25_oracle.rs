@@ -67,7 +67,7 @@ fn sparse_ranking_agrees_with_the_bm25_crate() {
     for query in queries {
         let params = SearchParams {
             top_k: 10,
-            window: 10,
+            window: Some(10),
             rrf_k: None,
             filter: Filter::default(),
         };

@@ -126,7 +126,11 @@ fn a_huge_file_is_skipped_with_the_limit_named() {
                 .and(predicate::str::contains("--max-file-size")),
         );
     corpus.search_json("max_connections", &[]);
-    corpus.memidx().args(["search", "lorem"]).assert().code(1);
+    corpus
+        .memidx()
+        .args(["search", "lorem", "--mode", "sparse"])
+        .assert()
+        .code(1);
 }
 
 #[cfg(unix)]
@@ -153,13 +157,13 @@ fn unreadable_files_and_symlink_loops_do_not_stop_the_run() {
         );
         corpus
             .memidx()
-            .args(["search", "unreadableword"])
+            .args(["search", "unreadableword", "--mode", "sparse"])
             .assert()
             .code(1);
     } else {
         // Running as root: mode 000 does not stop reading, so the file is indexed.
         assert_eq!(
-            chunk_ids(&corpus.search_json("unreadableword", &[])),
+            chunk_ids(&corpus.search_json("unreadableword", &["--mode", "sparse"])),
             ["secret.md#1"]
         );
     }
@@ -247,7 +251,7 @@ fn changed_added_and_deleted_files_are_picked_up() {
         "{stdout}"
     );
     assert_eq!(
-        chunk_ids(&corpus.search_json("freshlyaddedword", &[])),
+        chunk_ids(&corpus.search_json("freshlyaddedword", &["--mode", "sparse"])),
         ["new-note.md#1"]
     );
     let sources = |query: &str| -> Vec<String> {

@@ -68,7 +68,10 @@ fn each_identifier_query_ranks_its_chunk_first() {
 fn sparse_scores_are_rrf_of_the_rank() {
     let corpus = Corpus::fixtures();
     corpus.index();
-    let response = corpus.search_json("connection pool exhausted", &["-k", "5"]);
+    let response = corpus.search_json(
+        "connection pool exhausted",
+        &["-k", "5", "--mode", "sparse"],
+    );
     let results = response["results"].as_array().unwrap();
     assert_eq!(results.len(), 5);
     for (i, r) in results.iter().enumerate() {
@@ -85,7 +88,16 @@ fn sparse_scores_are_rrf_of_the_rank() {
     assert!(bm25.windows(2).all(|w| w[0] >= w[1]), "{bm25:?}");
     let weighted = corpus.search_json(
         "connection pool exhausted",
-        &["-k", "1", "--sparse-weight", "2", "--rrf-k", "1"],
+        &[
+            "--mode",
+            "sparse",
+            "-k",
+            "1",
+            "--sparse-weight",
+            "2",
+            "--rrf-k",
+            "1",
+        ],
     );
     assert_eq!(weighted["results"][0]["rrf_score"].as_f64().unwrap(), 1.0);
 }
@@ -113,7 +125,14 @@ fn filter_removes_the_other_environment_before_top_k() {
     // With a window of one, the filter must apply before the window is cut.
     let staging_only = corpus.search_json(
         "HTTP 504",
-        &["--filter", "environment=staging", "--window", "1"],
+        &[
+            "--filter",
+            "environment=staging",
+            "--window",
+            "1",
+            "--mode",
+            "sparse",
+        ],
     );
     assert_eq!(chunk_ids(&staging_only).len(), 1);
     assert!(chunk_ids(&staging_only)[0].starts_with(staging));
@@ -255,10 +274,11 @@ fn human_output_shows_rank_score_location_and_heading() {
     let text = String::from_utf8(output.stdout).unwrap();
     let first_line = text.lines().next().unwrap();
     assert!(
-        first_line.starts_with("1. 0.01639  services/auth-service.md:"),
+        first_line.starts_with("1. 0.02131  services/auth-service.md:"),
         "{text}"
     );
-    assert!(first_line.ends_with("[sparse #1]"), "{text}");
+    // 1/61 from the sparse list plus 0.3/61 from the dense list (bundled weights).
+    assert!(first_line.ends_with("[dense #1, sparse #1]"), "{text}");
     assert_eq!(
         text.lines().nth(1).unwrap().trim(),
         "auth-service > Error codes"
@@ -272,7 +292,7 @@ fn hidden_folders_and_non_markdown_are_not_indexed() {
     for word in ["hiddenzebra", "txtonlyword"] {
         corpus
             .memidx()
-            .args(["search", word])
+            .args(["search", word, "--mode", "sparse"])
             .assert()
             .code(1)
             .stdout("");
@@ -290,7 +310,7 @@ fn exit_codes_follow_grep() {
         .code(0);
     corpus
         .memidx()
-        .args(["search", "zzqqxxnotaword"])
+        .args(["search", "zzqqxxnotaword", "--mode", "sparse"])
         .assert()
         .code(1)
         .stdout("");

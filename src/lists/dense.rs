@@ -82,7 +82,9 @@ impl DenseIndex {
 
     /// The vector file as floats, borrowed from the map.
     fn floats(&self) -> Result<&[f32]> {
-        let bytes = self.vectors.as_deref().unwrap_or_default();
+        let Some(bytes) = self.vectors.as_deref() else {
+            return Ok(&[]);
+        };
         bytemuck::try_cast_slice(bytes)
             .map_err(|e| anyhow::anyhow!("cannot view the vector file as floats: {e}"))
     }
