@@ -181,12 +181,17 @@ rec nproc "$(nproc)"
 rec cpu "${CPU:-unknown}"
 rec mem "${MEM:-unknown}"
 rec kernel "$(uname -sr)"
+# Run a snapshot of the binary: a concurrent 'cargo build' must not swap it mid-run.
+BIN_ORIG=$BIN
+BIN_STAMP=$(date -u -r "$BIN_ORIG" '+%Y-%m-%d %H:%M:%S UTC')
+cp -- "$BIN_ORIG" "$TMP/memidx"
+BIN="$TMP/memidx"
 rec memidx_version "$("$BIN" --version 2>/dev/null || echo '?')"
-rec binary "$BIN"
+rec binary "$BIN_ORIG, built $BIN_STAMP"
 rec repo_rev "$REV"
 rec timer "$([ "$HYPERFINE" = 1 ] && echo "hyperfine $(hyperfine --version | awk '{print $2}')" || echo 'date +%s%N loop'), $([ "$GNU_TIME" = 1 ] && echo '/usr/bin/time -v' || echo 'no RSS')"
 echo "== machine: $(nproc) cores, ${CPU:-unknown CPU}, ${MEM:-?} memory, $(uname -sr); nice $(nice)"
-echo "== memidx: $BIN ($("$BIN" --version 2>/dev/null || echo '?'), repo $REV)"
+echo "== memidx: $BIN_ORIG, built $BIN_STAMP ($("$BIN" --version 2>/dev/null || echo '?'), repo $REV)"
 
 # --- corpus --------------------------------------------------------------------
 python3 "$HELPER" mdstats "$CORPUS" >"$TMP/mdstats"

@@ -22,6 +22,9 @@ _memidx() {
             memidx,eval)
                 cmd="memidx__subcmd__eval"
                 ;;
+            memidx,explain)
+                cmd="memidx__subcmd__explain"
+                ;;
             memidx,help)
                 cmd="memidx__subcmd__help"
                 ;;
@@ -36,6 +39,9 @@ _memidx() {
                 ;;
             memidx__subcmd__help,eval)
                 cmd="memidx__subcmd__help__subcmd__eval"
+                ;;
+            memidx__subcmd__help,explain)
+                cmd="memidx__subcmd__help__subcmd__explain"
                 ;;
             memidx__subcmd__help,help)
                 cmd="memidx__subcmd__help__subcmd__help"
@@ -53,7 +59,7 @@ _memidx() {
 
     case "${cmd}" in
         memidx)
-            opts="-h -V --help --version index search eval completions help"
+            opts="-h -V --help --version index search explain eval completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -126,8 +132,66 @@ _memidx() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        memidx__subcmd__explain)
+            opts="-k -f -h -V --top-k --chunk --json --filter --mode --rrf-k --sparse-weight --dense-weight --window --index --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --top-k)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -k)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --chunk)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --filter)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -f)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mode)
+                    COMPREPLY=($(compgen -W "hybrid sparse dense" -- "${cur}"))
+                    return 0
+                    ;;
+                --rrf-k)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sparse-weight)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dense-weight)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --window)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --index)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         memidx__subcmd__help)
-            opts="index search eval completions help"
+            opts="index search explain eval completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -155,6 +219,20 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__help__subcmd__eval)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        memidx__subcmd__help__subcmd__explain)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -28,6 +28,7 @@ complete -c memidx -n "__fish_memidx_needs_command" -s h -l help -d 'Print help'
 complete -c memidx -n "__fish_memidx_needs_command" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "index" -d 'Build or update the index of a folder (written to DIR/.memidx)'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "search" -d 'Search the index and print the best chunks'
+complete -c memidx -n "__fish_memidx_needs_command" -f -a "explain" -d 'Show how every result\'s score was made: each list\'s rank, raw score, weight and contribution, or why a list did not contribute'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "eval" -d 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "completions" -d 'Print a shell completion script to stdout'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -51,6 +52,20 @@ complete -c memidx -n "__fish_memidx_using_subcommand search" -l index -d 'The i
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l json -d 'Print one JSON document (the response shape) instead of text'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -s V -l version -d 'Print version'
+complete -c memidx -n "__fish_memidx_using_subcommand explain" -s k -l top-k -d 'Number of results to explain' -r
+complete -c memidx -n "__fish_memidx_using_subcommand explain" -l chunk -d 'Explain only this chunk (an id like `notes/db.md#3`), even when it is not a result' -r
+complete -c memidx -n "__fish_memidx_using_subcommand explain" -s f -l filter -d 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)' -r
+complete -c memidx -n "__fish_memidx_using_subcommand explain" -l mode -d 'Which lists to run' -r -f -a "hybrid\t'Both lists, fused with RRF'
+sparse\t'BM25 over the identifier-aware tokenizer only'
+dense\t'Embedding similarity only'"
+complete -c memidx -n "__fish_memidx_using_subcommand explain" -l rrf-k -d 'The RRF constant k in w / (k + rank) [default: the index\'s, 60]' -r
+complete -c memidx -n "__fish_memidx_using_subcommand explain" -l sparse-weight -d 'Weight of the sparse (BM25) list in the fusion [default: the index\'s]' -r
+complete -c memidx -n "__fish_memidx_using_subcommand explain" -l dense-weight -d 'Weight of the dense (embedding) list in the fusion [default: the index\'s]' -r
+complete -c memidx -n "__fish_memidx_using_subcommand explain" -l window -d 'Candidates taken from each list before fusion [default: the index\'s, else max(50, 2 × top-k)]' -r
+complete -c memidx -n "__fish_memidx_using_subcommand explain" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
+complete -c memidx -n "__fish_memidx_using_subcommand explain" -l json -d 'Print one JSON document instead of a table'
+complete -c memidx -n "__fish_memidx_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c memidx -n "__fish_memidx_using_subcommand explain" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l queries -d 'Queries, JSON Lines: {"id": …, "text": …} per line' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l qrels -d 'Relevance judgments: `query-id doc-id relevance` per line (a header line is allowed); a doc id is a file name without `.md`' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l run-out -d 'Write TREC run files (sparse.trec, dense.trec, hybrid.trec) into DIR' -r -F
@@ -67,8 +82,9 @@ complete -c memidx -n "__fish_memidx_using_subcommand eval" -s h -l help -d 'Pri
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c memidx -n "__fish_memidx_using_subcommand completions" -s V -l version -d 'Print version'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search eval completions help" -f -a "index" -d 'Build or update the index of a folder (written to DIR/.memidx)'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search eval completions help" -f -a "search" -d 'Search the index and print the best chunks'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search eval completions help" -f -a "eval" -d 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search eval completions help" -f -a "completions" -d 'Print a shell completion script to stdout'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search eval completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain eval completions help" -f -a "index" -d 'Build or update the index of a folder (written to DIR/.memidx)'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain eval completions help" -f -a "search" -d 'Search the index and print the best chunks'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain eval completions help" -f -a "explain" -d 'Show how every result\'s score was made: each list\'s rank, raw score, weight and contribution, or why a list did not contribute'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain eval completions help" -f -a "eval" -d 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain eval completions help" -f -a "completions" -d 'Print a shell completion script to stdout'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain eval completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

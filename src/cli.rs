@@ -24,6 +24,9 @@ pub enum Command {
     Index(IndexArgs),
     /// Search the index and print the best chunks.
     Search(SearchArgs),
+    /// Show how every result's score was made: each list's rank, raw score,
+    /// weight and contribution, or why a list did not contribute.
+    Explain(ExplainArgs),
     /// Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode).
     Eval(EvalArgs),
     /// Print a shell completion script to stdout.
@@ -65,6 +68,25 @@ pub struct SearchArgs {
     #[arg(short = 'k', long, value_name = "N")]
     pub top_k: Option<usize>,
     /// Print one JSON document (the response shape) instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Retrieval settings shared with other commands.
+    #[command(flatten)]
+    pub retrieval: RetrievalArgs,
+}
+
+/// Arguments of `memidx explain`.
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The query to explain.
+    pub query: String,
+    /// Number of results to explain.
+    #[arg(short = 'k', long, value_name = "N")]
+    pub top_k: Option<usize>,
+    /// Explain only this chunk (an id like `notes/db.md#3`), even when it is not a result.
+    #[arg(long, value_name = "ID")]
+    pub chunk: Option<String>,
+    /// Print one JSON document instead of a table.
     #[arg(long)]
     pub json: bool,
     /// Retrieval settings shared with other commands.

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail, ensure};
 
-use crate::cli::{EvalArgs, IndexArgs, IndexLocation, Mode, SearchArgs};
+use crate::cli::{
+    EvalArgs, ExplainArgs, IndexArgs, IndexLocation, Mode, RetrievalArgs, SearchArgs,
+};
 use crate::filter::Filter;
 use crate::indexer::IndexOptions;
 use crate::request::SearchRequest;
@@ -56,15 +58,32 @@ impl SearchConfig {
             Some(path) => Some(read_request(path, stdin)?),
             None => None,
         };
-        let retrieval = &args.retrieval;
+        Self::build(
+            request,
+            args.query.as_ref(),
+            args.top_k,
+            args.json,
+            &args.retrieval,
+            cwd,
+        )
+    }
+
+    /// Merges a request (if any) with command-line values, which win.
+    fn build(
+        request: Option<SearchRequest>,
+        query: Option<&String>,
+        top_k: Option<usize>,
+        json: bool,
+        retrieval: &RetrievalArgs,
+        cwd: &Path,
+    ) -> Result<Self> {
         let hybrid = request.as_ref().and_then(|r| r.hybrid_params);
-        let query = match (&request, &args.query) {
+        let query = match (&request, query) {
             (Some(r), _) => r.search_text.clone(),
             (None, Some(q)) => q.clone(),
             (None, None) => bail!("give a query, or a JSON request with --request FILE"),
         };
-        let top_k = args
-            .top_k
+        let top_k = top_k
             .or(request.as_ref().and_then(|r| r.top_k))
             .unwrap_or(DEFAULT_TOP_K);
         let mut filter_pairs = request
@@ -89,7 +108,7 @@ impl SearchConfig {
             rrf_k: rrf_k.map(check_rrf_k).transpose()?,
             filter: Filter::from_pairs(filter_pairs),
         };
-        let format = if args.json || request.is_some() {
+        let format = if json || request.is_some() {
             OutputFormat::Json
         } else {
             OutputFormat::Human
@@ -108,6 +127,33 @@ impl SearchConfig {
             },
             params,
             format,
+        })
+    }
+}
+
+/// Everything `memidx explain` needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExplainConfig {
+    /// The search being explained.
+    pub search: SearchConfig,
+    /// Explain only this chunk id (`path#n`), even if it is not a result.
+    pub chunk: Option<String>,
+}
+
+impl ExplainConfig {
+    /// Resolves `memidx explain` arguments.
+    pub fn from_args(args: &ExplainArgs, cwd: &Path) -> Result<Self> {
+        let search = SearchConfig::build(
+            None,
+            Some(&args.query),
+            args.top_k,
+            args.json,
+            &args.retrieval,
+            cwd,
+        )?;
+        Ok(Self {
+            search,
+            chunk: args.chunk.clone(),
         })
     }
 }

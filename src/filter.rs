@@ -64,6 +64,18 @@ impl Filter {
         &self.conditions
     }
 
+    /// The first condition `metadata` fails, as `key=value` (values of one
+    /// key joined by `|`), or `None` when it passes.
+    pub fn failing_condition(
+        &self,
+        metadata: &crate::corpus::markdown::Metadata,
+    ) -> Option<String> {
+        self.conditions
+            .iter()
+            .find(|(key, wanted)| !passes(metadata, key, wanted))
+            .map(|(key, wanted)| format!("{key}={}", wanted.join("|")))
+    }
+
     /// Evaluates the filter over a chunk table.
     ///
     /// A key that no indexed file carries is an error naming it, since it
@@ -81,11 +93,9 @@ impl Filter {
             .files
             .iter()
             .map(|file| {
-                self.conditions.iter().all(|(key, wanted)| {
-                    file.metadata
-                        .get(key)
-                        .is_some_and(|have| have.iter().any(|v| wanted.contains(v)))
-                })
+                self.conditions
+                    .iter()
+                    .all(|(key, wanted)| passes(&file.metadata, key, wanted))
             })
             .collect();
         Ok(AllowSet::Only(
@@ -96,6 +106,13 @@ impl Filter {
                 .collect(),
         ))
     }
+}
+
+/// True when `metadata[key]` holds one of the `wanted` values.
+fn passes(metadata: &crate::corpus::markdown::Metadata, key: &str, wanted: &[String]) -> bool {
+    metadata
+        .get(key)
+        .is_some_and(|have| have.iter().any(|v| wanted.contains(v)))
 }
 
 /// Which chunks a search may return.
@@ -177,6 +194,21 @@ mod tests {
         assert_eq!(allowed(&f), [0, 1]);
         let f = Filter::from_pairs([("environment", "production"), ("environment", "staging")]);
         assert_eq!(allowed(&f), [0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn failing_condition_names_the_first_unmet_key() {
+        let f = Filter::from_pairs([
+            ("environment", "staging"),
+            ("environment", "qa"),
+            ("service", "billing"),
+        ]);
+        let files = table().files;
+        assert_eq!(
+            f.failing_condition(&files[0].metadata).as_deref(),
+            Some("environment=staging|qa")
+        );
+        assert_eq!(f.failing_condition(&files[2].metadata), None);
     }
 
     #[test]

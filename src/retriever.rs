@@ -9,11 +9,11 @@ use anyhow::{Context, Result, bail, ensure};
 use crate::embed::Embedder;
 use crate::embed::static_model::StaticEmbedder;
 use crate::filter::{AllowSet, Filter};
-use crate::fusion::{self, Fused, WeightedList};
+use crate::fusion::{self, Contribution, Fused, WeightedList};
 use crate::lists::dense::DenseIndex;
 use crate::lists::sparse::SparseIndex;
 use crate::lists::{RankedList, SearchIndex};
-use crate::store::generation::{Generation, SPARSE_DIR};
+use crate::store::generation::{ChunkOrd, Generation, SPARSE_DIR};
 use crate::store::manifest::Manifest;
 
 /// Smallest default window (candidates per list).
@@ -85,6 +85,58 @@ pub struct ListRun {
     pub ranked: RankedList,
     /// The weight it was fused with.
     pub weight: f64,
+}
+
+/// Why a list did not contribute to a chunk's score.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Absence {
+    /// The list ranks it, but below the window.
+    OutsideWindow {
+        /// Its rank in the list.
+        rank: usize,
+        /// Its raw score there.
+        score: f32,
+    },
+    /// The list does not match it at all (no query term occurs in it).
+    NoMatch,
+    /// A metadata filter removed it before the lists ran.
+    Filtered {
+        /// The condition it fails, `key=value`.
+        condition: String,
+    },
+}
+
+/// A chunk's standing in one list.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Standing {
+    /// Among the list's candidates, contributing to the fused score.
+    Ranked(Contribution),
+    /// Not contributing, and why.
+    Absent(Absence),
+}
+
+/// One explained chunk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExplainedChunk {
+    /// The chunk.
+    pub chunk: ChunkOrd,
+    /// Its position among all fused candidates, if it is one.
+    pub fused_rank: Option<usize>,
+    /// Its fused score: the sum of the ranked standings' contributions, in list order.
+    pub score: f64,
+    /// One standing per list, in fusion order.
+    pub standings: Vec<Standing>,
+}
+
+/// What `explain` reports: the search itself and the explained chunks.
+#[derive(Debug, Clone)]
+pub struct Explanation {
+    /// The search (results truncated to top_k, lists, timings).
+    pub outcome: SearchOutcome,
+    /// The window each list used.
+    pub window: usize,
+    /// The explained chunks.
+    pub chunks: Vec<ExplainedChunk>,
 }
 
 /// Everything a search produced.
@@ -165,6 +217,18 @@ impl Retriever {
 
     /// Runs `query` through every list in parallel and fuses the rankings.
     pub fn search(&self, query: &str, params: &SearchParams) -> Result<SearchOutcome> {
+        let (mut outcome, _) = self.search_untruncated(query, params)?;
+        outcome.results.truncate(params.top_k);
+        Ok(outcome)
+    }
+
+    /// Like [`search`](Self::search) but keeps every fused candidate, and
+    /// also returns the filter's allow set.
+    fn search_untruncated(
+        &self,
+        query: &str,
+        params: &SearchParams,
+    ) -> Result<(SearchOutcome, AllowSet)> {
         if query.trim().is_empty() {
             bail!("the query is empty; give words to search for");
         }
@@ -185,8 +249,7 @@ impl Retriever {
             })
             .collect();
         let rrf_k = self.rrf_k(params);
-        let mut results = fusion::fuse(&inputs, rrf_k);
-        results.truncate(params.top_k);
+        let results = fusion::fuse(&inputs, rrf_k);
         let fuse_time = started.elapsed();
         let lists = ranked
             .into_iter()
@@ -196,12 +259,104 @@ impl Retriever {
                 weight: l.weight,
             })
             .collect();
-        Ok(SearchOutcome {
-            results,
-            lists,
-            rrf_k,
-            filter_time,
-            fuse_time,
+        Ok((
+            SearchOutcome {
+                results,
+                lists,
+                rrf_k,
+                filter_time,
+                fuse_time,
+            },
+            allow,
+        ))
+    }
+
+    /// Explains a search: for every fused result (or only for `focus`, even
+    /// when it is not among them), each list's rank, raw score, weight and
+    /// contribution, or why the list did not contribute.
+    pub fn explain(
+        &self,
+        query: &str,
+        params: &SearchParams,
+        focus: Option<ChunkOrd>,
+    ) -> Result<Explanation> {
+        let (mut outcome, allow) = self.search_untruncated(query, params)?;
+        // Each list's complete ranking of the allowed chunks, to tell
+        // "outside the window" (with the rank) from "no match".
+        let complete = self.run_lists(query, self.generation.len(), &allow)?;
+        let targets: Vec<(Option<usize>, Fused)> = match focus {
+            None => outcome
+                .results
+                .iter()
+                .take(params.top_k)
+                .cloned()
+                .enumerate()
+                .map(|(i, f)| (Some(i + 1), f))
+                .collect(),
+            Some(chunk) => vec![
+                match outcome.results.iter().position(|f| f.chunk == chunk) {
+                    Some(i) => (Some(i + 1), outcome.results[i].clone()),
+                    None => (
+                        None,
+                        Fused {
+                            chunk,
+                            score: 0.0,
+                            contributions: vec![None; self.lists.len()],
+                        },
+                    ),
+                },
+            ],
+        };
+        let chunks = targets
+            .into_iter()
+            .map(|(fused_rank, fused)| {
+                let standings = fused
+                    .contributions
+                    .iter()
+                    .zip(&complete)
+                    .map(|(contribution, full)| match contribution {
+                        Some(c) => Ok(Standing::Ranked(*c)),
+                        None => self
+                            .absence(fused.chunk, full, &allow, &params.filter)
+                            .map(Standing::Absent),
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(ExplainedChunk {
+                    chunk: fused.chunk,
+                    fused_rank,
+                    score: fused.score,
+                    standings,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        outcome.results.truncate(params.top_k);
+        Ok(Explanation {
+            outcome,
+            window: self.window(params),
+            chunks,
+        })
+    }
+
+    /// Why `chunk` is not among a list's candidates.
+    fn absence(
+        &self,
+        chunk: ChunkOrd,
+        complete: &RankedList,
+        allow: &AllowSet,
+        filter: &Filter,
+    ) -> Result<Absence> {
+        if !allow.allows(chunk) {
+            let file = &self.generation.chunk(chunk)?.file.metadata;
+            return Ok(Absence::Filtered {
+                condition: filter.failing_condition(file).unwrap_or_default(),
+            });
+        }
+        Ok(match complete.hits.iter().position(|h| h.chunk == chunk) {
+            Some(i) => Absence::OutsideWindow {
+                rank: i + 1,
+                score: complete.hits[i].score,
+            },
+            None => Absence::NoMatch,
         })
     }
 

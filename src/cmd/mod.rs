@@ -3,6 +3,7 @@
 
 pub mod completions;
 pub mod eval;
+pub mod explain;
 pub mod index;
 pub mod search;
 
@@ -11,7 +12,7 @@ use std::io::{self, Write};
 use anyhow::{Context, Result};
 
 use crate::cli::{Cli, Command};
-use crate::config::{self, EvalConfig, SearchConfig};
+use crate::config::{self, EvalConfig, ExplainConfig, SearchConfig};
 
 /// How a command ended, mapped to the exit code by the binary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,6 +36,10 @@ pub fn run(cli: Cli) -> Result<Status> {
             let cwd = std::env::current_dir().context("cannot read the current folder")?;
             let config = SearchConfig::from_args(&args, &cwd, io::stdin().lock())?;
             search::run(&config, &mut out)
+        }
+        Command::Explain(args) => {
+            let cwd = std::env::current_dir().context("cannot read the current folder")?;
+            explain::run(&ExplainConfig::from_args(&args, &cwd)?, &mut out)
         }
         Command::Eval(args) => {
             let cwd = std::env::current_dir().context("cannot read the current folder")?;

@@ -5,6 +5,7 @@ use std::io::Write;
 use anyhow::Result;
 
 use super::SearchResponse;
+use super::explain::ExplainReport;
 use crate::corpus::Skipped;
 use crate::eval::{EvalReport, FusionSetting};
 use crate::indexer::IndexReport;
@@ -42,6 +43,72 @@ pub fn print_search(out: &mut dyn Write, response: &SearchResponse) -> Result<()
         writeln!(out, "{indent}{}", snippet(&hit.text))?;
         writeln!(out)?;
     }
+    Ok(())
+}
+
+/// Prints the explain table: per result, one line per list with rank, raw
+/// score, weight and contribution (or why it is absent), then the sum; then
+/// the lists' candidate counts and the timings.
+pub fn print_explain(out: &mut dyn Write, report: &ExplainReport) -> Result<()> {
+    let filter = if report.filter.is_empty() {
+        String::new()
+    } else {
+        format!(", filter {}", report.filter.join(" "))
+    };
+    writeln!(
+        out,
+        "query {:?} (k {}, window {}{filter})",
+        report.query, report.rrf_k, report.window
+    )?;
+    writeln!(
+        out,
+        "{:>4}  {:<8} {:>6} {:>10} {:>7} {:>11}",
+        "#", "list", "rank", "raw score", "weight", "w/(k+rank)"
+    )?;
+    for result in &report.results {
+        let rank = result.fused_rank.map_or("-".to_string(), |r| r.to_string());
+        writeln!(
+            out,
+            "{rank:>4}  {}:{}-{}  {}",
+            result.source, result.lines[0], result.lines[1], result.chunk_id
+        )?;
+        if !result.heading.is_empty() {
+            writeln!(out, "      {}", result.heading)?;
+        }
+        for part in &result.lists {
+            let rank = part.rank.map_or("-".to_string(), |r| r.to_string());
+            let score = part.score.map_or("-".to_string(), |s| format!("{s:.4}"));
+            match &part.absent {
+                None => writeln!(
+                    out,
+                    "      {:<8} {rank:>6} {score:>10} {:>7.2} {:>11.6}",
+                    part.list, part.weight, part.contribution
+                )?,
+                Some(why) => writeln!(
+                    out,
+                    "      {:<8} {rank:>6} {score:>10} {:>7.2} {:>11}  ({why})",
+                    part.list, part.weight, "-"
+                )?,
+            }
+        }
+        writeln!(out, "      {:<8} {:>36.6}", "sum", result.rrf_score)?;
+    }
+    let lists: Vec<String> = report
+        .lists
+        .iter()
+        .map(|l| {
+            format!(
+                "{} {} of {} matched ({} filtered out) in {:.2} ms (query {:.2} ms)",
+                l.name, l.candidates, l.matched, l.filtered_out, l.total_ms, l.prepare_ms
+            )
+        })
+        .collect();
+    writeln!(out, "lists: {}", lists.join("; "))?;
+    writeln!(
+        out,
+        "filter {:.2} ms, fuse {:.2} ms",
+        report.filter_ms, report.fuse_ms
+    )?;
     Ok(())
 }
 

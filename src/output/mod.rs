@@ -2,6 +2,7 @@
 //! from its printers): commands build the message types here, and the
 //! [`human`] or [`json`] printer renders them. Nothing else writes to stdout.
 
+pub mod explain;
 pub mod human;
 pub mod json;
 pub mod progress;

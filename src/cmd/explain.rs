@@ -1,0 +1,39 @@
+//! `memidx explain`: how every fused score was made.
+
+use std::io::Write;
+
+use anyhow::{Context, Result};
+
+use super::Status;
+use crate::config::{ExplainConfig, OutputFormat};
+use crate::output::explain::ExplainReport;
+use crate::output::{human, json};
+use crate::retriever::Retriever;
+
+/// Explains the search in `config` and prints the breakdown.
+pub fn run(config: &ExplainConfig, out: &mut dyn Write) -> Result<Status> {
+    let search = &config.search;
+    let retriever = Retriever::open(&search.index_dir, &search.lists)?;
+    let focus = match &config.chunk {
+        Some(id) => Some(retriever.generation().find(id).with_context(|| {
+            format!("no chunk '{id}' in the index; chunk ids look like 'notes/db.md#3' (see search --json)")
+        })?),
+        None => None,
+    };
+    let explanation = retriever.explain(&search.query, &search.params, focus)?;
+    let report = ExplainReport::build(
+        &search.query,
+        &search.params.filter,
+        &explanation,
+        retriever.generation(),
+    )?;
+    match search.format {
+        OutputFormat::Human => human::print_explain(out, &report)?,
+        OutputFormat::Json => json::print(out, &report)?,
+    }
+    Ok(if report.results.is_empty() {
+        Status::NoResults
+    } else {
+        Status::Success
+    })
+}

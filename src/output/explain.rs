@@ -1,0 +1,185 @@
+//! The message type of `memidx explain`, shared by the human and JSON
+//! printers: per result and per list, rank, raw score, weight and
+//! contribution `w/(k+rank)` — or why the list did not contribute — plus
+//! each list's candidate counts and the per-stage timings.
+//!
+//! `lists` of a result is an array in fusion order: adding its
+//! `contribution`s left to right gives `rrf_score` exactly.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::filter::Filter;
+use crate::retriever::{Absence, Explanation, Standing};
+use crate::store::generation::Generation;
+
+/// The whole explanation.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExplainReport {
+    /// The query.
+    pub query: String,
+    /// The RRF constant used.
+    pub rrf_k: f64,
+    /// Candidates each list contributed at most.
+    pub window: usize,
+    /// Filter conditions, `key=value`.
+    pub filter: Vec<String>,
+    /// Per list: weight, counts, timings.
+    pub lists: Vec<ListSummary>,
+    /// Time spent on the filter and on fusion, milliseconds.
+    pub filter_ms: f64,
+    /// Time spent fusing, milliseconds.
+    pub fuse_ms: f64,
+    /// The explained chunks.
+    pub results: Vec<ExplainedResult>,
+}
+
+/// One list's part in the search.
+#[derive(Debug, Clone, Serialize)]
+pub struct ListSummary {
+    /// The list.
+    pub name: &'static str,
+    /// Its weight.
+    pub weight: f64,
+    /// Candidates it contributed (≤ window).
+    pub candidates: usize,
+    /// Allowed chunks it matched.
+    pub matched: usize,
+    /// Matching chunks the filter removed.
+    pub filtered_out: usize,
+    /// Time to analyze (tokenize or embed) the query, milliseconds.
+    pub prepare_ms: f64,
+    /// Time of the whole list, query preparation included, milliseconds.
+    pub total_ms: f64,
+}
+
+/// One explained chunk.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExplainedResult {
+    /// Position among the fused candidates (null when it is none).
+    pub fused_rank: Option<usize>,
+    /// Chunk id, `path#n`.
+    pub chunk_id: String,
+    /// Source file.
+    pub source: String,
+    /// Heading path.
+    pub heading: String,
+    /// Source lines.
+    pub lines: [u32; 2],
+    /// The fused score: the sum of `lists[].contribution`, in order.
+    pub rrf_score: f64,
+    /// One entry per list, in fusion order.
+    pub lists: Vec<ListPart>,
+}
+
+/// A chunk's standing in one list.
+#[derive(Debug, Clone, Serialize)]
+pub struct ListPart {
+    /// The list.
+    pub list: &'static str,
+    /// Rank in the list (also given when outside the window).
+    pub rank: Option<usize>,
+    /// Raw score in the list.
+    pub score: Option<f32>,
+    /// The list's weight.
+    pub weight: f64,
+    /// `weight / (k + rank)` when among the candidates, else 0.
+    pub contribution: f64,
+    /// Why the list did not contribute, or null.
+    pub absent: Option<String>,
+}
+
+impl ExplainReport {
+    /// Builds the report from an explanation.
+    pub fn build(
+        query: &str,
+        filter: &Filter,
+        explanation: &Explanation,
+        generation: &Generation,
+    ) -> Result<Self> {
+        let outcome = &explanation.outcome;
+        let lists = outcome
+            .lists
+            .iter()
+            .map(|run| ListSummary {
+                name: run.ranked.name,
+                weight: run.weight,
+                candidates: run.ranked.hits.len(),
+                matched: run.ranked.matched,
+                filtered_out: run.ranked.filtered_out,
+                prepare_ms: millis(run.ranked.prepare_time),
+                total_ms: millis(run.ranked.elapsed),
+            })
+            .collect();
+        let mut results = Vec::with_capacity(explanation.chunks.len());
+        for explained in &explanation.chunks {
+            let chunk = generation.chunk(explained.chunk)?;
+            let parts = explained
+                .standings
+                .iter()
+                .zip(&outcome.lists)
+                .map(|(standing, run)| {
+                    list_part(run.ranked.name, run.weight, standing, explanation.window)
+                })
+                .collect();
+            results.push(ExplainedResult {
+                fused_rank: explained.fused_rank,
+                chunk_id: chunk.id(),
+                source: chunk.file.path.clone(),
+                heading: chunk.heading(),
+                lines: [chunk.record.lines.0, chunk.record.lines.1],
+                rrf_score: explained.score,
+                lists: parts,
+            });
+        }
+        Ok(Self {
+            query: query.to_string(),
+            rrf_k: outcome.rrf_k,
+            window: explanation.window,
+            filter: filter
+                .conditions()
+                .iter()
+                .flat_map(|(k, vs)| vs.iter().map(move |v| format!("{k}={v}")))
+                .collect(),
+            lists,
+            filter_ms: millis(outcome.filter_time),
+            fuse_ms: millis(outcome.fuse_time),
+            results,
+        })
+    }
+}
+
+fn list_part(list: &'static str, weight: f64, standing: &Standing, window: usize) -> ListPart {
+    let part = |rank, score, contribution, absent| ListPart {
+        list,
+        rank,
+        score,
+        weight,
+        contribution,
+        absent,
+    };
+    match standing {
+        Standing::Ranked(c) => part(Some(c.rank), Some(c.raw_score), c.value, None),
+        Standing::Absent(Absence::OutsideWindow { rank, score }) => part(
+            Some(*rank),
+            Some(*score),
+            0.0,
+            Some(format!("outside the window of {window} at rank {rank}")),
+        ),
+        Standing::Absent(Absence::NoMatch) => {
+            part(None, None, 0.0, Some("no query term matched".to_string()))
+        }
+        Standing::Absent(Absence::Filtered { condition }) => part(
+            None,
+            None,
+            0.0,
+            Some(format!("removed by filter {condition}")),
+        ),
+    }
+}
+
+fn millis(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}

@@ -1,0 +1,135 @@
+//! `memidx eval` end to end: its table matches `shared/eval/score.py` run on
+//! the TREC files it writes, and `--sweep --save` changes later searches.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command as Process;
+
+use common::{Corpus, fixtures_dir};
+use serde_json::Value;
+
+/// The scorer shipped beside the project (`MEMIDX_SCORE_PY` overrides).
+fn score_py() -> PathBuf {
+    std::env::var_os("MEMIDX_SCORE_PY")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/eval/score.py")
+        })
+}
+
+#[test]
+fn eval_measures_match_score_py_on_its_own_runs() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let eval = fixtures_dir().join("eval");
+    let runs = corpus.path().join("runs");
+    let output = corpus
+        .memidx()
+        .args(["eval", "--json", "--quiet", "--queries"])
+        .arg(eval.join("queries.jsonl"))
+        .arg("--qrels")
+        .arg(eval.join("qrels.tsv"))
+        .arg("--run-out")
+        .arg(&runs)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["queries"], 6);
+    assert_eq!(report["judged_queries"], 6);
+    let modes = report["modes"].as_array().unwrap();
+    assert_eq!(
+        modes
+            .iter()
+            .map(|m| m["mode"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["sparse", "dense", "hybrid"]
+    );
+    let script = score_py();
+    assert!(
+        script.is_file(),
+        "the scorer {} is missing (set MEMIDX_SCORE_PY)",
+        script.display()
+    );
+    for mode in modes {
+        let name = mode["mode"].as_str().unwrap();
+        let scored = Process::new("python3")
+            .arg(&script)
+            .arg(eval.join("qrels.tsv"))
+            .arg(runs.join(format!("{name}.trec")))
+            .arg("--json")
+            .output()
+            .expect("python3 runs");
+        assert!(
+            scored.status.success(),
+            "{}",
+            String::from_utf8_lossy(&scored.stderr)
+        );
+        let theirs: Value = serde_json::from_slice(&scored.stdout).unwrap();
+        for measure in ["nDCG@10", "Recall@10", "Recall@100", "MRR@10"] {
+            let ours = mode["metrics"][measure].as_f64().unwrap();
+            let reference = theirs[measure].as_f64().unwrap();
+            assert!(
+                (ours - reference).abs() < 5e-5,
+                "{name} {measure}: ours {ours}, score.py {reference}"
+            );
+        }
+    }
+    // The identifier-rich queries are answered: hybrid finds a relevant doc first for most.
+    let hybrid = &modes[2]["metrics"];
+    assert!(hybrid["MRR@10"].as_f64().unwrap() >= 0.8, "{hybrid}");
+}
+
+#[test]
+fn sweep_reports_a_held_out_check_and_save_changes_the_defaults() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let eval = fixtures_dir().join("eval");
+    let output = corpus
+        .memidx()
+        .args([
+            "eval",
+            "--json",
+            "--quiet",
+            "--sweep",
+            "--save",
+            "--queries",
+        ])
+        .arg(eval.join("queries.jsonl"))
+        .arg("--qrels")
+        .arg(eval.join("qrels.tsv"))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let sweep = &report["sweep"];
+    assert_eq!(sweep["settings_tried"], 150);
+    assert_eq!(sweep["top"].as_array().unwrap().len(), 5);
+    assert_eq!(sweep["top"][0], sweep["best"]);
+    let best = &sweep["best"]["setting"];
+    let meta: Value =
+        serde_json::from_slice(&std::fs::read(corpus.path().join(".memidx/meta.json")).unwrap())
+            .unwrap();
+    assert_eq!(meta["fusion"]["rrf_k"], best["rrf_k"]);
+    assert_eq!(meta["fusion"]["dense_weight"], best["dense_weight"]);
+    assert_eq!(meta["fusion"]["window"], best["window"]);
+    // Later searches use the saved settings.
+    let output = corpus
+        .memidx()
+        .args(["explain", "pool", "-k", "1", "--json"])
+        .output()
+        .unwrap();
+    let explain: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(explain["rrf_k"], best["rrf_k"]);
+    assert_eq!(explain["window"], best["window"]);
+    assert_eq!(explain["lists"][1]["weight"], best["dense_weight"]);
+}

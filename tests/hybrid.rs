@@ -1,0 +1,253 @@
+//! End-to-end tests of hybrid retrieval on the fixtures: the dense list finds
+//! paraphrases, fusion rewards agreement between lists, filters hold in
+//! both lists, and `explain` accounts for every score exactly.
+
+mod common;
+
+use common::{Corpus, chunk_ids};
+use predicates::prelude::*;
+use serde_json::Value;
+
+const PROMOTION_CHUNK: &str = "runbooks/databases/postgres-replication.md#4";
+
+#[test]
+fn a_paraphrase_with_no_shared_words_is_found_by_the_dense_list() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let query = "the writer node died, elect a follower";
+    let dense = corpus.search_json(query, &["--mode", "dense", "-k", "3"]);
+    assert!(
+        chunk_ids(&dense).contains(&PROMOTION_CHUNK.to_string()),
+        "{dense}"
+    );
+    // No query term occurs in it, so only the dense list brings it in.
+    corpus
+        .memidx()
+        .args(["search", query, "--mode", "sparse", "-k", "100", "--json"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(PROMOTION_CHUNK).not());
+    let hybrid = corpus.search_json(query, &["-k", "20"]);
+    let hit = hybrid["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["chunk_id"] == PROMOTION_CHUNK)
+        .unwrap();
+    assert_eq!(hit["ranks"]["sparse"], Value::Null);
+    assert!(hit["ranks"]["dense"]["rank"].as_u64().unwrap() <= 3);
+}
+
+#[test]
+fn a_chunk_ranked_well_in_both_lists_beats_one_that_tops_only_one() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let response = corpus.search_json(
+        "connection pool exhausted",
+        &["-k", "3", "--dense-weight", "1", "--rrf-k", "60"],
+    );
+    let ranks: Vec<(u64, u64)> = response["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["ranks"]["sparse"]["rank"].as_u64().unwrap(),
+                r["ranks"]["dense"]["rank"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(ranks, [(2, 2), (5, 1), (1, 8)]);
+    assert_eq!(
+        response["results"][0]["rrf_score"].as_f64().unwrap(),
+        1.0 / 62.0 + 1.0 / 62.0
+    );
+}
+
+#[test]
+fn the_design_request_never_returns_staging_notes() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let request = r#"{"query_id": "mem_req_99214", "search_text": "HTTP 504 gateway timeout postgres connection pool",
+        "top_k": 5, "hybrid_params": {"dense_weight": 0.6, "sparse_weight": 0.4, "rrf_k_constant": 60},
+        "metadata_filter": {"environment": "production", "service": "billing-service"}}"#;
+    let output = corpus
+        .memidx()
+        .args(["search", "--request", "-"])
+        .write_stdin(request)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let response: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let results = response["results"].as_array().unwrap();
+    assert_eq!(results.len(), 5);
+    assert_eq!(response["total_retrieved"], 5);
+    assert!(
+        results
+            .iter()
+            .any(|r| r["chunk_id"] == "incidents/2023/q4/billing-month-end-timeouts.md#1")
+    );
+    for r in results {
+        let envs = r["metadata"]["environment"].as_array().unwrap();
+        // Files listing both environments are production files too; staging-only ones never appear.
+        assert!(envs.contains(&Value::from("production")), "{r}");
+        let ranks = r["ranks"].as_object().unwrap();
+        let expected: f64 = [("sparse", 0.4), ("dense", 0.6)]
+            .iter()
+            .filter_map(|(list, w)| {
+                ranks[*list]["rank"]
+                    .as_u64()
+                    .map(|rank| w / (60.0 + rank as f64))
+            })
+            .sum();
+        assert!((r["rrf_score"].as_f64().unwrap() - expected).abs() < 1e-15);
+    }
+}
+
+#[test]
+fn explain_contributions_add_up_to_the_search_scores_exactly() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    for query in [
+        "connection pool exhausted",
+        "INC-2023-Q4-011",
+        "the writer node died, elect a follower",
+    ] {
+        let search = corpus.search_json(query, &["-k", "10"]);
+        let output = corpus
+            .memidx()
+            .args(["explain", query, "-k", "10", "--json"])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0));
+        let explain: Value = serde_json::from_slice(&output.stdout).unwrap();
+        let results = explain["results"].as_array().unwrap();
+        assert_eq!(results.len(), 10);
+        for (i, (e, s)) in results
+            .iter()
+            .zip(search["results"].as_array().unwrap())
+            .enumerate()
+        {
+            assert_eq!(e["chunk_id"], s["chunk_id"]);
+            assert_eq!(e["fused_rank"], i + 1);
+            let sum = e["lists"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .fold(0.0, |acc, l| acc + l["contribution"].as_f64().unwrap());
+            assert_eq!(sum, e["rrf_score"].as_f64().unwrap(), "{query} #{}", i + 1);
+            assert_eq!(e["rrf_score"], s["rrf_score"]);
+            for part in e["lists"].as_array().unwrap() {
+                if part["absent"].is_null() {
+                    let expected =
+                        part["weight"].as_f64().unwrap() / (60.0 + part["rank"].as_f64().unwrap());
+                    assert_eq!(part["contribution"].as_f64().unwrap(), expected);
+                }
+            }
+        }
+        let lists = explain["lists"].as_array().unwrap();
+        assert_eq!(
+            lists
+                .iter()
+                .map(|l| l["name"].as_str().unwrap())
+                .collect::<Vec<_>>(),
+            ["sparse", "dense"]
+        );
+    }
+}
+
+#[test]
+fn explain_says_why_a_list_did_not_contribute() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let explain = |args: &[&str]| -> Value {
+        let output = corpus
+            .memidx()
+            .arg("explain")
+            .args(args)
+            .arg("--json")
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    let staging = "runbooks/billing/connection-pool-staging.md#2";
+    let filtered = explain(&[
+        "HTTP 504",
+        "--chunk",
+        staging,
+        "--filter",
+        "environment=production",
+    ]);
+    let result = &filtered["results"][0];
+    assert_eq!(result["chunk_id"], staging);
+    assert_eq!(result["fused_rank"], Value::Null);
+    assert_eq!(result["rrf_score"], 0.0);
+    for part in result["lists"].as_array().unwrap() {
+        assert_eq!(part["absent"], "removed by filter environment=production");
+    }
+    let incident = "incidents/2023/q4/billing-month-end-timeouts.md#1";
+    let windowed = explain(&[
+        "HTTP 504", "--chunk", incident, "--window", "1", "--mode", "sparse",
+    ]);
+    let part = &windowed["results"][0]["lists"][0];
+    assert_eq!(part["absent"], "outside the window of 1 at rank 2");
+    assert_eq!(part["rank"], 2);
+    let unmatched = explain(&[
+        "INC-2023-Q4-011",
+        "--chunk",
+        "runbooks/kubernetes/node-drain.md#1",
+        "--mode",
+        "sparse",
+    ]);
+    assert_eq!(
+        unmatched["results"][0]["lists"][0]["absent"],
+        "no query term matched"
+    );
+    corpus
+        .memidx()
+        .args(["explain", "x", "--chunk", "nope.md#1"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "no chunk 'nope.md#1' in the index",
+        ));
+}
+
+#[test]
+fn explain_prints_a_compact_table() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let output = corpus
+        .memidx()
+        .args(["explain", "ERR_TOKEN_EXPIRED", "-k", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let text = String::from_utf8(output.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "query \"ERR_TOKEN_EXPIRED\" (k 60, window 50)");
+    assert!(
+        lines[2].starts_with("   1  services/auth-service.md:"),
+        "{text}"
+    );
+    assert_eq!(lines[3].trim(), "auth-service > Error codes");
+    assert_eq!(
+        lines[4].split_whitespace().collect::<Vec<_>>(),
+        ["sparse", "1", "17.4021", "1.00", "0.016393"]
+    );
+    assert_eq!(
+        lines[5].split_whitespace().collect::<Vec<_>>()[..2],
+        ["dense", "1"]
+    );
+    assert_eq!(
+        lines[6].split_whitespace().collect::<Vec<_>>(),
+        ["sum", "0.021311"]
+    );
+    assert!(lines[7].starts_with("lists: sparse "), "{text}");
+}
