@@ -205,7 +205,8 @@ def cmd_report(args):
 
     rows = []  # (measure, value, target, ok)
     out = {"machine": {}, "corpus": {}, "memidx": {}, "search": {}, "bm25s": bm, "ratios": {}}
-    for k in ("date", "nproc", "cpu", "mem", "kernel", "memidx_version", "binary", "repo_rev", "timer"):
+    for k in ("date", "nproc", "cpu", "mem", "kernel", "memidx_version", "binary", "repo_rev", "timer",
+              "load_start", "load_end"):
         out["machine"][k] = kv.get(k)
     for k in ("corpus", "md_files", "md_bytes", "pick_file", "pick_size"):
         out["corpus"][k] = kv.get(k)
@@ -264,6 +265,8 @@ def cmd_report(args):
     lines = []
     m = out["machine"]
     lines.append(f"machine: {m['nproc']} cores, {m['cpu']}, {m['mem']} memory; {m['kernel']}")
+    lines.append(f"load average (1, 5, 15 min) at start: {m['load_start']}, at end: {m['load_end']} "
+                 f"(other work on the machine shows up here)")
     lines.append(f"date: {m['date']}; memidx: {m['memidx_version']} ({m['binary']}, repo {m['repo_rev']}); timer: {m['timer']}")
     c = out["corpus"]
     lines.append(f"corpus: {c['corpus']}: {c['md_files']} markdown files, "

@@ -7,6 +7,9 @@
 # modify, add and delete one file, and put everything back as it was (content,
 # mode, mtimes, folder mtimes) from a backup in a temp dir, also on failure or Ctrl-C.
 set -euo pipefail
+# The whole script is one { ... } block, parsed before it runs: editing this
+# file during a run cannot change what the run executes.
+{
 
 usage() {
     cat <<'EOF'
@@ -189,6 +192,7 @@ BIN="$TMP/memidx"
 rec memidx_version "$("$BIN" --version 2>/dev/null || echo '?')"
 rec binary "$BIN_ORIG, built $BIN_STAMP"
 rec repo_rev "$REV"
+rec load_start "$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')"
 rec timer "$([ "$HYPERFINE" = 1 ] && echo "hyperfine $(hyperfine --version | awk '{print $2}')" || echo 'date +%s%N loop'), $([ "$GNU_TIME" = 1 ] && echo '/usr/bin/time -v' || echo 'no RSS')"
 echo "== machine: $(nproc) cores, ${CPU:-unknown CPU}, ${MEM:-?} memory, $(uname -sr); nice $(nice)"
 echo "== memidx: $BIN_ORIG, built $BIN_STAMP ($("$BIN" --version 2>/dev/null || echo '?'), repo $REV)"
@@ -377,6 +381,9 @@ if [ "$DO_BM25S" = 1 ]; then
 fi
 
 # --- table -----------------------------------------------------------------------
+rec load_end "$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')"
 echo
 python3 "$HELPER" report "$RESULTS" ${JSON_OUT:+--json "$JSON_OUT"}
 [ -z "$JSON_OUT" ] || say "JSON written to $JSON_OUT"
+exit 0
+}

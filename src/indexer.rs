@@ -22,7 +22,7 @@ use crate::corpus::markdown::Metadata;
 use crate::corpus::walk::{SourceFile, walk};
 use crate::embed::Embedder;
 use crate::lists::dense::{self, DenseIndex};
-use crate::lists::sparse;
+use crate::lists::sparse::{self, Bm25Params};
 use crate::output::progress;
 use crate::store::generation::{
     self, ChunkOrd, ChunkRecord, ChunkTable, FileEntry, Generation, SPARSE_DIR, searchable_text,
@@ -151,13 +151,7 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
     // The two lists are built side by side: tantivy indexes while the model embeds.
     let sparse_dir = gen_dir.join(SPARSE_DIR);
     let (sparse_built, vectors) = std::thread::scope(|scope| {
-        let sparse = scope.spawn(|| {
-            let docs = searchable
-                .iter()
-                .enumerate()
-                .map(|(ord, t)| (ord as u32, t.clone()));
-            sparse::build(&sparse_dir, options.analyzer, docs)
-        });
+        let sparse = scope.spawn(|| sparse::build(&sparse_dir, options.analyzer, &searchable));
         let vectors = embed_chunks(&built, &searchable, &previous, embedder, options.progress);
         let sparse = sparse
             .join()
@@ -183,6 +177,7 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
             .display()
             .to_string(),
         tokenizer: options.analyzer,
+        bm25: Bm25Params::default(),
         chunker: options.chunker,
         embedder: embedder.info().clone(),
         fusion: embedder.fusion_defaults(),

@@ -168,7 +168,11 @@ impl Retriever {
         let defaults = manifest.fusion;
         let mut lists = Vec::new();
         if selection.sparse {
-            let sparse = SparseIndex::open(&generation.dir().join(SPARSE_DIR), manifest.tokenizer)?;
+            let sparse = SparseIndex::open(
+                &generation.dir().join(SPARSE_DIR),
+                manifest.tokenizer,
+                manifest.bm25,
+            )?;
             let weight = selection.sparse_weight.unwrap_or(defaults.sparse_weight);
             lists.push(WeightedIndex {
                 index: Box::new(sparse),

@@ -239,7 +239,7 @@ fn explain_prints_a_compact_table() {
     assert_eq!(lines[3].trim(), "auth-service > Error codes");
     assert_eq!(
         lines[4].split_whitespace().collect::<Vec<_>>(),
-        ["sparse", "1", "17.4021", "1.00", "0.016393"]
+        ["sparse", "1", "18.0081", "1.00", "0.016393"]
     );
     assert_eq!(
         lines[5].split_whitespace().collect::<Vec<_>>()[..2],

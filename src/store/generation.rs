@@ -277,6 +277,7 @@ mod tests {
             created_unix_ms: 0,
             root: String::new(),
             tokenizer: Default::default(),
+            bm25: Default::default(),
             chunker: Default::default(),
             embedder: crate::embed::EmbedderInfo {
                 id: String::new(),

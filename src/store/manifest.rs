@@ -16,15 +16,16 @@ use serde::{Deserialize, Serialize};
 
 use crate::corpus::chunk::ChunkOptions;
 use crate::embed::{EmbedderInfo, FusionDefaults};
+use crate::lists::sparse::Bm25Params;
 use crate::text::tokenize::Analyzer;
 
 use super::{MANIFEST_FILE, atomic};
 
 /// The on-disk format this build writes.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 /// The on-disk formats this build can read.
-pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 2..=2;
+pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 3..=3;
 
 /// The manifest of one complete index.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -42,6 +43,8 @@ pub struct Manifest {
     pub root: String,
     /// Tokenizer settings for the sparse list (queries must use the same).
     pub tokenizer: Analyzer,
+    /// BM25 parameters of the sparse list.
+    pub bm25: Bm25Params,
     /// Chunker settings (a change forces every file to be re-chunked).
     pub chunker: ChunkOptions,
     /// The model that embedded the chunks (queries must use the same).
@@ -142,6 +145,7 @@ mod tests {
             created_unix_ms: 1,
             root: "/docs".into(),
             tokenizer: Analyzer::default(),
+            bm25: Bm25Params::default(),
             chunker: ChunkOptions::default(),
             embedder: EmbedderInfo {
                 id: "m".into(),
@@ -183,7 +187,7 @@ mod tests {
         fs::write(dir.path().join(MANIFEST_FILE), r#"{"format_version": 99}"#).unwrap();
         let err = Manifest::read(dir.path()).unwrap_err().to_string();
         assert!(err.contains("format version 99"), "{err}");
-        assert!(err.contains("2..=2"), "{err}");
+        assert!(err.contains("3..=3"), "{err}");
     }
 
     #[test]
