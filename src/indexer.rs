@@ -86,6 +86,10 @@ pub struct IndexReport {
     pub skipped: Vec<Skipped>,
     /// Non-fatal problems in indexed files (e.g. broken front matter).
     pub warnings: Vec<String>,
+    /// Chunks embedded in this run (the rest reused their vectors).
+    pub embedded: usize,
+    /// Time spent embedding.
+    pub embed_time: Duration,
     /// Wall-clock time of the run.
     pub elapsed: Duration,
 }
@@ -152,16 +156,18 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
     let sparse_dir = gen_dir.join(SPARSE_DIR);
     let (sparse_built, vectors) = std::thread::scope(|scope| {
         let sparse = scope.spawn(|| sparse::build(&sparse_dir, options.analyzer, &searchable));
+        let embed_started = Instant::now();
         let vectors = embed_chunks(&built, &searchable, &previous, embedder, options.progress);
         let sparse = sparse
             .join()
             .unwrap_or_else(|_| bail!("the sparse index builder panicked"));
-        (sparse, vectors)
+        (sparse, vectors.map(|v| (v, embed_started.elapsed())))
     });
     sparse_built?;
+    let ((vectors, embedded), embed_time) = vectors?;
     checksums.insert(
         dense::VECTORS_FILE.to_string(),
-        dense::write(&gen_dir, &vectors?)?,
+        dense::write(&gen_dir, &vectors)?,
     );
     atomic::sync_dir(&gen_dir)?;
 
@@ -201,6 +207,8 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
         chunks: manifest.counts.chunks,
         skipped,
         warnings,
+        embedded,
+        embed_time,
         elapsed: started.elapsed(),
     })
 }
@@ -513,14 +521,15 @@ fn push_chunk(built: &mut Built, chunk: NewChunk, text: &str, reused_from: Optio
 const EMBED_BATCH: usize = 1024;
 
 /// Vectors for every chunk, row-major: copied from the previous index for
-/// reused chunks (same embedder), embedded in batches for the rest.
+/// reused chunks (same embedder), embedded in batches for the rest; also
+/// returns how many were embedded.
 fn embed_chunks(
     built: &Built,
     searchable: &[String],
     previous: &Previous,
     embedder: &dyn Embedder,
     progress: bool,
-) -> Result<Vec<f32>> {
+) -> Result<(Vec<f32>, usize)> {
     let dim = embedder.info().dim;
     let mut vectors = vec![0.0f32; built.table.chunks.len() * dim];
     let mut todo = Vec::new();
@@ -542,7 +551,7 @@ fn embed_chunks(
         bar.inc(batch.len() as u64);
     }
     bar.finish_and_clear();
-    Ok(vectors)
+    Ok((vectors, todo.len()))
 }
 
 /// Removes generation folders other than the live one (left by a run that

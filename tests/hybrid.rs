@@ -251,3 +251,30 @@ fn explain_prints_a_compact_table() {
     );
     assert!(lines[7].starts_with("lists: sparse "), "{text}");
 }
+
+#[test]
+fn an_index_embedded_by_another_model_is_refused_for_dense_search() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let meta_path = corpus.path().join(".memidx/meta.json");
+    let mut meta: Value = serde_json::from_slice(&std::fs::read(&meta_path).unwrap()).unwrap();
+    meta["embedder"]["id"] = Value::from("some-other-model");
+    meta["embedder"]["fingerprint"] = Value::from("xxh3:0000000000000000");
+    std::fs::write(&meta_path, serde_json::to_vec_pretty(&meta).unwrap()).unwrap();
+    corpus
+        .memidx()
+        .args(["search", "connection pool"])
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("embedded with 'some-other-model'")
+                .and(predicate::str::contains("memidx index --full")),
+        );
+    // The sparse list needs no embedder, so it still answers.
+    corpus.search_json("connection pool", &["--mode", "sparse"]);
+    // Re-indexing re-embeds every chunk with the bundled model.
+    let output = corpus.memidx().args(["index", "."]).output().unwrap();
+    let summary = String::from_utf8_lossy(&output.stdout);
+    assert!(summary.contains("(embedding 107 chunks:"), "{summary}");
+    corpus.search_json("connection pool", &[]);
+}

@@ -58,6 +58,8 @@ fn summary_reports_files_chunks_and_reuse() {
         text2.starts_with("indexed 18 files (18 unchanged), "),
         "{text2}"
     );
+    assert!(text.contains("(embedding 107 chunks: "), "{text}");
+    assert!(text2.contains("(embedding 0 chunks: "), "{text2}");
     assert_eq!(
         summary_counts(&first.stdout).1,
         summary_counts(&second.stdout).1

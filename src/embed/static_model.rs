@@ -58,11 +58,12 @@ impl Embedder for StaticEmbedder {
         &self.info
     }
 
-    /// Measured with `memidx eval --sweep` on shared/eval/cranfield: this
-    /// weak dense list (nDCG@10 0.278 alone, BM25 0.363) pulls plain 1:1 RRF
-    /// below BM25 (0.358); at dense weight 0.3 hybrid reaches 0.372 (window
-    /// 50) to 0.378 (window 100). The sweep's winner on the tuning half
-    /// (k 60, dense 0.3) also won on the held-out half, +0.023 over 1:1.
+    /// Measured with `memidx eval` on shared/eval/cranfield (BM25 k1 1.5):
+    /// this weak dense list (nDCG@10 0.278 alone, BM25 0.368) pulls plain
+    /// 1:1 RRF below BM25 (0.357 at the default window of 50); at dense
+    /// weight 0.3 hybrid reaches 0.374 (window 50) and 0.379 (window 200).
+    /// `eval --sweep` (150 settings, tuned on half the queries) found
+    /// k 30 / dense 0.4, only +0.0003 over these defaults on the held-out half.
     fn fusion_defaults(&self) -> FusionDefaults {
         FusionDefaults {
             sparse_weight: 1.0,

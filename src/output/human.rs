@@ -116,12 +116,14 @@ pub fn print_explain(out: &mut dyn Write, report: &ExplainReport) -> Result<()> 
 pub fn print_index_summary(out: &mut dyn Write, report: &IndexReport) -> Result<()> {
     writeln!(
         out,
-        "indexed {} files ({} unchanged), {} chunks, {} skipped in {:.2} s -> {}",
+        "indexed {} files ({} unchanged), {} chunks, {} skipped in {:.2} s (embedding {} chunks: {:.2} s) -> {}",
         report.files,
         report.reused,
         report.chunks,
         report.skipped.len(),
         report.elapsed.as_secs_f64(),
+        report.embedded,
+        report.embed_time.as_secs_f64(),
         report.index_dir.display()
     )?;
     Ok(())
