@@ -264,7 +264,7 @@ IDX_BYTES=$(du -sb "$CORPUS/.memidx" | awk '{ print $1 }')
 rec index_bytes "$IDX_BYTES"
 PARTS=$(cd "$CORPUS/.memidx" && for g in gen-*; do
             [ -d "$g" ] && (cd "$g" && du -sb -- * | awk '{ printf "%s %.1f MiB; ", $2, $1 / 1048576 }')
-        done)
+        done; du -sb -- *.json 2>/dev/null | awk '{ printf "%s %.1f MiB; ", $2, $1 / 1048576 }')
 rec index_parts "${PARTS%; }"
 echo "== index size: $IDX_BYTES bytes (${PARTS%; })"
 

@@ -155,6 +155,7 @@ mod tests {
             lines: (1, 1),
             text_start: 0,
             text_len: 0,
+            text_crc: 0,
         };
         ChunkTable {
             files: vec![

@@ -29,7 +29,7 @@ use crate::store::generation::{
 };
 use crate::store::lock::IndexLock;
 use crate::store::manifest::{Counts, FORMAT_VERSION, FileStamp, Manifest};
-use crate::store::{self, INDEX_DIR_NAME, LOCK_FILE, atomic};
+use crate::store::{self, INDEX_DIR_NAME, LOCK_FILE, atomic, checks};
 use crate::text::tokenize::Analyzer;
 
 /// Settings of one indexing run.
@@ -142,7 +142,7 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
             .with_context(|| format!("cannot remove leftover {}", gen_dir.display()))?;
     }
     fs::create_dir_all(&gen_dir).with_context(|| format!("cannot create {}", gen_dir.display()))?;
-    let mut checksums = generation::write(&gen_dir, &built.table, &built.texts)?;
+    generation::write(&gen_dir, &built.table, &built.texts)?;
     let searchable: Vec<String> = built
         .table
         .chunks
@@ -165,11 +165,9 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
     });
     sparse_built?;
     let ((vectors, embedded), embed_time) = vectors?;
-    checksums.insert(
-        dense::VECTORS_FILE.to_string(),
-        dense::write(&gen_dir, &vectors)?,
-    );
+    dense::write(&gen_dir, &vectors)?;
     atomic::sync_dir(&gen_dir)?;
+    let checksums = checks::compute(&gen_dir)?;
 
     let manifest = Manifest {
         format_version: FORMAT_VERSION,
@@ -512,6 +510,7 @@ fn push_chunk(built: &mut Built, chunk: NewChunk, text: &str, reused_from: Optio
         lines: chunk.lines,
         text_start: built.texts.len() as u64,
         text_len: text.len() as u32,
+        text_crc: crc32fast::hash(text.as_bytes()),
     });
     built.texts.extend_from_slice(text.as_bytes());
     built.reused_from.push(reused_from);

@@ -20,18 +20,15 @@ use ndarray::{ArrayView1, ArrayView2};
 use super::{Candidate, ListHit, RankedList, SearchIndex, TopWindow};
 use crate::embed::Embedder;
 use crate::filter::AllowSet;
-use crate::store::atomic;
 use crate::store::generation::ChunkOrd;
+use crate::store::{atomic, damaged};
 
 /// File holding the chunk vectors in a generation folder.
 pub const VECTORS_FILE: &str = "vectors.f32";
 
-/// Writes the row-major `vectors` to `gen_dir/vectors.f32` (fsynced) and
-/// returns the file's CRC-32.
-pub fn write(gen_dir: &Path, vectors: &[f32]) -> Result<u32> {
-    let bytes = vectors_as_le_bytes(vectors);
-    atomic::write_synced(&gen_dir.join(VECTORS_FILE), &bytes)?;
-    Ok(crc32fast::hash(&bytes))
+/// Writes the row-major `vectors` to `gen_dir/vectors.f32`, fsynced.
+pub fn write(gen_dir: &Path, vectors: &[f32]) -> Result<()> {
+    atomic::write_synced(&gen_dir.join(VECTORS_FILE), &vectors_as_le_bytes(vectors))
 }
 
 /// The vectors as little-endian bytes (the on-disk order on every platform).
@@ -51,12 +48,7 @@ impl DenseIndex {
     /// embedder's dimension.
     pub fn open(gen_dir: &Path, rows: usize, embedder: &'static dyn Embedder) -> Result<Self> {
         let path = gen_dir.join(VECTORS_FILE);
-        let damaged = |what: &str| {
-            format!(
-                "index is damaged: {} {what}; run 'memidx index' to rebuild it",
-                path.display()
-            )
-        };
+        let damaged = |what: &str| damaged(&path, what);
         let file = File::open(&path).with_context(|| damaged("cannot be opened"))?;
         let expected = (rows * embedder.info().dim * 4) as u64;
         ensure!(

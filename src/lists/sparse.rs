@@ -32,6 +32,7 @@ use tantivy::{
 
 use super::{Candidate, ListHit, RankedList, SearchIndex, TopWindow};
 use crate::filter::AllowSet;
+use crate::store::damaged;
 use crate::store::generation::ChunkOrd;
 use crate::text::tokenize::{Analyzer, Token};
 
@@ -124,12 +125,7 @@ fn to_tantivy(t: Token) -> TantivyToken {
 impl SparseIndex {
     /// Opens the sparse index in `dir`, scoring with `params`.
     pub fn open(dir: &Path, analyzer: Analyzer, params: Bm25Params) -> Result<Self> {
-        let damaged = || {
-            format!(
-                "index is damaged: {} cannot be opened; run 'memidx index' to rebuild it",
-                dir.display()
-            )
-        };
+        let damaged = || damaged(dir, "cannot be opened");
         let index = Index::open_in_dir(dir).with_context(damaged)?;
         register(&index, analyzer);
         let body = index.schema().get_field(BODY_FIELD).with_context(damaged)?;

@@ -6,7 +6,6 @@
 //! `texts.bin` holds every chunk's text back to back and is memory-mapped
 //! (`memmap2`), so a search reads only the texts of the hits it prints.
 
-use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
@@ -16,8 +15,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::corpus::markdown::Metadata;
 
-use super::atomic;
 use super::manifest::Manifest;
+use super::{atomic, checks, damaged};
 
 /// File holding the postcard-encoded [`ChunkTable`].
 pub const CHUNKS_FILE: &str = "chunks.bin";
@@ -65,18 +64,15 @@ pub struct ChunkRecord {
     pub text_start: u64,
     /// Byte length of the text.
     pub text_len: u32,
+    /// CRC-32 of the text, checked whenever the text is read.
+    pub text_crc: u32,
 }
 
-/// Writes `chunks.bin` and `texts.bin` into `gen_dir` (fsynced) and returns
-/// their CRC-32 checksums for the manifest.
-pub fn write(gen_dir: &Path, table: &ChunkTable, texts: &[u8]) -> Result<BTreeMap<String, u32>> {
+/// Writes `chunks.bin` and `texts.bin` into `gen_dir`, fsynced.
+pub fn write(gen_dir: &Path, table: &ChunkTable, texts: &[u8]) -> Result<()> {
     let encoded = postcard::to_stdvec(table).context("cannot encode the chunk table")?;
     atomic::write_synced(&gen_dir.join(CHUNKS_FILE), &encoded)?;
-    atomic::write_synced(&gen_dir.join(TEXTS_FILE), texts)?;
-    Ok(BTreeMap::from([
-        (CHUNKS_FILE.to_string(), crc32fast::hash(&encoded)),
-        (TEXTS_FILE.to_string(), crc32fast::hash(texts)),
-    ]))
+    atomic::write_synced(&gen_dir.join(TEXTS_FILE), texts)
 }
 
 /// A read-only view of one generation's chunks.
@@ -120,10 +116,12 @@ impl Generation {
     /// chunk table against its checksum and the text file against its length.
     pub fn open(index_dir: &Path, manifest: &Manifest) -> Result<Self> {
         let dir = super::generation_dir(index_dir, manifest.generation);
+        checks::check_sizes(&dir, &manifest.checksums)?;
         let chunks_path = dir.join(CHUNKS_FILE);
         let bytes =
             fs::read(&chunks_path).with_context(|| damaged(&chunks_path, "cannot be read"))?;
-        if manifest.checksums.get(CHUNKS_FILE) != Some(&crc32fast::hash(&bytes)) {
+        let recorded = manifest.checksums.get(CHUNKS_FILE).map(|c| c.crc32);
+        if recorded != Some(crc32fast::hash(&bytes)) {
             bail!(damaged(&chunks_path, "checksum mismatch"));
         }
         let table: ChunkTable = postcard::from_bytes(&bytes)
@@ -194,6 +192,10 @@ impl Generation {
             .unwrap_or_default()
             .get(start..start + record.text_len as usize)
             .with_context(|| damaged(&self.dir.join(TEXTS_FILE), "is too short"))?;
+        ensure!(
+            crc32fast::hash(bytes) == record.text_crc,
+            damaged(&self.dir.join(TEXTS_FILE), "checksum mismatch")
+        );
         let text = std::str::from_utf8(bytes)
             .with_context(|| damaged(&self.dir.join(TEXTS_FILE), "holds invalid UTF-8"))?;
         Ok(ChunkView { file, record, text })
@@ -231,14 +233,6 @@ pub fn searchable_text(heading_path: &[String], text: &str) -> String {
     }
 }
 
-/// The message for a damaged generation file.
-fn damaged(path: &Path, what: &str) -> String {
-    format!(
-        "index is damaged: {} {what}; run 'memidx index' to rebuild it",
-        path.display()
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,6 +251,7 @@ mod tests {
             lines: (1, 2),
             text_start: start,
             text_len: len,
+            text_crc: crc32fast::hash(&texts[start as usize..(start + u64::from(len)) as usize]),
         };
         let table = ChunkTable {
             files: vec![file("a.md"), file("b/c.md")],
@@ -269,7 +264,8 @@ mod tests {
         let (table, texts) = sample_table();
         let gen_dir = crate::store::generation_dir(index_dir, 1);
         fs::create_dir_all(&gen_dir).unwrap();
-        let checksums = write(&gen_dir, &table, &texts).unwrap();
+        write(&gen_dir, &table, &texts).unwrap();
+        let checksums = checks::compute(&gen_dir).unwrap();
         Manifest {
             format_version: FORMAT_VERSION,
             generation: 1,
@@ -334,6 +330,14 @@ mod tests {
             err.contains("index is damaged") && err.contains(TEXTS_FILE),
             "{err}"
         );
+        fs::write(gen_dir.join(TEXTS_FILE), b"alphabetA").unwrap();
+        let generation = Generation::open(dir.path(), &manifest).unwrap();
+        let err = generation.chunk(2).unwrap_err().to_string();
+        assert!(
+            err.contains("checksum mismatch") && err.contains(TEXTS_FILE),
+            "{err}"
+        );
+        assert_eq!(generation.chunk(0).unwrap().text, "alpha");
         let mut bytes = fs::read(gen_dir.join(CHUNKS_FILE)).unwrap();
         bytes[3] ^= 0xff;
         fs::write(gen_dir.join(CHUNKS_FILE), bytes).unwrap();

@@ -5,7 +5,6 @@
 //! parsed), the settings the index was built with, the per-file table used
 //! for incremental re-indexing, and a CRC-32 of every generation file.
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::io::ErrorKind;
 use std::ops::RangeInclusive;
@@ -19,13 +18,14 @@ use crate::embed::{EmbedderInfo, FusionDefaults};
 use crate::lists::sparse::Bm25Params;
 use crate::text::tokenize::Analyzer;
 
-use super::{MANIFEST_FILE, atomic};
+use super::checks::Checksums;
+use super::{MANIFEST_FILE, atomic, damaged};
 
 /// The on-disk format this build writes.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 
 /// The on-disk formats this build can read.
-pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 3..=3;
+pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 4..=4;
 
 /// The manifest of one complete index.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -55,8 +55,9 @@ pub struct Manifest {
     pub counts: Counts,
     /// One entry per indexed file, sorted by path.
     pub files: Vec<FileStamp>,
-    /// CRC-32 of each generation file, by its path inside the generation folder.
-    pub checksums: BTreeMap<String, u32>,
+    /// Size and CRC-32 of every generation file, by its path inside the
+    /// generation folder.
+    pub checksums: Checksums,
 }
 
 /// Totals shown by the index summary and `status`.
@@ -104,12 +105,7 @@ impl Manifest {
             Err(err) if err.kind() == ErrorKind::NotFound => return Ok(None),
             Err(err) => return Err(err).with_context(|| format!("cannot read {}", path.display())),
         };
-        let damaged = || {
-            format!(
-                "index is damaged: {} does not parse; run 'memidx index' to rebuild it",
-                path.display()
-            )
-        };
+        let damaged = || damaged(&path, "does not parse");
         let probe: VersionProbe = serde_json::from_slice(&bytes).with_context(damaged)?;
         if !SUPPORTED_FORMAT_VERSIONS.contains(&probe.format_version) {
             bail!(
@@ -136,6 +132,7 @@ impl Manifest {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::checks::FileCheck;
 
     fn sample() -> Manifest {
         Manifest {
@@ -169,7 +166,10 @@ mod tests {
                 mtime_ns: 5,
                 hash: "00ff".into(),
             }],
-            checksums: BTreeMap::from([("chunks.bin".to_string(), 42)]),
+            checksums: Checksums::from([(
+                "chunks.bin".to_string(),
+                FileCheck { size: 1, crc32: 42 },
+            )]),
         }
     }
 
@@ -187,7 +187,7 @@ mod tests {
         fs::write(dir.path().join(MANIFEST_FILE), r#"{"format_version": 99}"#).unwrap();
         let err = Manifest::read(dir.path()).unwrap_err().to_string();
         assert!(err.contains("format version 99"), "{err}");
-        assert!(err.contains("3..=3"), "{err}");
+        assert!(err.contains("4..=4"), "{err}");
     }
 
     #[test]

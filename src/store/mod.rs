@@ -12,6 +12,7 @@
 //! tantivy itself uses for its own `meta.json`.
 
 pub mod atomic;
+pub mod checks;
 pub mod generation;
 pub mod lock;
 pub mod manifest;
@@ -30,6 +31,14 @@ pub const LOCK_FILE: &str = "LOCK";
 /// Folder name of generation `n` inside the index folder.
 pub fn generation_dir(index_dir: &Path, n: u64) -> PathBuf {
     index_dir.join(format!("gen-{n}"))
+}
+
+/// The one message for a damaged index file: what is wrong and the fix.
+pub fn damaged(path: &Path, what: &str) -> String {
+    format!(
+        "index is damaged: {} {what}; run 'memidx index --full' to rebuild it",
+        path.display()
+    )
 }
 
 /// Parses a folder name of the form `gen-N`.
