@@ -147,6 +147,7 @@ mod tests {
                 .iter()
                 .map(|(k, vs)| (k.to_string(), vs.iter().map(|v| v.to_string()).collect()))
                 .collect::<Metadata>(),
+            stamp: Default::default(),
         };
         let chunk = |file| ChunkRecord {
             file,

@@ -25,10 +25,11 @@ use crate::lists::dense::{self, DenseIndex};
 use crate::lists::sparse::{self, Bm25Params};
 use crate::output::progress;
 use crate::store::generation::{
-    self, ChunkOrd, ChunkRecord, ChunkTable, FileEntry, Generation, SPARSE_DIR, searchable_text,
+    self, ChunkOrd, ChunkRecord, ChunkTable, FileEntry, FileStamp, Generation, SPARSE_DIR,
+    searchable_text,
 };
 use crate::store::lock::IndexLock;
-use crate::store::manifest::{Counts, FORMAT_VERSION, FileStamp, Manifest};
+use crate::store::manifest::{Counts, FORMAT_VERSION, Manifest};
 use crate::store::{self, INDEX_DIR_NAME, LOCK_FILE, atomic, checks};
 use crate::text::tokenize::Analyzer;
 
@@ -186,11 +187,10 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
         embedder: embedder.info().clone(),
         fusion: embedder.fusion_defaults(),
         counts: Counts {
-            files: built.stamps.len(),
+            files: built.table.files.len(),
             chunks: built.table.chunks.len(),
             skipped: skipped.len(),
         },
-        files: built.stamps,
         checksums,
     };
     manifest.write(&options.index_dir)?;
@@ -217,7 +217,8 @@ struct Previous {
     generation: Option<Generation>,
     /// The previous vectors, when they were made by the same embedder.
     vectors: Option<DenseIndex>,
-    stamps: HashMap<String, (usize, FileStamp)>,
+    /// Previous file index by path.
+    files: HashMap<String, usize>,
 }
 
 impl Previous {
@@ -232,7 +233,7 @@ impl Previous {
             manifest: None,
             generation: None,
             vectors: None,
-            stamps: HashMap::new(),
+            files: HashMap::new(),
         };
         let manifest = match Manifest::read(&options.index_dir) {
             Ok(manifest) => manifest,
@@ -252,19 +253,12 @@ impl Previous {
         if reusable {
             match Generation::open(&options.index_dir, &manifest) {
                 Ok(generation) => {
-                    let by_path: HashMap<&str, usize> = generation
+                    previous.files = generation
                         .table()
                         .files
                         .iter()
                         .enumerate()
-                        .map(|(i, f)| (f.path.as_str(), i))
-                        .collect();
-                    previous.stamps = manifest
-                        .files
-                        .iter()
-                        .filter_map(|s| {
-                            Some((s.path.clone(), (*by_path.get(s.path.as_str())?, s.clone())))
-                        })
+                        .map(|(i, f)| (f.path.clone(), i))
                         .collect();
                     if manifest.embedder == *embedder.info() {
                         match DenseIndex::open(generation.dir(), generation.len(), embedder) {
@@ -285,10 +279,9 @@ impl Previous {
 
     /// The previous entry for `path` when its stamp says the content is the same.
     fn unchanged(&self, path: &str, matches: impl Fn(&FileStamp) -> bool) -> Option<usize> {
-        self.stamps
-            .get(path)
-            .filter(|(_, s)| matches(s))
-            .map(|(i, _)| *i)
+        let index = *self.files.get(path)?;
+        let entry = self.generation.as_ref()?.table().files.get(index)?;
+        matches(&entry.stamp).then_some(index)
     }
 }
 
@@ -301,7 +294,6 @@ enum FileOutcome {
     },
     /// Read and chunked anew.
     Fresh {
-        stamp: FileStamp,
         entry: FileEntry,
         chunks: Vec<crate::corpus::chunk::ChunkDraft>,
         warning: Option<String>,
@@ -321,7 +313,11 @@ fn examine(file: &SourceFile, options: &IndexOptions, previous: &Previous) -> Fi
     if let Some(previous_file) = previous.unchanged(&file.rel_path, |s| {
         s.size == file.size && s.mtime_ns == file.mtime_ns
     }) {
-        let stamp = previous.stamps[&file.rel_path].1.clone();
+        let stamp = FileStamp {
+            size: file.size,
+            mtime_ns: file.mtime_ns,
+            hash: String::new(),
+        };
         return FileOutcome::Reused {
             stamp,
             previous_file,
@@ -338,7 +334,6 @@ fn examine(file: &SourceFile, options: &IndexOptions, previous: &Previous) -> Fi
         Err(reason) => return skip(reason),
     };
     let stamp = FileStamp {
-        path: file.rel_path.clone(),
         size: bytes.len() as u64,
         mtime_ns: file.mtime_ns,
         hash: format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&bytes)),
@@ -365,10 +360,10 @@ fn examine(file: &SourceFile, options: &IndexOptions, previous: &Previous) -> Fi
     let mut metadata = parsed.front_matter.metadata;
     add_builtin_metadata(&mut metadata, &file.rel_path, parsed.title.as_deref());
     FileOutcome::Fresh {
-        stamp,
         entry: FileEntry {
             path: file.rel_path.clone(),
             metadata,
+            stamp,
         },
         chunks: parsed.chunks,
         warning,
@@ -412,7 +407,6 @@ struct Built {
     texts: Vec<u8>,
     /// Per chunk: its ordinal in the previous generation when it was reused.
     reused_from: Vec<Option<ChunkOrd>>,
-    stamps: Vec<FileStamp>,
     reused: usize,
 }
 
@@ -426,7 +420,6 @@ fn assemble(
         table: ChunkTable::default(),
         texts: Vec::new(),
         reused_from: Vec::new(),
-        stamps: Vec::new(),
         reused: 0,
     };
     for outcome in outcomes {
@@ -441,10 +434,11 @@ fn assemble(
                     .generation
                     .as_ref()
                     .context("reused a file without a previous index")?;
-                built
-                    .table
-                    .files
-                    .push(old.table().files[previous_file].clone());
+                let mut entry = old.table().files[previous_file].clone();
+                // Same content: keep its hash, record the current size and mtime.
+                entry.stamp.size = stamp.size;
+                entry.stamp.mtime_ns = stamp.mtime_ns;
+                built.table.files.push(entry);
                 let first = old
                     .table()
                     .chunks
@@ -462,11 +456,9 @@ fn assemble(
                     };
                     push_chunk(&mut built, chunk, text, Some(old_ord));
                 }
-                built.stamps.push(stamp);
                 built.reused += 1;
             }
             FileOutcome::Fresh {
-                stamp,
                 entry,
                 chunks,
                 warning,
@@ -482,7 +474,6 @@ fn assemble(
                     };
                     push_chunk(&mut built, chunk, &draft.text, None);
                 }
-                built.stamps.push(stamp);
             }
         }
     }

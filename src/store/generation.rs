@@ -47,6 +47,19 @@ pub struct FileEntry {
     pub path: String,
     /// Front matter plus the built-in keys `path`, `dir` and `title`.
     pub metadata: Metadata,
+    /// What the file was when indexed, for change detection.
+    pub stamp: FileStamp,
+}
+
+/// What identifies one indexed file's content, for change detection.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileStamp {
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time, nanoseconds since the Unix epoch.
+    pub mtime_ns: i128,
+    /// xxh3-64 of the content, as 16 hex digits.
+    pub hash: String,
 }
 
 /// One chunk: where it comes from and where its text is.
@@ -243,6 +256,7 @@ mod tests {
         let file = |path: &str| FileEntry {
             path: path.into(),
             metadata: Metadata::new(),
+            stamp: FileStamp::default(),
         };
         let chunk = |file, n, start, len| ChunkRecord {
             file,
@@ -287,7 +301,6 @@ mod tests {
                 window: None,
             },
             counts: Counts::default(),
-            files: vec![],
             checksums,
         }
     }

@@ -2,8 +2,11 @@
 //!
 //! It is written last and atomically; everything a reader needs to trust the
 //! generation is here: the format version (checked before anything else is
-//! parsed), the settings the index was built with, the per-file table used
-//! for incremental re-indexing, and a CRC-32 of every generation file.
+//! parsed), the settings the index was built with, and the size and CRC-32
+//! of every generation file. The per-file table used for incremental
+//! re-indexing (size, mtime, hash) lives in the generation's chunk table
+//! instead: on a 62k-file corpus it is megabytes of JSON that every search
+//! would otherwise parse.
 
 use std::fs;
 use std::io::ErrorKind;
@@ -22,10 +25,10 @@ use super::checks::Checksums;
 use super::{MANIFEST_FILE, atomic, damaged};
 
 /// The on-disk format this build writes.
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 
 /// The on-disk formats this build can read.
-pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 4..=4;
+pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 5..=5;
 
 /// The manifest of one complete index.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -53,8 +56,6 @@ pub struct Manifest {
     pub fusion: FusionDefaults,
     /// Totals of the last run.
     pub counts: Counts,
-    /// One entry per indexed file, sorted by path.
-    pub files: Vec<FileStamp>,
     /// Size and CRC-32 of every generation file, by its path inside the
     /// generation folder.
     pub checksums: Checksums,
@@ -70,20 +71,6 @@ pub struct Counts {
     pub chunks: usize,
     /// Files skipped with a warning in the run that wrote this index.
     pub skipped: usize,
-}
-
-/// What identifies one indexed file's content, for change detection.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FileStamp {
-    /// Path relative to the root, `/`-separated.
-    pub path: String,
-    /// Size in bytes.
-    pub size: u64,
-    /// Modification time, nanoseconds since the Unix epoch.
-    pub mtime_ns: i128,
-    /// xxh3-64 of the content, as 16 hex digits.
-    pub hash: String,
 }
 
 /// Only the version field, parsed first so that a newer layout is reported
@@ -160,12 +147,6 @@ mod tests {
                 chunks: 2,
                 skipped: 0,
             },
-            files: vec![FileStamp {
-                path: "a.md".into(),
-                size: 10,
-                mtime_ns: 5,
-                hash: "00ff".into(),
-            }],
             checksums: Checksums::from([(
                 "chunks.bin".to_string(),
                 FileCheck { size: 1, crc32: 42 },
@@ -187,7 +168,7 @@ mod tests {
         fs::write(dir.path().join(MANIFEST_FILE), r#"{"format_version": 99}"#).unwrap();
         let err = Manifest::read(dir.path()).unwrap_err().to_string();
         assert!(err.contains("format version 99"), "{err}");
-        assert!(err.contains("4..=4"), "{err}");
+        assert!(err.contains("5..=5"), "{err}");
     }
 
     #[test]
