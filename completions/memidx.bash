@@ -34,6 +34,9 @@ _memidx() {
             memidx,search)
                 cmd="memidx__subcmd__search"
                 ;;
+            memidx,status)
+                cmd="memidx__subcmd__status"
+                ;;
             memidx__subcmd__help,completions)
                 cmd="memidx__subcmd__help__subcmd__completions"
                 ;;
@@ -52,6 +55,9 @@ _memidx() {
             memidx__subcmd__help,search)
                 cmd="memidx__subcmd__help__subcmd__search"
                 ;;
+            memidx__subcmd__help,status)
+                cmd="memidx__subcmd__help__subcmd__status"
+                ;;
             *)
                 ;;
         esac
@@ -59,7 +65,7 @@ _memidx() {
 
     case "${cmd}" in
         memidx)
-            opts="-h -V --help --version index search explain eval completions help"
+            opts="-h -V --help --version index search explain status eval completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -191,7 +197,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__help)
-            opts="index search explain eval completions help"
+            opts="index search explain status eval completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -288,8 +294,22 @@ _memidx() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        memidx__subcmd__help__subcmd__status)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         memidx__subcmd__index)
-            opts="-q -h -V --full --max-file-size --chunk-tokens --quiet --help --version"
+            opts="-q -h -V --full --max-file-size --chunk-tokens --index --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -300,6 +320,10 @@ _memidx() {
                     return 0
                     ;;
                 --chunk-tokens)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --index)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -357,6 +381,24 @@ _memidx() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --index)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        memidx__subcmd__status)
+            opts="-h -V --json --verify --index --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --index)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

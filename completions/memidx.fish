@@ -29,11 +29,13 @@ complete -c memidx -n "__fish_memidx_needs_command" -s V -l version -d 'Print ve
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "index" -d 'Build or update the index of a folder (written to DIR/.memidx)'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "search" -d 'Search the index and print the best chunks'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "explain" -d 'Show how every result\'s score was made: each list\'s rank, raw score, weight and contribution, or why a list did not contribute'
+complete -c memidx -n "__fish_memidx_needs_command" -f -a "status" -d 'Show what is indexed: files, chunks, model, settings, sizes, and which files changed since (--verify also checks every index file\'s checksum)'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "eval" -d 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "completions" -d 'Print a shell completion script to stdout'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l max-file-size -d 'Skip files larger than this (bytes; K, M, G suffixes allowed)' -r
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l chunk-tokens -d 'Target chunk size in estimated tokens; longer sections split at block boundaries [default: 400]' -r
+complete -c memidx -n "__fish_memidx_using_subcommand index" -l index -d 'Where to write the index [default: DIR/.memidx]; keeps it out of read-only or shared folders' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l full -d 'Re-read every file instead of reusing unchanged ones'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -s q -l quiet -d 'Print no progress bar and no summary (warnings are still printed)'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -s h -l help -d 'Print help'
@@ -66,6 +68,11 @@ complete -c memidx -n "__fish_memidx_using_subcommand explain" -l index -d 'The 
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l json -d 'Print one JSON document instead of a table'
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -s V -l version -d 'Print version'
+complete -c memidx -n "__fish_memidx_using_subcommand status" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
+complete -c memidx -n "__fish_memidx_using_subcommand status" -l json -d 'Print one JSON document instead of text'
+complete -c memidx -n "__fish_memidx_using_subcommand status" -l verify -d 'Re-read every index file and check its checksum'
+complete -c memidx -n "__fish_memidx_using_subcommand status" -s h -l help -d 'Print help'
+complete -c memidx -n "__fish_memidx_using_subcommand status" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l queries -d 'Queries, JSON Lines: {"id": …, "text": …} per line' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l qrels -d 'Relevance judgments: `query-id doc-id relevance` per line (a header line is allowed); a doc id is a file name without `.md`' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l run-out -d 'Write TREC run files (sparse.trec, dense.trec, hybrid.trec) into DIR' -r -F
@@ -82,9 +89,10 @@ complete -c memidx -n "__fish_memidx_using_subcommand eval" -s h -l help -d 'Pri
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c memidx -n "__fish_memidx_using_subcommand completions" -s V -l version -d 'Print version'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain eval completions help" -f -a "index" -d 'Build or update the index of a folder (written to DIR/.memidx)'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain eval completions help" -f -a "search" -d 'Search the index and print the best chunks'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain eval completions help" -f -a "explain" -d 'Show how every result\'s score was made: each list\'s rank, raw score, weight and contribution, or why a list did not contribute'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain eval completions help" -f -a "eval" -d 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain eval completions help" -f -a "completions" -d 'Print a shell completion script to stdout'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain eval completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval completions help" -f -a "index" -d 'Build or update the index of a folder (written to DIR/.memidx)'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval completions help" -f -a "search" -d 'Search the index and print the best chunks'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval completions help" -f -a "explain" -d 'Show how every result\'s score was made: each list\'s rank, raw score, weight and contribution, or why a list did not contribute'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval completions help" -f -a "status" -d 'Show what is indexed: files, chunks, model, settings, sizes, and which files changed since (--verify also checks every index file\'s checksum)'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval completions help" -f -a "eval" -d 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval completions help" -f -a "completions" -d 'Print a shell completion script to stdout'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -27,6 +27,9 @@ pub enum Command {
     /// Show how every result's score was made: each list's rank, raw score,
     /// weight and contribution, or why a list did not contribute.
     Explain(ExplainArgs),
+    /// Show what is indexed: files, chunks, model, settings, sizes, and which
+    /// files changed since (--verify also checks every index file's checksum).
+    Status(StatusArgs),
     /// Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode).
     Eval(EvalArgs),
     /// Print a shell completion script to stdout.
@@ -49,6 +52,10 @@ pub struct IndexArgs {
     /// boundaries [default: 400].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(16..=100_000))]
     pub chunk_tokens: Option<u32>,
+    /// Where to write the index [default: DIR/.memidx]; keeps it out of
+    /// read-only or shared folders.
+    #[arg(long, value_name = "PATH", env = "MEMIDX_INDEX")]
+    pub index: Option<PathBuf>,
     /// Print no progress bar and no summary (warnings are still printed).
     #[arg(short, long)]
     pub quiet: bool,
@@ -137,6 +144,20 @@ pub struct IndexLocation {
     /// nearest .memidx in the current folder or its parents].
     #[arg(long, value_name = "PATH", env = "MEMIDX_INDEX")]
     pub index: Option<PathBuf>,
+}
+
+/// Arguments of `memidx status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Print one JSON document instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Re-read every index file and check its checksum.
+    #[arg(long)]
+    pub verify: bool,
+    /// Where the index is.
+    #[command(flatten)]
+    pub location: IndexLocation,
 }
 
 /// Arguments of `memidx eval`.

@@ -223,6 +223,9 @@ impl EvalConfig {
 /// Resolves `memidx index` arguments.
 pub fn index_options(args: &IndexArgs) -> IndexOptions {
     let mut options = IndexOptions::new(args.dir.clone());
+    if let Some(index) = &args.index {
+        options.index_dir = index.clone();
+    }
     options.full = args.full;
     options.max_file_size = args.max_file_size;
     options.progress = !args.quiet;

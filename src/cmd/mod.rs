@@ -6,6 +6,7 @@ pub mod eval;
 pub mod explain;
 pub mod index;
 pub mod search;
+pub mod status;
 
 use std::io::{self, Write};
 
@@ -40,6 +41,17 @@ pub fn run(cli: Cli) -> Result<Status> {
         Command::Explain(args) => {
             let cwd = std::env::current_dir().context("cannot read the current folder")?;
             explain::run(&ExplainConfig::from_args(&args, &cwd)?, &mut out)
+        }
+        Command::Status(args) => {
+            let cwd = std::env::current_dir().context("cannot read the current folder")?;
+            let index_dir = config::resolve_index_dir(&args.location, &cwd)?;
+            status::run(
+                &index_dir,
+                args.verify,
+                args.json,
+                &mut out,
+                &mut io::stderr(),
+            )
         }
         Command::Eval(args) => {
             let cwd = std::env::current_dir().context("cannot read the current folder")?;

@@ -6,6 +6,7 @@ use anyhow::Result;
 
 use super::SearchResponse;
 use super::explain::ExplainReport;
+use super::status::StatusReport;
 use crate::corpus::Skipped;
 use crate::eval::{EvalReport, FusionSetting};
 use crate::indexer::IndexReport;
@@ -110,6 +111,98 @@ pub fn print_explain(out: &mut dyn Write, report: &ExplainReport) -> Result<()> 
         report.filter_ms, report.fuse_ms
     )?;
     Ok(())
+}
+
+/// Longest list of stale files shown per kind.
+const STALE_LISTED: usize = 10;
+
+/// Prints the status report as aligned `key  value` lines.
+pub fn print_status(out: &mut dyn Write, r: &StatusReport) -> Result<()> {
+    let window = r
+        .fusion
+        .window
+        .map_or("max(50, 2 × top-k)".to_string(), |w| w.to_string());
+    writeln!(
+        out,
+        "index      {} (generation {}, format {}, memidx {})",
+        r.index, r.generation, r.format_version, r.tool_version
+    )?;
+    writeln!(out, "root       {}", r.root)?;
+    writeln!(out, "built      {}", r.built)?;
+    writeln!(
+        out,
+        "files      {} ({} skipped), {} chunks",
+        r.counts.files, r.counts.skipped, r.counts.chunks
+    )?;
+    writeln!(
+        out,
+        "model      {} ({} dims, {})",
+        r.embedder.id, r.embedder.dim, r.embedder.fingerprint
+    )?;
+    writeln!(
+        out,
+        "fusion     k {}, sparse {}, dense {}, window {}",
+        r.fusion.rrf_k, r.fusion.sparse_weight, r.fusion.dense_weight, window
+    )?;
+    writeln!(
+        out,
+        "sparse     BM25 k1 {}, b {}; chunks of ~{} tokens",
+        r.bm25.k1, r.bm25.b, r.chunk_tokens
+    )?;
+    writeln!(
+        out,
+        "size       {} index for {} of markdown ({:.2}x)",
+        bytes(r.index_bytes),
+        bytes(r.markdown_bytes),
+        r.index_bytes as f64 / r.markdown_bytes.max(1) as f64
+    )?;
+    if let Some(damaged) = &r.damaged {
+        writeln!(
+            out,
+            "verified   {} files intact",
+            if damaged.is_empty() { "all" } else { "not all" }
+        )?;
+    }
+    if r.stale.is_empty() {
+        writeln!(out, "stale      none: the index matches the files on disk")?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "stale      {} changed, {} added, {} deleted since indexing; run 'memidx index' to update",
+        r.stale.changed.len(),
+        r.stale.added.len(),
+        r.stale.deleted.len()
+    )?;
+    for (kind, paths) in [
+        ("changed", &r.stale.changed),
+        ("added", &r.stale.added),
+        ("deleted", &r.stale.deleted),
+    ] {
+        for path in paths.iter().take(STALE_LISTED) {
+            writeln!(out, "  {kind:<8} {path}")?;
+        }
+        if paths.len() > STALE_LISTED {
+            writeln!(out, "  {kind:<8} … and {} more", paths.len() - STALE_LISTED)?;
+        }
+    }
+    Ok(())
+}
+
+/// A byte count for people: `532.9 MiB`.
+fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
 }
 
 /// Prints the one-line summary of an indexing run.
@@ -228,6 +321,13 @@ fn snippet(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn byte_counts_read_naturally() {
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(1536), "1.5 KiB");
+        assert_eq!(bytes(558 * 1024 * 1024), "558.0 MiB");
+    }
 
     #[test]
     fn snippet_skips_headings_and_fences_and_cuts_long_text() {

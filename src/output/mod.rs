@@ -6,6 +6,7 @@ pub mod explain;
 pub mod human;
 pub mod json;
 pub mod progress;
+pub mod status;
 
 use std::collections::BTreeMap;
 

@@ -1,0 +1,121 @@
+//! The message type of `memidx status`: what is indexed, with which model
+//! and settings, how big it is, and what changed on disk since.
+
+use std::path::Path;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::corpus::walk::walk;
+use crate::embed::{EmbedderInfo, FusionDefaults};
+use crate::lists::sparse::Bm25Params;
+use crate::store::MANIFEST_FILE;
+use crate::store::generation::Generation;
+use crate::store::manifest::{Counts, Manifest};
+
+/// Everything `status` reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct StatusReport {
+    /// The index folder.
+    pub index: String,
+    /// The indexed folder.
+    pub root: String,
+    /// Live generation.
+    pub generation: u64,
+    /// On-disk format.
+    pub format_version: u32,
+    /// memidx version that wrote it.
+    pub tool_version: String,
+    /// When it was written (RFC 3339, UTC).
+    pub built: String,
+    /// Files, chunks and skipped files.
+    pub counts: Counts,
+    /// The embedding model.
+    pub embedder: EmbedderInfo,
+    /// Fusion defaults searches use.
+    pub fusion: FusionDefaults,
+    /// BM25 parameters.
+    pub bm25: Bm25Params,
+    /// Target chunk size in tokens.
+    pub chunk_tokens: usize,
+    /// Bytes of index files (manifest included).
+    pub index_bytes: u64,
+    /// Bytes of the indexed markdown.
+    pub markdown_bytes: u64,
+    /// Files changed on disk since indexing.
+    pub stale: Stale,
+    /// With `--verify`: the damaged files (empty when all are intact).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub damaged: Option<Vec<String>>,
+}
+
+/// Files whose disk state differs from the index.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Stale {
+    /// Indexed files whose size or modification time changed.
+    pub changed: Vec<String>,
+    /// Markdown files not in the index.
+    pub added: Vec<String>,
+    /// Indexed files no longer on disk.
+    pub deleted: Vec<String>,
+}
+
+impl Stale {
+    /// True when nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.changed.is_empty() && self.added.is_empty() && self.deleted.is_empty()
+    }
+}
+
+impl StatusReport {
+    /// Builds the report; `damaged` is the outcome of `--verify`, if run.
+    pub fn build(
+        index_dir: &Path,
+        manifest: &Manifest,
+        generation: &Generation,
+        damaged: Option<Vec<String>>,
+    ) -> Result<Self> {
+        let files = &generation.table().files;
+        let walked = walk(Path::new(&manifest.root));
+        let mut stale = Stale::default();
+        let mut on_disk = walked.files.iter().peekable();
+        // Both lists are sorted by path: merge them.
+        for entry in files {
+            while let Some(file) = on_disk.next_if(|f| f.rel_path < entry.path) {
+                stale.added.push(file.rel_path.clone());
+            }
+            match on_disk.next_if(|f| f.rel_path == entry.path) {
+                Some(file)
+                    if file.size != entry.stamp.size || file.mtime_ns != entry.stamp.mtime_ns =>
+                {
+                    stale.changed.push(entry.path.clone())
+                }
+                Some(_) => {}
+                None => stale.deleted.push(entry.path.clone()),
+            }
+        }
+        stale.added.extend(on_disk.map(|f| f.rel_path.clone()));
+        let manifest_bytes =
+            std::fs::metadata(index_dir.join(MANIFEST_FILE)).map_or(0, |m| m.len());
+        Ok(Self {
+            index: index_dir.display().to_string(),
+            root: manifest.root.clone(),
+            generation: manifest.generation,
+            format_version: manifest.format_version,
+            tool_version: manifest.tool_version.clone(),
+            built: jiff::Timestamp::from_millisecond(manifest.created_unix_ms as i64).map_or_else(
+                |_| "unknown".to_string(),
+                |t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+            ),
+            counts: manifest.counts,
+            embedder: manifest.embedder.clone(),
+            fusion: manifest.fusion,
+            bm25: manifest.bm25,
+            chunk_tokens: manifest.chunker.budget_tokens,
+            index_bytes: manifest_bytes + manifest.checksums.values().map(|c| c.size).sum::<u64>(),
+            markdown_bytes: files.iter().map(|f| f.stamp.size).sum(),
+            stale,
+            damaged,
+        })
+    }
+}

@@ -1,0 +1,155 @@
+//! `memidx status`: contents, staleness, `--verify`, and an index kept
+//! outside the documents with `index --index PATH`.
+
+mod common;
+
+use std::fs;
+
+use common::{Corpus, chunk_ids};
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn status_json(corpus: &Corpus, args: &[&str]) -> Value {
+    let output = corpus
+        .memidx()
+        .args(["status", "--json"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+#[test]
+fn status_reports_counts_model_settings_and_staleness() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let status = status_json(&corpus, &[]);
+    assert_eq!(
+        status["counts"],
+        serde_json::json!({"files": 18, "chunks": 107, "skipped": 0})
+    );
+    assert_eq!(status["generation"], 1);
+    assert_eq!(status["embedder"]["dim"], 256);
+    assert_eq!(status["fusion"]["dense_weight"], 0.3);
+    assert_eq!(status["bm25"]["k1"], 1.5);
+    assert_eq!(
+        status["stale"],
+        serde_json::json!({"changed": [], "added": [], "deleted": []})
+    );
+    assert!(status.get("damaged").is_none());
+
+    fs::write(
+        corpus.path().join("notes/oncall-handoff-2024-w06.md"),
+        "# Changed\n\nnew text\n",
+    )
+    .unwrap();
+    fs::write(corpus.path().join("zz-new.md"), "# New\n").unwrap();
+    fs::remove_file(corpus.path().join("adr/0005-short-lived-access-tokens.md")).unwrap();
+    let status = status_json(&corpus, &["--verify"]);
+    assert_eq!(
+        status["stale"]["changed"],
+        serde_json::json!(["notes/oncall-handoff-2024-w06.md"])
+    );
+    assert_eq!(status["stale"]["added"], serde_json::json!(["zz-new.md"]));
+    assert_eq!(
+        status["stale"]["deleted"],
+        serde_json::json!(["adr/0005-short-lived-access-tokens.md"])
+    );
+    assert_eq!(status["damaged"], serde_json::json!([]));
+
+    let text = corpus.memidx().arg("status").output().unwrap().stdout;
+    let text = String::from_utf8(text).unwrap();
+    assert!(
+        text.contains("files      18 (0 skipped), 107 chunks"),
+        "{text}"
+    );
+    assert!(
+        text.contains("stale      1 changed, 1 added, 1 deleted since indexing"),
+        "{text}"
+    );
+    assert!(text.contains("  added    zz-new.md"), "{text}");
+}
+
+#[test]
+fn verify_names_a_damaged_file() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let vectors = corpus.path().join(".memidx/gen-1/vectors.f32");
+    let mut bytes = fs::read(&vectors).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x55;
+    fs::write(&vectors, bytes).unwrap();
+    corpus.memidx().arg("status").assert().code(0);
+    corpus
+        .memidx()
+        .args(["status", "--verify"])
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("index is damaged: ")
+                .and(predicate::str::contains("vectors.f32 checksum mismatch"))
+                .and(predicate::str::contains("memidx index --full")),
+        );
+}
+
+#[test]
+fn an_index_kept_outside_the_documents_leaves_them_untouched() {
+    let corpus = Corpus::fixtures();
+    let elsewhere = Corpus::empty();
+    let index_dir = elsewhere.path().join("memidx-index");
+    corpus
+        .memidx()
+        .args(["index", ".", "-q", "--index"])
+        .arg(&index_dir)
+        .assert()
+        .success();
+    assert!(!corpus.path().join(".memidx").exists());
+    assert!(index_dir.join("meta.json").is_file());
+    let output = elsewhere
+        .memidx()
+        .args([
+            "search",
+            "getUserById",
+            "--json",
+            "--mode",
+            "sparse",
+            "-k",
+            "1",
+            "--index",
+        ])
+        .arg(&index_dir)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let response: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(chunk_ids(&response), ["notes/auth-slow-login-query.md#2"]);
+    let status = elsewhere
+        .memidx()
+        .args(["status", "--json", "--index"])
+        .arg(&index_dir)
+        .output()
+        .unwrap();
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(
+        status["root"],
+        fs::canonicalize(corpus.path())
+            .unwrap()
+            .display()
+            .to_string()
+    );
+    assert_eq!(status["stale"]["added"], serde_json::json!([]));
+}
+
+#[test]
+fn status_without_an_index_says_how_to_make_one() {
+    let corpus = Corpus::empty();
+    corpus.memidx().arg("status").assert().code(2).stderr(
+        predicate::str::contains("no index found").and(predicate::str::contains("memidx index")),
+    );
+}
