@@ -13,6 +13,7 @@ use crate::fusion::{self, Contribution, Fused, WeightedList};
 use crate::lists::dense::DenseIndex;
 use crate::lists::sparse::SparseIndex;
 use crate::lists::{RankedList, SearchIndex};
+use crate::store::checks;
 use crate::store::generation::{ChunkOrd, Generation, SPARSE_DIR};
 use crate::store::manifest::Manifest;
 
@@ -168,6 +169,14 @@ impl Retriever {
         let defaults = manifest.fusion;
         let mut lists = Vec::new();
         if selection.sparse {
+            let sparse_prefix = format!("{SPARSE_DIR}/");
+            let checks = &manifest.checksums;
+            let problems = checks::verify_matching(generation.dir(), checks, |name| {
+                name.starts_with(&sparse_prefix)
+            });
+            if let Some(problem) = problems.into_iter().next() {
+                bail!(problem);
+            }
             let sparse = SparseIndex::open(
                 &generation.dir().join(SPARSE_DIR),
                 manifest.tokenizer,

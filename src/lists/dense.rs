@@ -10,7 +10,7 @@
 //! milliseconds.
 
 use std::fs::File;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, ensure};
@@ -38,6 +38,7 @@ fn vectors_as_le_bytes(vectors: &[f32]) -> Vec<u8> {
 
 /// The dense list of one generation.
 pub struct DenseIndex {
+    path: PathBuf,
     vectors: Option<Mmap>,
     rows: usize,
     embedder: &'static dyn Embedder,
@@ -66,6 +67,7 @@ impl DenseIndex {
             Some(unsafe { Mmap::map(&file) }?)
         };
         Ok(Self {
+            path,
             vectors,
             rows,
             embedder,
@@ -121,6 +123,11 @@ impl SearchIndex for DenseIndex {
             let mut best = TopWindow::new(window);
             for (chunk, score) in self.similarities(&vector)?.into_iter().enumerate() {
                 let chunk = chunk as ChunkOrd;
+                // Unit vectors give cosines in [-1, 1]; anything else is a damaged file.
+                ensure!(
+                    score.is_finite() && score.abs() <= 1.01,
+                    damaged(&self.path, "holds a vector that is not unit length")
+                );
                 if allow.allows(chunk) {
                     list.matched += 1;
                     best.push(Candidate { score, chunk });

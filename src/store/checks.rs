@@ -69,8 +69,19 @@ pub fn check_sizes(gen_dir: &Path, checks: &Checksums) -> Result<()> {
 /// Re-reads every recorded file and compares its CRC-32; returns the
 /// message of each damaged file (empty when all are intact).
 pub fn verify(gen_dir: &Path, checks: &Checksums) -> Vec<String> {
+    verify_matching(gen_dir, checks, |_| true)
+}
+
+/// Like [`verify`], for the files whose relative path satisfies `select`
+/// (e.g. the sparse index's files, which are checked before every search
+/// because tantivy trusts its files and may panic on damaged ones).
+pub fn verify_matching(
+    gen_dir: &Path,
+    checks: &Checksums,
+    select: impl Fn(&str) -> bool,
+) -> Vec<String> {
     let mut problems = Vec::new();
-    for (name, check) in checks {
+    for (name, check) in checks.iter().filter(|(name, _)| select(name)) {
         let path = gen_dir.join(name);
         match fs::read(&path) {
             Err(_) => problems.push(damaged(&path, "cannot be read")),

@@ -531,9 +531,13 @@ impl<'a> TokenBuilder<'a> {
         self.parts = parts;
     }
 
-    /// Records one term at the current position.
+    /// Records one term at the current position; a term over the length
+    /// bound (e.g. a CJK bigram of graphemes carrying long joiner sequences)
+    /// is dropped, so no path can emit one.
     fn push(&mut self, text: String, range: Range<usize>) {
-        debug_assert!(text.len() <= MAX_TERM_BYTES, "term over the length bound");
+        if text.len() > MAX_TERM_BYTES {
+            return;
+        }
         self.tokens.push(Token {
             text,
             offset_from: range.start,
@@ -616,6 +620,14 @@ mod tests {
     }
 
     // --- Nothing to emit ---
+
+    #[test]
+    fn cjk_bigrams_with_long_joiner_runs_stay_bounded() {
+        let text = format!("東京都{}", "\u{200d}".repeat(20));
+        let terms = Analyzer::default().terms(&text);
+        assert_eq!(terms[0], "東京");
+        assert!(terms.iter().all(|t| t.len() <= MAX_TERM_BYTES), "{terms:?}");
+    }
 
     #[test]
     fn empty_whitespace_and_punctuation_emit_nothing() {
