@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_memidx_global_optspecs
-    string join \n h/help V/version
+    string join \n color= h/help V/version
 end
 
 function __fish_memidx_needs_command
@@ -24,7 +24,10 @@ function __fish_memidx_using_subcommand
     contains -- $cmd[1] $argv
 end
 
-complete -c memidx -n "__fish_memidx_needs_command" -s h -l help -d 'Print help'
+complete -c memidx -n "__fish_memidx_needs_command" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
+always\t'Always'
+never\t'Never'"
+complete -c memidx -n "__fish_memidx_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c memidx -n "__fish_memidx_needs_command" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "index" -d 'Build or update the index of a folder (written to DIR/.memidx)'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "search" -d 'Search the index and print the best chunks'
@@ -32,13 +35,20 @@ complete -c memidx -n "__fish_memidx_needs_command" -f -a "explain" -d 'Show how
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "status" -d 'Show what is indexed: files, chunks, model, settings, sizes, and which files changed since (--verify also checks every index file\'s checksum)'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "eval" -d 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "completions" -d 'Print a shell completion script to stdout'
+complete -c memidx -n "__fish_memidx_needs_command" -f -a "man" -d 'Print the man page (roff) to stdout'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l max-file-size -d 'Skip files larger than this (bytes; K, M, G suffixes allowed)' -r
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l chunk-tokens -d 'Target chunk size in estimated tokens; longer sections split at block boundaries [default: 400]' -r
+complete -c memidx -n "__fish_memidx_using_subcommand index" -l include -d 'Index only files whose path (relative to DIR) matches GLOB (repeatable)' -r
+complete -c memidx -n "__fish_memidx_using_subcommand index" -l exclude -d 'Skip files and folders whose path (relative to DIR) matches GLOB (repeatable)' -r
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l index -d 'Where to write the index [default: DIR/.memidx]; keeps it out of read-only or shared folders' -r -F
+complete -c memidx -n "__fish_memidx_using_subcommand index" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
+always\t'Always'
+never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l full -d 'Re-read every file instead of reusing unchanged ones'
+complete -c memidx -n "__fish_memidx_using_subcommand index" -l no-ignore -d 'Index files that .gitignore or .memidxignore rules exclude'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -s q -l quiet -d 'Print no progress bar and no summary (warnings are still printed)'
-complete -c memidx -n "__fish_memidx_using_subcommand index" -s h -l help -d 'Print help'
+complete -c memidx -n "__fish_memidx_using_subcommand index" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l request -d 'Read a JSON request (query_id, search_text, top_k, hybrid_params, metadata_filter) from FILE, or from stdin with \'-\'; answers in JSON' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand search" -s k -l top-k -d 'Number of results' -r
@@ -51,7 +61,12 @@ complete -c memidx -n "__fish_memidx_using_subcommand search" -l sparse-weight -
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l dense-weight -d 'Weight of the dense (embedding) list in the fusion [default: the index\'s]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l window -d 'Candidates taken from each list before fusion [default: the index\'s, else max(50, 2 × top-k)]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
+always\t'Always'
+never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l json -d 'Print one JSON document (the response shape) instead of text'
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l jsonl -d 'Print one JSON result per line (no envelope), for very large --top-k'
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l here -d 'Only chunks from files in the current folder and below'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -s k -l top-k -d 'Number of results to explain' -r
@@ -65,13 +80,20 @@ complete -c memidx -n "__fish_memidx_using_subcommand explain" -l sparse-weight 
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l dense-weight -d 'Weight of the dense (embedding) list in the fusion [default: the index\'s]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l window -d 'Candidates taken from each list before fusion [default: the index\'s, else max(50, 2 × top-k)]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
+complete -c memidx -n "__fish_memidx_using_subcommand explain" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
+always\t'Always'
+never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l json -d 'Print one JSON document instead of a table'
+complete -c memidx -n "__fish_memidx_using_subcommand explain" -l here -d 'Only chunks from files in the current folder and below'
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand status" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
+complete -c memidx -n "__fish_memidx_using_subcommand status" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
+always\t'Always'
+never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand status" -l json -d 'Print one JSON document instead of text'
 complete -c memidx -n "__fish_memidx_using_subcommand status" -l verify -d 'Re-read every index file and check its checksum'
-complete -c memidx -n "__fish_memidx_using_subcommand status" -s h -l help -d 'Print help'
+complete -c memidx -n "__fish_memidx_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c memidx -n "__fish_memidx_using_subcommand status" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l queries -d 'Queries, JSON Lines: {"id": …, "text": …} per line' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l qrels -d 'Relevance judgments: `query-id doc-id relevance` per line (a header line is allowed); a doc id is a file name without `.md`' -r -F
@@ -81,18 +103,30 @@ complete -c memidx -n "__fish_memidx_using_subcommand eval" -l sparse-weight -d 
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l dense-weight -d 'Weight of the dense (embedding) list in the fusion [default: the index\'s]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l window -d 'Candidates taken from each list before fusion [default: the index\'s, else max(50, 2 × top-k)]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
+complete -c memidx -n "__fish_memidx_using_subcommand eval" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
+always\t'Always'
+never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l json -d 'Print one JSON document instead of a table'
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l sweep -d 'Also try a grid of k, dense weights and windows; tune on half of the queries and report the winner on the other (held-out) half'
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l save -d 'With --sweep: store the winning settings in the index, so later searches use them'
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -s q -l quiet -d 'Print no progress bar'
-complete -c memidx -n "__fish_memidx_using_subcommand eval" -s h -l help -d 'Print help'
+complete -c memidx -n "__fish_memidx_using_subcommand eval" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -s V -l version -d 'Print version'
-complete -c memidx -n "__fish_memidx_using_subcommand completions" -s h -l help -d 'Print help'
+complete -c memidx -n "__fish_memidx_using_subcommand completions" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
+always\t'Always'
+never\t'Never'"
+complete -c memidx -n "__fish_memidx_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c memidx -n "__fish_memidx_using_subcommand completions" -s V -l version -d 'Print version'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval completions help" -f -a "index" -d 'Build or update the index of a folder (written to DIR/.memidx)'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval completions help" -f -a "search" -d 'Search the index and print the best chunks'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval completions help" -f -a "explain" -d 'Show how every result\'s score was made: each list\'s rank, raw score, weight and contribution, or why a list did not contribute'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval completions help" -f -a "status" -d 'Show what is indexed: files, chunks, model, settings, sizes, and which files changed since (--verify also checks every index file\'s checksum)'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval completions help" -f -a "eval" -d 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval completions help" -f -a "completions" -d 'Print a shell completion script to stdout'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c memidx -n "__fish_memidx_using_subcommand man" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
+always\t'Always'
+never\t'Never'"
+complete -c memidx -n "__fish_memidx_using_subcommand man" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c memidx -n "__fish_memidx_using_subcommand man" -s V -l version -d 'Print version'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval completions man help" -f -a "index" -d 'Build or update the index of a folder (written to DIR/.memidx)'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval completions man help" -f -a "search" -d 'Search the index and print the best chunks'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval completions man help" -f -a "explain" -d 'Show how every result\'s score was made: each list\'s rank, raw score, weight and contribution, or why a list did not contribute'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval completions man help" -f -a "status" -d 'Show what is indexed: files, chunks, model, settings, sizes, and which files changed since (--verify also checks every index file\'s checksum)'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval completions man help" -f -a "eval" -d 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval completions man help" -f -a "completions" -d 'Print a shell completion script to stdout'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval completions man help" -f -a "man" -d 'Print the man page (roff) to stdout'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

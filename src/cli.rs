@@ -12,9 +12,23 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(name = "memidx", version, about, propagate_version = true)]
 pub struct Cli {
+    /// When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected).
+    #[arg(long, global = true, value_enum, default_value_t = ColorWhen::Auto)]
+    pub color: ColorWhen,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// When to color output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorWhen {
+    /// When stdout is a terminal and NO_COLOR is not set.
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
 }
 
 /// The subcommands.
@@ -34,6 +48,8 @@ pub enum Command {
     Eval(EvalArgs),
     /// Print a shell completion script to stdout.
     Completions(CompletionsArgs),
+    /// Print the man page (roff) to stdout.
+    Man,
 }
 
 /// Arguments of `memidx index`.
@@ -52,6 +68,15 @@ pub struct IndexArgs {
     /// boundaries [default: 400].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(16..=100_000))]
     pub chunk_tokens: Option<u32>,
+    /// Index files that .gitignore or .memidxignore rules exclude.
+    #[arg(long)]
+    pub no_ignore: bool,
+    /// Index only files whose path (relative to DIR) matches GLOB (repeatable).
+    #[arg(long, value_name = "GLOB")]
+    pub include: Vec<String>,
+    /// Skip files and folders whose path (relative to DIR) matches GLOB (repeatable).
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
     /// Where to write the index [default: DIR/.memidx]; keeps it out of
     /// read-only or shared folders.
     #[arg(long, value_name = "PATH", env = "MEMIDX_INDEX")]
@@ -75,8 +100,11 @@ pub struct SearchArgs {
     #[arg(short = 'k', long, value_name = "N")]
     pub top_k: Option<usize>,
     /// Print one JSON document (the response shape) instead of text.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "jsonl")]
     pub json: bool,
+    /// Print one JSON result per line (no envelope), for very large --top-k.
+    #[arg(long)]
+    pub jsonl: bool,
     /// Retrieval settings shared with other commands.
     #[command(flatten)]
     pub retrieval: RetrievalArgs,
@@ -111,6 +139,9 @@ pub struct RetrievalArgs {
     /// Which lists to run.
     #[arg(long, value_enum, default_value_t = Mode::Hybrid)]
     pub mode: Mode,
+    /// Only chunks from files in the current folder and below.
+    #[arg(long)]
+    pub here: bool,
     /// Fusion settings.
     #[command(flatten)]
     pub fusion: FusionArgs,

@@ -12,6 +12,7 @@ use anyhow::{Context, Result, bail, ensure};
 use crate::cli::{
     EvalArgs, ExplainArgs, IndexArgs, IndexLocation, Mode, RetrievalArgs, SearchArgs,
 };
+use crate::corpus::walk::WalkOptions;
 use crate::filter::Filter;
 use crate::indexer::IndexOptions;
 use crate::request::SearchRequest;
@@ -32,6 +33,8 @@ pub enum OutputFormat {
     Human,
     /// One JSON document (the response shape).
     Json,
+    /// One JSON result per line.
+    JsonLines,
 }
 
 /// Everything `memidx search` needs.
@@ -49,6 +52,8 @@ pub struct SearchConfig {
     pub params: SearchParams,
     /// Output format.
     pub format: OutputFormat,
+    /// Restrict to files under this folder (for `--here`; absolute).
+    pub here: Option<PathBuf>,
 }
 
 impl SearchConfig {
@@ -58,14 +63,18 @@ impl SearchConfig {
             Some(path) => Some(read_request(path, stdin)?),
             None => None,
         };
-        Self::build(
+        let mut config = Self::build(
             request,
             args.query.as_ref(),
             args.top_k,
             args.json,
             &args.retrieval,
             cwd,
-        )
+        )?;
+        if args.jsonl {
+            config.format = OutputFormat::JsonLines;
+        }
+        Ok(config)
     }
 
     /// Merges a request (if any) with command-line values, which win.
@@ -127,6 +136,7 @@ impl SearchConfig {
             },
             params,
             format,
+            here: retrieval.here.then(|| cwd.to_path_buf()),
         })
     }
 }
@@ -226,6 +236,11 @@ pub fn index_options(args: &IndexArgs) -> IndexOptions {
     if let Some(index) = &args.index {
         options.index_dir = index.clone();
     }
+    options.walk = WalkOptions {
+        no_ignore: args.no_ignore,
+        include: args.include.clone(),
+        exclude: args.exclude.clone(),
+    };
     options.full = args.full;
     options.max_file_size = args.max_file_size;
     options.progress = !args.quiet;

@@ -19,6 +19,8 @@ use crate::store::generation::{ChunkOrd, ChunkTable};
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Filter {
     conditions: BTreeMap<String, Vec<String>>,
+    /// Only files under this folder (relative to the root, `/`-separated).
+    folder: Option<String>,
 }
 
 impl Filter {
@@ -37,7 +39,18 @@ impl Filter {
                 values.push(value);
             }
         }
-        Self { conditions }
+        Self {
+            conditions,
+            folder: None,
+        }
+    }
+
+    /// Restricts the filter to files under `folder` (relative to the root,
+    /// `/`-separated; empty means the whole root). Used by `search --here`.
+    pub fn within_folder(mut self, folder: &str) -> Self {
+        let folder = folder.trim_matches('/');
+        self.folder = (!folder.is_empty()).then(|| format!("{folder}/"));
+        self
     }
 
     /// Parses command-line conditions of the form `key=value`.
@@ -56,7 +69,7 @@ impl Filter {
 
     /// True when there is no condition.
     pub fn is_empty(&self) -> bool {
-        self.conditions.is_empty()
+        self.conditions.is_empty() && self.folder.is_none()
     }
 
     /// The conditions, by key.
@@ -70,6 +83,14 @@ impl Filter {
         &self,
         metadata: &crate::corpus::markdown::Metadata,
     ) -> Option<String> {
+        if let Some(folder) = &self.folder {
+            let in_folder = metadata
+                .get("path")
+                .is_some_and(|p| p.iter().any(|p| p.starts_with(folder.as_str())));
+            if !in_folder {
+                return Some(format!("--here {}", folder.trim_end_matches('/')));
+            }
+        }
         self.conditions
             .iter()
             .find(|(key, wanted)| !passes(metadata, key, wanted))
@@ -93,9 +114,13 @@ impl Filter {
             .files
             .iter()
             .map(|file| {
-                self.conditions
-                    .iter()
-                    .all(|(key, wanted)| passes(&file.metadata, key, wanted))
+                self.folder
+                    .as_ref()
+                    .is_none_or(|f| file.path.starts_with(f.as_str()))
+                    && self
+                        .conditions
+                        .iter()
+                        .all(|(key, wanted)| passes(&file.metadata, key, wanted))
             })
             .collect();
         Ok(AllowSet::Only(
@@ -196,6 +221,17 @@ mod tests {
         assert_eq!(allowed(&f), [0, 1]);
         let f = Filter::from_pairs([("environment", "production"), ("environment", "staging")]);
         assert_eq!(allowed(&f), [0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn a_folder_restriction_keeps_only_files_below_it() {
+        let f = Filter::default().within_folder("/b/");
+        assert!(allowed(&f).is_empty());
+        let mut t = table();
+        t.files[1].path = "sub/both.md".into();
+        let set = Filter::default().within_folder("sub").evaluate(&t).unwrap();
+        assert_eq!((0..4).filter(|&c| set.allows(c)).collect::<Vec<_>>(), [2]);
+        assert!(Filter::default().within_folder("").is_empty());
     }
 
     #[test]

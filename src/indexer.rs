@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use crate::corpus::Skipped;
 use crate::corpus::chunk::{ChunkOptions, parse_file};
 use crate::corpus::markdown::Metadata;
-use crate::corpus::walk::{SourceFile, walk};
+use crate::corpus::walk::{SourceFile, WalkOptions, walk};
 use crate::embed::Embedder;
 use crate::lists::dense::{self, DenseIndex};
 use crate::lists::sparse::{self, Bm25Params};
@@ -50,6 +50,8 @@ pub struct IndexOptions {
     pub chunker: ChunkOptions,
     /// Tokenizer settings for the sparse list.
     pub analyzer: Analyzer,
+    /// Ignore rules and globs for the walk.
+    pub walk: WalkOptions,
 }
 
 impl IndexOptions {
@@ -63,6 +65,7 @@ impl IndexOptions {
             progress: true,
             chunker: ChunkOptions::default(),
             analyzer: Analyzer::default(),
+            walk: WalkOptions::default(),
         }
     }
 }
@@ -115,7 +118,7 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
         previous.manifest.as_ref().map(|m| m.generation),
     );
 
-    let walked = walk(root);
+    let walked = walk(root, &options.walk)?;
     if walked.files.is_empty() {
         warnings.push(format!(
             "no markdown files (.md, .markdown) found under {}",
@@ -181,6 +184,7 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
             .unwrap_or_else(|_| root.clone())
             .display()
             .to_string(),
+        walk: options.walk.clone(),
         tokenizer: options.analyzer,
         bm25: Bm25Params::default(),
         chunker: options.chunker,

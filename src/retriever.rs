@@ -373,6 +373,46 @@ impl Retriever {
         })
     }
 
+    /// The indexed root folder (as recorded when indexing).
+    pub fn root(&self) -> &Path {
+        Path::new(&self.manifest.root)
+    }
+
+    /// The source files of `chunks` whose size or modification time on disk
+    /// differs from when they were indexed (each named once, in order).
+    pub fn changed_since_indexing(
+        &self,
+        chunks: impl IntoIterator<Item = ChunkOrd>,
+    ) -> Vec<String> {
+        let table = self.generation.table();
+        let mut changed: Vec<String> = Vec::new();
+        for chunk in chunks {
+            let Some(file) = table
+                .chunks
+                .get(chunk as usize)
+                .and_then(|c| table.files.get(c.file as usize))
+            else {
+                continue;
+            };
+            if changed.contains(&file.path) {
+                continue;
+            }
+            let now = std::fs::metadata(self.root().join(&file.path))
+                .ok()
+                .map(|m| {
+                    let mtime = m
+                        .modified()
+                        .ok()
+                        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+                    (m.len(), mtime.map_or(0, |d| d.as_nanos() as i128))
+                });
+            if now != Some((file.stamp.size, file.stamp.mtime_ns)) {
+                changed.push(file.path.clone());
+            }
+        }
+        changed
+    }
+
     /// The window a search with `params` uses.
     pub fn window(&self, params: &SearchParams) -> usize {
         params

@@ -1,26 +1,39 @@
-//! The completion scripts checked into `completions/` must match what the
-//! current CLI generates (regenerate with `memidx completions SHELL`).
+//! The completion scripts in `completions/` and the man page in `man/` must
+//! match what the current CLI generates (`scripts/update-generated.sh`).
 
 use assert_cmd::Command;
 
+fn generated(args: &[&str]) -> Vec<u8> {
+    let output = Command::cargo_bin("memidx")
+        .unwrap()
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{args:?}");
+    output.stdout
+}
+
 #[test]
-fn checked_in_completions_are_up_to_date() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("completions");
-    for (shell, file) in [
-        ("bash", "memidx.bash"),
-        ("zsh", "_memidx"),
-        ("fish", "memidx.fish"),
-    ] {
-        let generated = Command::cargo_bin("memidx")
-            .unwrap()
-            .args(["completions", shell])
-            .output()
-            .unwrap();
-        assert!(generated.status.success());
-        let checked_in = std::fs::read(dir.join(file)).unwrap_or_default();
+fn checked_in_completions_and_man_page_are_up_to_date() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let files = [
+        (&["completions", "bash"][..], "completions/memidx.bash"),
+        (&["completions", "zsh"], "completions/_memidx"),
+        (&["completions", "fish"], "completions/memidx.fish"),
+        (&["completions", "powershell"], "completions/_memidx.ps1"),
+        (&["completions", "elvish"], "completions/memidx.elv"),
+        (&["man"], "man/memidx.1"),
+    ];
+    for (args, file) in files {
+        let checked_in = std::fs::read(root.join(file)).unwrap_or_default();
         assert!(
-            generated.stdout == checked_in,
-            "completions/{file} is out of date: run `cargo run -- completions {shell} > completions/{file}`"
+            generated(args) == checked_in,
+            "{file} is out of date: run scripts/update-generated.sh"
         );
     }
+    let man = String::from_utf8(generated(&["man"])).unwrap();
+    assert!(
+        man.starts_with(".ie \\n(.g .ds Aq") && man.contains("memidx"),
+        "{man}"
+    );
 }

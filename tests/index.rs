@@ -343,7 +343,7 @@ fn an_unknown_format_version_is_refused_with_the_supported_range() {
     let meta = corpus.path().join(".memidx/meta.json");
     let text = fs::read_to_string(&meta)
         .unwrap()
-        .replace("\"format_version\": 5", "\"format_version\": 7");
+        .replace("\"format_version\": 6", "\"format_version\": 7");
     fs::write(&meta, text).unwrap();
     corpus
         .memidx()
@@ -351,7 +351,7 @@ fn an_unknown_format_version_is_refused_with_the_supported_range() {
         .assert()
         .code(2)
         .stderr(
-            predicate::str::contains("format version 7").and(predicate::str::contains("5..=5")),
+            predicate::str::contains("format version 7").and(predicate::str::contains("6..=6")),
         );
 }
 

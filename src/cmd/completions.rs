@@ -1,6 +1,7 @@
-//! `memidx completions SHELL`: shell completion scripts, generated from the
-//! clap definition by `clap_complete` (the copies in `completions/` are
-//! checked against this output by a test).
+//! `memidx completions SHELL` and `memidx man`: shell completion scripts
+//! (`clap_complete`) and the man page (`clap_mangen`), generated from the
+//! clap definition; the copies in `completions/` and `man/` are checked
+//! against this output by a test (`scripts/update-generated.sh` rewrites them).
 
 use std::io::Write;
 
@@ -14,5 +15,11 @@ use crate::cli::Cli;
 /// Writes the completion script for `shell`.
 pub fn run(shell: Shell, out: &mut dyn Write) -> Result<Status> {
     clap_complete::generate(shell, &mut Cli::command(), "memidx", out);
+    Ok(Status::Success)
+}
+
+/// Writes the man page in roff.
+pub fn man(out: &mut dyn Write) -> Result<Status> {
+    clap_mangen::Man::new(Cli::command()).render(out)?;
     Ok(Status::Success)
 }

@@ -48,7 +48,7 @@ pub fn run(config: &EvalConfig, out: &mut dyn Write) -> Result<Status> {
     }
     match config.format {
         OutputFormat::Human => human::print_eval(out, &report, config.save)?,
-        OutputFormat::Json => json::print(out, &report)?,
+        OutputFormat::Json | OutputFormat::JsonLines => json::print(out, &report)?,
     }
     Ok(Status::Success)
 }

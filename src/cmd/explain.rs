@@ -29,7 +29,7 @@ pub fn run(config: &ExplainConfig, out: &mut dyn Write) -> Result<Status> {
     )?;
     match search.format {
         OutputFormat::Human => human::print_explain(out, &report)?,
-        OutputFormat::Json => json::print(out, &report)?,
+        OutputFormat::Json | OutputFormat::JsonLines => json::print(out, &report)?,
     }
     Ok(if report.results.is_empty() {
         Status::NoResults

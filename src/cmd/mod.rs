@@ -12,7 +12,7 @@ use std::io::{self, Write};
 
 use anyhow::{Context, Result};
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, ColorWhen, Command};
 use crate::config::{self, EvalConfig, ExplainConfig, SearchConfig};
 
 /// How a command ended, mapped to the exit code by the binary.
@@ -26,8 +26,15 @@ pub enum Status {
 
 /// Runs a parsed command line, printing to stdout and stderr.
 pub fn run(cli: Cli) -> Result<Status> {
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
+    let color = match cli.color {
+        ColorWhen::Auto => anstream::ColorChoice::Auto,
+        ColorWhen::Always => anstream::ColorChoice::Always,
+        ColorWhen::Never => anstream::ColorChoice::Never,
+    };
+    // Printers write styled text; the stream drops the styles when colour is
+    // off, NO_COLOR is set, or stdout is not a terminal.
+    let mut out = io::BufWriter::new(anstream::AutoStream::new(io::stdout().lock(), color));
+    let width = terminal_size::terminal_size().map(|(w, _)| usize::from(w.0));
     let status = match cli.command {
         Command::Index(args) => {
             let options = config::index_options(&args);
@@ -36,7 +43,7 @@ pub fn run(cli: Cli) -> Result<Status> {
         Command::Search(args) => {
             let cwd = std::env::current_dir().context("cannot read the current folder")?;
             let config = SearchConfig::from_args(&args, &cwd, io::stdin().lock())?;
-            search::run(&config, &mut out)
+            search::run(&config, &mut out, &mut io::stderr(), width)
         }
         Command::Explain(args) => {
             let cwd = std::env::current_dir().context("cannot read the current folder")?;
@@ -58,6 +65,7 @@ pub fn run(cli: Cli) -> Result<Status> {
             eval::run(&EvalConfig::from_args(&args, &cwd)?, &mut out)
         }
         Command::Completions(args) => completions::run(args.shell, &mut out),
+        Command::Man => completions::man(&mut out),
     }?;
     out.flush()?;
     Ok(status)

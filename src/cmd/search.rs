@@ -2,23 +2,49 @@
 
 use std::io::Write;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use super::Status;
 use crate::config::{OutputFormat, SearchConfig};
 use crate::output::{SearchResponse, human, json};
 use crate::retriever::Retriever;
 
-/// Searches per `config` and prints the response.
-pub fn run(config: &SearchConfig, out: &mut dyn Write) -> Result<Status> {
+/// Searches per `config`, prints the response to `out` and notices (files
+/// changed since indexing) to `err`.
+pub fn run(
+    config: &SearchConfig,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    width: Option<usize>,
+) -> Result<Status> {
     let retriever = Retriever::open(&config.index_dir, &config.lists)?;
-    let outcome = retriever.search(&config.query, &config.params)?;
+    let mut params = config.params.clone();
+    if let Some(cwd) = &config.here {
+        let root = std::fs::canonicalize(retriever.root())
+            .unwrap_or_else(|_| retriever.root().to_path_buf());
+        let cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.clone());
+        let folder = cwd.strip_prefix(&root).with_context(|| {
+            format!(
+                "--here: the current folder is not inside the indexed folder {}",
+                root.display()
+            )
+        })?;
+        let folder: Vec<String> = folder
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        params.filter = params.filter.within_folder(&folder.join("/"));
+    }
+    let outcome = retriever.search(&config.query, &params)?;
     let response =
         SearchResponse::build(config.query_id.clone(), &outcome, retriever.generation())?;
     match config.format {
-        OutputFormat::Human => human::print_search(out, &response)?,
+        OutputFormat::Human => human::print_search(out, &response, &config.query, width)?,
         OutputFormat::Json => json::print(out, &response)?,
+        OutputFormat::JsonLines => json::print_lines(out, &response.results)?,
     }
+    let changed = retriever.changed_since_indexing(outcome.results.iter().map(|f| f.chunk));
+    human::print_stale_notice(err, &changed)?;
     Ok(if response.results.is_empty() {
         Status::NoResults
     } else {

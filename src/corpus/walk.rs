@@ -5,13 +5,39 @@
 //! root can neither trap nor widen the walk. Hidden folders (a name starting
 //! with `.`, which includes `.memidx` and `.git`) are pruned. Entries come
 //! back sorted by path so that every run sees the same order.
+//!
+//! Ignore rules: `.gitignore` and `.memidxignore` files in any folder are
+//! read as the walk enters it and apply below it, a deeper file's rules
+//! winning over a shallower one's — matched with the `ignore` crate's
+//! gitignore matcher (ripgrep's), not by hand. `--include`/`--exclude` globs
+//! (matched with `globset` against the path relative to the root) narrow the
+//! walk further.
 
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
+use anyhow::{Context, Result};
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use serde::{Deserialize, Serialize};
 use walkdir::WalkDir;
 
 use super::Skipped;
+
+/// Names of the ignore files read in every folder.
+pub const IGNORE_FILES: [&str; 2] = [".gitignore", ".memidxignore"];
+
+/// Which files the walk keeps (recorded in the index, so `status` walks alike).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WalkOptions {
+    /// Do not read `.gitignore` / `.memidxignore` files.
+    pub no_ignore: bool,
+    /// Globs a file's relative path must match (any of them), when given.
+    pub include: Vec<String>,
+    /// Globs whose matching files and folders are skipped.
+    pub exclude: Vec<String>,
+}
 
 /// File name extensions (compared case-insensitively) that count as markdown.
 pub const MARKDOWN_EXTENSIONS: [&str; 2] = ["md", "markdown"];
@@ -39,17 +65,38 @@ pub struct Walk {
     pub skipped: Vec<Skipped>,
 }
 
-/// Lists the markdown files under `root`.
+/// Lists the markdown files under `root` that `options` keep.
 ///
 /// Errors on entries (a folder without read permission, a file that vanished)
-/// are collected in [`Walk::skipped`]; they never abort the walk.
-pub fn walk(root: &Path) -> Walk {
+/// are collected in [`Walk::skipped`]; they never abort the walk. A bad glob
+/// is an error.
+pub fn walk(root: &Path, options: &WalkOptions) -> Result<Walk> {
+    let include = glob_set(&options.include)?;
+    let exclude = glob_set(&options.exclude)?;
+    let mut rules = IgnoreRules::default();
     let mut out = Walk::default();
     let entries = WalkDir::new(root)
         .follow_links(false)
         .sort_by_file_name()
         .into_iter()
-        .filter_entry(|e| e.depth() == 0 || !is_hidden(e.file_name()));
+        .filter_entry(|e| {
+            if e.depth() == 0 {
+                if !options.no_ignore {
+                    rules.enter(e.path());
+                }
+                return true;
+            }
+            let is_dir = e.file_type().is_dir();
+            let keep = !is_hidden(e.file_name())
+                && !exclude
+                    .as_ref()
+                    .is_some_and(|x| x.is_match(rel_path(root, e.path())))
+                && !rules.ignores(e.path(), is_dir);
+            if keep && is_dir && !options.no_ignore {
+                rules.enter(e.path());
+            }
+            keep
+        });
     for entry in entries {
         let entry = match entry {
             Ok(entry) => entry,
@@ -67,6 +114,12 @@ pub fn walk(root: &Path) -> Walk {
             }
         };
         if !entry.file_type().is_file() || !is_markdown(entry.path()) {
+            continue;
+        }
+        if include
+            .as_ref()
+            .is_some_and(|set| !set.is_match(rel_path(root, entry.path())))
+        {
             continue;
         }
         let rel_path = display_rel(root, entry.path());
@@ -88,7 +141,69 @@ pub fn walk(root: &Path) -> Walk {
         }
     }
     out.files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
-    out
+    Ok(out)
+}
+
+/// The gitignore matchers of the folders entered so far, deepest last.
+#[derive(Default)]
+struct IgnoreRules {
+    matchers: Vec<(PathBuf, Gitignore)>,
+}
+
+impl IgnoreRules {
+    /// Reads the ignore files of `dir`, if it has any.
+    fn enter(&mut self, dir: &Path) {
+        let files: Vec<PathBuf> = IGNORE_FILES
+            .iter()
+            .map(|n| dir.join(n))
+            .filter(|p| p.is_file())
+            .collect();
+        if files.is_empty() {
+            return;
+        }
+        let mut builder = GitignoreBuilder::new(dir);
+        for file in &files {
+            // A malformed line is skipped by the builder; the rest still apply.
+            let _ = builder.add(file);
+        }
+        if let Ok(matcher) = builder.build() {
+            self.matchers.push((dir.to_path_buf(), matcher));
+        }
+    }
+
+    /// True when the deepest rule that speaks about `path` ignores it.
+    fn ignores(&self, path: &Path, is_dir: bool) -> bool {
+        for (dir, matcher) in self.matchers.iter().rev() {
+            if !path.starts_with(dir) {
+                continue;
+            }
+            let verdict = matcher.matched(path, is_dir);
+            if verdict.is_ignore() {
+                return true;
+            }
+            if verdict.is_whitelist() {
+                return false;
+            }
+        }
+        false
+    }
+}
+
+/// Compiles globs into one set (`None` when there are none).
+fn glob_set(patterns: &[String]) -> Result<Option<GlobSet>> {
+    if patterns.is_empty() {
+        return Ok(None);
+    }
+    let mut builder = GlobSetBuilder::new();
+    for pattern in patterns {
+        builder.add(Glob::new(pattern).with_context(|| format!("invalid glob '{pattern}'"))?);
+    }
+    Ok(Some(builder.build()?))
+}
+
+/// `path` relative to `root`.
+fn rel_path<'a>(root: &Path, path: &'a Path) -> &'a Path {
+    path.strip_prefix(root).unwrap_or(path)
 }
 
 /// True for names that start with a dot (`.git`, `.obsidian`, `.memidx`).
@@ -140,7 +255,7 @@ mod tests {
         ] {
             fs::write(root.join(p), "# x\n").unwrap();
         }
-        let walk = walk(root);
+        let walk = walk(root, &WalkOptions::default()).unwrap();
         let names: Vec<_> = walk.files.iter().map(|f| f.rel_path.as_str()).collect();
         assert_eq!(names, ["a.MARKDOWN", "b/c/d.md", "z.md"]);
         assert!(walk.skipped.is_empty());
@@ -157,8 +272,78 @@ mod tests {
         fs::write(root.join("a/doc.md"), "x").unwrap();
         std::os::unix::fs::symlink(root, root.join("a/loop")).unwrap();
         std::os::unix::fs::symlink(root.join("a/doc.md"), root.join("link.md")).unwrap();
-        let walk = walk(root);
+        let walk = walk(root, &WalkOptions::default()).unwrap();
         let names: Vec<_> = walk.files.iter().map(|f| f.rel_path.as_str()).collect();
         assert_eq!(names, ["a/doc.md"]);
+    }
+
+    fn names(root: &Path, options: &WalkOptions) -> Vec<String> {
+        walk(root, options)
+            .unwrap()
+            .files
+            .into_iter()
+            .map(|f| f.rel_path)
+            .collect()
+    }
+
+    #[test]
+    fn ignore_files_apply_below_their_folder_and_deeper_rules_win() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for p in [
+            "drafts/a.md",
+            "docs/keep.md",
+            "docs/secret.md",
+            "docs/sub/secret.md",
+            "docs/sub/x.md",
+            "top.md",
+        ] {
+            fs::create_dir_all(root.join(p).parent().unwrap()).unwrap();
+            fs::write(root.join(p), "x").unwrap();
+        }
+        fs::write(root.join(".gitignore"), "drafts/\nsecret.md\n").unwrap();
+        fs::write(root.join("docs/sub/.memidxignore"), "!secret.md\nx.md\n").unwrap();
+        assert_eq!(
+            names(root, &WalkOptions::default()),
+            ["docs/keep.md", "docs/sub/secret.md", "top.md"]
+        );
+        let all = WalkOptions {
+            no_ignore: true,
+            ..Default::default()
+        };
+        assert_eq!(names(root, &all).len(), 6);
+    }
+
+    #[test]
+    fn include_and_exclude_globs_narrow_the_walk() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for p in ["runbooks/a.md", "runbooks/old/b.md", "notes/c.md"] {
+            fs::create_dir_all(root.join(p).parent().unwrap()).unwrap();
+            fs::write(root.join(p), "x").unwrap();
+        }
+        let include = WalkOptions {
+            include: vec!["runbooks/**".into()],
+            ..Default::default()
+        };
+        assert_eq!(
+            names(root, &include),
+            ["runbooks/a.md", "runbooks/old/b.md"]
+        );
+        let exclude = WalkOptions {
+            exclude: vec!["**/old".into()],
+            ..Default::default()
+        };
+        assert_eq!(names(root, &exclude), ["notes/c.md", "runbooks/a.md"]);
+        let bad = WalkOptions {
+            include: vec!["[".into()],
+            ..Default::default()
+        };
+        assert!(
+            walk(root, &bad)
+                .unwrap_err()
+                .to_string()
+                .contains("invalid glob '['")
+        );
     }
 }

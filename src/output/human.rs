@@ -2,6 +2,7 @@
 
 use std::io::Write;
 
+use anstyle::{AnsiColor, Color, Style};
 use anyhow::Result;
 
 use super::SearchResponse;
@@ -14,10 +15,33 @@ use crate::indexer::IndexReport;
 /// Longest snippet shown under a result, in characters.
 const SNIPPET_CHARS: usize = 200;
 
-/// Prints search results: rank, fused score, `path:first-last`, heading path,
-/// each list's rank, then a one-paragraph snippet.
-pub fn print_search(out: &mut dyn Write, response: &SearchResponse) -> Result<()> {
-    let width = response.results.len().to_string().len();
+/// Styles of the human output (rendered only when colour is on).
+const RANK: Style = Style::new().bold();
+const SCORE: Style = Style::new().dimmed();
+const PATH: Style = Style::new().fg_color(Some(Color::Ansi(AnsiColor::Magenta)));
+const LINE: Style = Style::new().fg_color(Some(Color::Ansi(AnsiColor::Green)));
+const HEADING: Style = Style::new().fg_color(Some(Color::Ansi(AnsiColor::Cyan)));
+const MATCH: Style = Style::new()
+    .bold()
+    .fg_color(Some(Color::Ansi(AnsiColor::Red)));
+const NOTE: Style = Style::new().dimmed();
+
+/// Prints search results: rank, fused score, `path:first-last` (the form
+/// editors and terminals open), each list's rank, the heading path, then a
+/// one-line snippet with the query's words highlighted, cut to `width`
+/// columns when known.
+pub fn print_search(
+    out: &mut dyn Write,
+    response: &SearchResponse,
+    query: &str,
+    width: Option<usize>,
+) -> Result<()> {
+    let digits = response.results.len().to_string().len();
+    let indent = " ".repeat(digits + 2);
+    let snippet_chars = width.map_or(SNIPPET_CHARS, |w| {
+        w.saturating_sub(indent.len() + 1).clamp(20, SNIPPET_CHARS)
+    });
+    let words = query_words(query);
     for (i, hit) in response.results.iter().enumerate() {
         let ranks: Vec<String> = hit
             .ranks
@@ -29,7 +53,7 @@ pub fn print_search(out: &mut dyn Write, response: &SearchResponse) -> Result<()
             .collect();
         writeln!(
             out,
-            "{rank:>width$}. {score:.5}  {source}:{first}-{last}  [{ranks}]",
+            "{RANK}{rank:>digits$}.{RANK:#} {SCORE}{score:.5}{SCORE:#}  {PATH}{source}{PATH:#}:{LINE}{first}{LINE:#}-{last}  {NOTE}[{ranks}]{NOTE:#}",
             rank = i + 1,
             score = hit.rrf_score,
             source = hit.source,
@@ -37,14 +61,70 @@ pub fn print_search(out: &mut dyn Write, response: &SearchResponse) -> Result<()
             last = hit.lines[1],
             ranks = ranks.join(", "),
         )?;
-        let indent = " ".repeat(width + 2);
         if !hit.heading.is_empty() {
-            writeln!(out, "{indent}{}", hit.heading)?;
+            writeln!(out, "{indent}{HEADING}{}{HEADING:#}", hit.heading)?;
         }
-        writeln!(out, "{indent}{}", snippet(&hit.text))?;
+        writeln!(
+            out,
+            "{indent}{}",
+            highlight(&snippet(&hit.text, snippet_chars), &words)
+        )?;
         writeln!(out)?;
     }
     Ok(())
+}
+
+/// Warns once that some results come from files changed since indexing.
+pub fn print_stale_notice(err: &mut dyn Write, changed: &[String]) -> Result<()> {
+    if let Some(first) = changed.first() {
+        let more = if changed.len() > 1 {
+            format!(" and {} more", changed.len() - 1)
+        } else {
+            String::new()
+        };
+        writeln!(
+            err,
+            "memidx: warning: results come from files changed since indexing ({first}{more}); run 'memidx index' to update"
+        )?;
+    }
+    Ok(())
+}
+
+/// The query's words, lowercased, for highlighting (two characters or more).
+fn query_words(query: &str) -> Vec<String> {
+    query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 2)
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// Marks the words of `text` that a query word matches: the same word, or
+/// (for query words of four letters or more) a word it begins, so
+/// `connection` also marks `connections`.
+fn highlight(text: &str, words: &[String]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find(char::is_alphanumeric) {
+        out.push_str(&rest[..start]);
+        rest = &rest[start..];
+        let end = rest
+            .find(|c: char| !c.is_alphanumeric())
+            .unwrap_or(rest.len());
+        let word = &rest[..end];
+        let lower = word.to_lowercase();
+        let hit = words
+            .iter()
+            .any(|w| lower == *w || (w.chars().count() >= 4 && lower.starts_with(w.as_str())));
+        if hit {
+            out.push_str(&format!("{MATCH}{word}{MATCH:#}"));
+        } else {
+            out.push_str(word);
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Prints the explain table: per result, one line per list with rank, raw
@@ -302,17 +382,32 @@ fn describe(s: &FusionSetting) -> String {
     )
 }
 
-/// The text of a chunk as one line: heading lines and markup noise dropped,
-/// whitespace collapsed, cut at a character boundary with an ellipsis.
-fn snippet(text: &str) -> String {
-    let body: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with("```"))
-        .collect();
-    let joined = body.join(" ");
-    let collapsed: String = joined.split_whitespace().collect::<Vec<_>>().join(" ");
-    match collapsed.char_indices().nth(SNIPPET_CHARS) {
+/// The text of a chunk as one line: heading lines (ATX and setext) and
+/// code fences dropped, whitespace collapsed, cut at a character boundary
+/// with an ellipsis after `max_chars` characters.
+fn snippet(text: &str, max_chars: usize) -> String {
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    let is_underline =
+        |l: &str| l.len() >= 2 && (l.chars().all(|c| c == '=') || l.chars().all(|c| c == '-'));
+    let mut body = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let setext_title = lines.get(i + 1).is_some_and(|next| is_underline(next));
+        if line.is_empty()
+            || line.starts_with('#')
+            || line.starts_with("```")
+            || setext_title
+            || is_underline(line)
+        {
+            continue;
+        }
+        body.push(*line);
+    }
+    let collapsed: String = body
+        .join(" ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    match collapsed.char_indices().nth(max_chars) {
         Some((cut, _)) => format!("{}…", &collapsed[..cut]),
         None => collapsed,
     }
@@ -330,13 +425,26 @@ mod tests {
     }
 
     #[test]
+    fn highlighting_marks_query_words_and_their_longer_forms() {
+        let words = query_words("Connection pool, x");
+        assert_eq!(words, ["connection", "pool"]);
+        let marked = highlight("Connections: the pool's spool", &words);
+        assert_eq!(
+            marked,
+            format!("{MATCH}Connections{MATCH:#}: the {MATCH}pool{MATCH:#}'s spool")
+        );
+    }
+
+    #[test]
     fn snippet_skips_headings_and_fences_and_cuts_long_text() {
         assert_eq!(
-            snippet("# Title\n\nsome   text\n```bash\nls\n```\n"),
+            snippet("# Title\n\nsome   text\n```bash\nls\n```\n", 200),
             "some text ls"
         );
+        assert_eq!(snippet("Status\n------\nAccepted.\n", 200), "Accepted.");
+        assert_eq!(snippet("abcdef", 3), "abc…");
         let long = "é".repeat(300);
-        let s = snippet(&long);
+        let s = snippet(&long, SNIPPET_CHARS);
         assert_eq!(s.chars().count(), SNIPPET_CHARS + 1);
         assert!(s.ends_with('…'));
     }

@@ -13,3 +13,12 @@ pub fn print<T: Serialize>(out: &mut dyn Write, value: &T) -> Result<()> {
     writeln!(out)?;
     Ok(())
 }
+
+/// Writes each item as one compact JSON line (JSON Lines).
+pub fn print_lines<T: Serialize>(out: &mut dyn Write, items: &[T]) -> Result<()> {
+    for item in items {
+        serde_json::to_writer(&mut *out, item)?;
+        writeln!(out)?;
+    }
+    Ok(())
+}

@@ -76,7 +76,7 @@ impl StatusReport {
         damaged: Option<Vec<String>>,
     ) -> Result<Self> {
         let files = &generation.table().files;
-        let walked = walk(Path::new(&manifest.root));
+        let walked = walk(Path::new(&manifest.root), &manifest.walk)?;
         let mut stale = Stale::default();
         let mut on_disk = walked.files.iter().peekable();
         // Both lists are sorted by path: merge them.

@@ -286,6 +286,7 @@ mod tests {
             tool_version: String::new(),
             created_unix_ms: 0,
             root: String::new(),
+            walk: Default::default(),
             tokenizer: Default::default(),
             bm25: Default::default(),
             chunker: Default::default(),

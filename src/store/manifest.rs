@@ -17,6 +17,7 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::corpus::chunk::ChunkOptions;
+use crate::corpus::walk::WalkOptions;
 use crate::embed::{EmbedderInfo, FusionDefaults};
 use crate::lists::sparse::Bm25Params;
 use crate::text::tokenize::Analyzer;
@@ -25,10 +26,10 @@ use super::checks::Checksums;
 use super::{MANIFEST_FILE, atomic, damaged};
 
 /// The on-disk format this build writes.
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
 
 /// The on-disk formats this build can read.
-pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 5..=5;
+pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 6..=6;
 
 /// The manifest of one complete index.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -44,6 +45,8 @@ pub struct Manifest {
     pub created_unix_ms: u64,
     /// The indexed folder, absolute, as it was when indexed.
     pub root: String,
+    /// Ignore rules and globs the walk used.
+    pub walk: WalkOptions,
     /// Tokenizer settings for the sparse list (queries must use the same).
     pub tokenizer: Analyzer,
     /// BM25 parameters of the sparse list.
@@ -128,6 +131,7 @@ mod tests {
             tool_version: "0.1.0".into(),
             created_unix_ms: 1,
             root: "/docs".into(),
+            walk: WalkOptions::default(),
             tokenizer: Analyzer::default(),
             bm25: Bm25Params::default(),
             chunker: ChunkOptions::default(),
@@ -168,7 +172,7 @@ mod tests {
         fs::write(dir.path().join(MANIFEST_FILE), r#"{"format_version": 99}"#).unwrap();
         let err = Manifest::read(dir.path()).unwrap_err().to_string();
         assert!(err.contains("format version 99"), "{err}");
-        assert!(err.contains("5..=5"), "{err}");
+        assert!(err.contains("6..=6"), "{err}");
     }
 
     #[test]

@@ -1,0 +1,186 @@
+
+using namespace System.Management.Automation
+using namespace System.Management.Automation.Language
+
+Register-ArgumentCompleter -Native -CommandName 'memidx' -ScriptBlock {
+    param($wordToComplete, $commandAst, $cursorPosition)
+
+    $commandElements = $commandAst.CommandElements
+    $command = @(
+        'memidx'
+        for ($i = 1; $i -lt $commandElements.Count; $i++) {
+            $element = $commandElements[$i]
+            if ($element -isnot [StringConstantExpressionAst] -or
+                $element.StringConstantType -ne [StringConstantType]::BareWord -or
+                $element.Value.StartsWith('-') -or
+                $element.Value -eq $wordToComplete) {
+                break
+        }
+        $element.Value
+    }) -join ';'
+
+    $completions = @(switch ($command) {
+        'memidx' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('index', 'index', [CompletionResultType]::ParameterValue, 'Build or update the index of a folder (written to DIR/.memidx)')
+            [CompletionResult]::new('search', 'search', [CompletionResultType]::ParameterValue, 'Search the index and print the best chunks')
+            [CompletionResult]::new('explain', 'explain', [CompletionResultType]::ParameterValue, 'Show how every result''s score was made: each list''s rank, raw score, weight and contribution, or why a list did not contribute')
+            [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show what is indexed: files, chunks, model, settings, sizes, and which files changed since (--verify also checks every index file''s checksum)')
+            [CompletionResult]::new('eval', 'eval', [CompletionResultType]::ParameterValue, 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)')
+            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script to stdout')
+            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the man page (roff) to stdout')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'memidx;index' {
+            [CompletionResult]::new('--max-file-size', '--max-file-size', [CompletionResultType]::ParameterName, 'Skip files larger than this (bytes; K, M, G suffixes allowed)')
+            [CompletionResult]::new('--chunk-tokens', '--chunk-tokens', [CompletionResultType]::ParameterName, 'Target chunk size in estimated tokens; longer sections split at block boundaries [default: 400]')
+            [CompletionResult]::new('--include', '--include', [CompletionResultType]::ParameterName, 'Index only files whose path (relative to DIR) matches GLOB (repeatable)')
+            [CompletionResult]::new('--exclude', '--exclude', [CompletionResultType]::ParameterName, 'Skip files and folders whose path (relative to DIR) matches GLOB (repeatable)')
+            [CompletionResult]::new('--index', '--index', [CompletionResultType]::ParameterName, 'Where to write the index [default: DIR/.memidx]; keeps it out of read-only or shared folders')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)')
+            [CompletionResult]::new('--full', '--full', [CompletionResultType]::ParameterName, 'Re-read every file instead of reusing unchanged ones')
+            [CompletionResult]::new('--no-ignore', '--no-ignore', [CompletionResultType]::ParameterName, 'Index files that .gitignore or .memidxignore rules exclude')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print no progress bar and no summary (warnings are still printed)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print no progress bar and no summary (warnings are still printed)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'memidx;search' {
+            [CompletionResult]::new('--request', '--request', [CompletionResultType]::ParameterName, 'Read a JSON request (query_id, search_text, top_k, hybrid_params, metadata_filter) from FILE, or from stdin with ''-''; answers in JSON')
+            [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'Number of results')
+            [CompletionResult]::new('--top-k', '--top-k', [CompletionResultType]::ParameterName, 'Number of results')
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)')
+            [CompletionResult]::new('--filter', '--filter', [CompletionResultType]::ParameterName, 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)')
+            [CompletionResult]::new('--mode', '--mode', [CompletionResultType]::ParameterName, 'Which lists to run')
+            [CompletionResult]::new('--rrf-k', '--rrf-k', [CompletionResultType]::ParameterName, 'The RRF constant k in w / (k + rank) [default: the index''s, 60]')
+            [CompletionResult]::new('--sparse-weight', '--sparse-weight', [CompletionResultType]::ParameterName, 'Weight of the sparse (BM25) list in the fusion [default: the index''s]')
+            [CompletionResult]::new('--dense-weight', '--dense-weight', [CompletionResultType]::ParameterName, 'Weight of the dense (embedding) list in the fusion [default: the index''s]')
+            [CompletionResult]::new('--window', '--window', [CompletionResultType]::ParameterName, 'Candidates taken from each list before fusion [default: the index''s, else max(50, 2 × top-k)]')
+            [CompletionResult]::new('--index', '--index', [CompletionResultType]::ParameterName, 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (the response shape) instead of text')
+            [CompletionResult]::new('--jsonl', '--jsonl', [CompletionResultType]::ParameterName, 'Print one JSON result per line (no envelope), for very large --top-k')
+            [CompletionResult]::new('--here', '--here', [CompletionResultType]::ParameterName, 'Only chunks from files in the current folder and below')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'memidx;explain' {
+            [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'Number of results to explain')
+            [CompletionResult]::new('--top-k', '--top-k', [CompletionResultType]::ParameterName, 'Number of results to explain')
+            [CompletionResult]::new('--chunk', '--chunk', [CompletionResultType]::ParameterName, 'Explain only this chunk (an id like `notes/db.md#3`), even when it is not a result')
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)')
+            [CompletionResult]::new('--filter', '--filter', [CompletionResultType]::ParameterName, 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)')
+            [CompletionResult]::new('--mode', '--mode', [CompletionResultType]::ParameterName, 'Which lists to run')
+            [CompletionResult]::new('--rrf-k', '--rrf-k', [CompletionResultType]::ParameterName, 'The RRF constant k in w / (k + rank) [default: the index''s, 60]')
+            [CompletionResult]::new('--sparse-weight', '--sparse-weight', [CompletionResultType]::ParameterName, 'Weight of the sparse (BM25) list in the fusion [default: the index''s]')
+            [CompletionResult]::new('--dense-weight', '--dense-weight', [CompletionResultType]::ParameterName, 'Weight of the dense (embedding) list in the fusion [default: the index''s]')
+            [CompletionResult]::new('--window', '--window', [CompletionResultType]::ParameterName, 'Candidates taken from each list before fusion [default: the index''s, else max(50, 2 × top-k)]')
+            [CompletionResult]::new('--index', '--index', [CompletionResultType]::ParameterName, 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document instead of a table')
+            [CompletionResult]::new('--here', '--here', [CompletionResultType]::ParameterName, 'Only chunks from files in the current folder and below')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'memidx;status' {
+            [CompletionResult]::new('--index', '--index', [CompletionResultType]::ParameterName, 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document instead of text')
+            [CompletionResult]::new('--verify', '--verify', [CompletionResultType]::ParameterName, 'Re-read every index file and check its checksum')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'memidx;eval' {
+            [CompletionResult]::new('--queries', '--queries', [CompletionResultType]::ParameterName, 'Queries, JSON Lines: {"id": …, "text": …} per line')
+            [CompletionResult]::new('--qrels', '--qrels', [CompletionResultType]::ParameterName, 'Relevance judgments: `query-id doc-id relevance` per line (a header line is allowed); a doc id is a file name without `.md`')
+            [CompletionResult]::new('--run-out', '--run-out', [CompletionResultType]::ParameterName, 'Write TREC run files (sparse.trec, dense.trec, hybrid.trec) into DIR')
+            [CompletionResult]::new('--rrf-k', '--rrf-k', [CompletionResultType]::ParameterName, 'The RRF constant k in w / (k + rank) [default: the index''s, 60]')
+            [CompletionResult]::new('--sparse-weight', '--sparse-weight', [CompletionResultType]::ParameterName, 'Weight of the sparse (BM25) list in the fusion [default: the index''s]')
+            [CompletionResult]::new('--dense-weight', '--dense-weight', [CompletionResultType]::ParameterName, 'Weight of the dense (embedding) list in the fusion [default: the index''s]')
+            [CompletionResult]::new('--window', '--window', [CompletionResultType]::ParameterName, 'Candidates taken from each list before fusion [default: the index''s, else max(50, 2 × top-k)]')
+            [CompletionResult]::new('--index', '--index', [CompletionResultType]::ParameterName, 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document instead of a table')
+            [CompletionResult]::new('--sweep', '--sweep', [CompletionResultType]::ParameterName, 'Also try a grid of k, dense weights and windows; tune on half of the queries and report the winner on the other (held-out) half')
+            [CompletionResult]::new('--save', '--save', [CompletionResultType]::ParameterName, 'With --sweep: store the winning settings in the index, so later searches use them')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print no progress bar')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print no progress bar')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'memidx;completions' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'memidx;man' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'memidx;help' {
+            [CompletionResult]::new('index', 'index', [CompletionResultType]::ParameterValue, 'Build or update the index of a folder (written to DIR/.memidx)')
+            [CompletionResult]::new('search', 'search', [CompletionResultType]::ParameterValue, 'Search the index and print the best chunks')
+            [CompletionResult]::new('explain', 'explain', [CompletionResultType]::ParameterValue, 'Show how every result''s score was made: each list''s rank, raw score, weight and contribution, or why a list did not contribute')
+            [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show what is indexed: files, chunks, model, settings, sizes, and which files changed since (--verify also checks every index file''s checksum)')
+            [CompletionResult]::new('eval', 'eval', [CompletionResultType]::ParameterValue, 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)')
+            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script to stdout')
+            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the man page (roff) to stdout')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'memidx;help;index' {
+            break
+        }
+        'memidx;help;search' {
+            break
+        }
+        'memidx;help;explain' {
+            break
+        }
+        'memidx;help;status' {
+            break
+        }
+        'memidx;help;eval' {
+            break
+        }
+        'memidx;help;completions' {
+            break
+        }
+        'memidx;help;man' {
+            break
+        }
+        'memidx;help;help' {
+            break
+        }
+    })
+
+    $completions.Where{ $_.CompletionText -like "$wordToComplete*" } |
+        Sort-Object -Property ListItemText
+}

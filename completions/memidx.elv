@@ -1,0 +1,164 @@
+
+use builtin;
+use str;
+
+set edit:completion:arg-completer[memidx] = {|@words|
+    fn spaces {|n|
+        builtin:repeat $n ' ' | str:join ''
+    }
+    fn cand {|text desc|
+        edit:complex-candidate $text &display=$text' '(spaces (- 14 (wcswidth $text)))$desc
+    }
+    var command = 'memidx'
+    for word $words[1..-1] {
+        if (str:has-prefix $word '-') {
+            break
+        }
+        set command = $command';'$word
+    }
+    var completions = [
+        &'memidx'= {
+            cand --color 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand index 'Build or update the index of a folder (written to DIR/.memidx)'
+            cand search 'Search the index and print the best chunks'
+            cand explain 'Show how every result''s score was made: each list''s rank, raw score, weight and contribution, or why a list did not contribute'
+            cand status 'Show what is indexed: files, chunks, model, settings, sizes, and which files changed since (--verify also checks every index file''s checksum)'
+            cand eval 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)'
+            cand completions 'Print a shell completion script to stdout'
+            cand man 'Print the man page (roff) to stdout'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'memidx;index'= {
+            cand --max-file-size 'Skip files larger than this (bytes; K, M, G suffixes allowed)'
+            cand --chunk-tokens 'Target chunk size in estimated tokens; longer sections split at block boundaries [default: 400]'
+            cand --include 'Index only files whose path (relative to DIR) matches GLOB (repeatable)'
+            cand --exclude 'Skip files and folders whose path (relative to DIR) matches GLOB (repeatable)'
+            cand --index 'Where to write the index [default: DIR/.memidx]; keeps it out of read-only or shared folders'
+            cand --color 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)'
+            cand --full 'Re-read every file instead of reusing unchanged ones'
+            cand --no-ignore 'Index files that .gitignore or .memidxignore rules exclude'
+            cand -q 'Print no progress bar and no summary (warnings are still printed)'
+            cand --quiet 'Print no progress bar and no summary (warnings are still printed)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'memidx;search'= {
+            cand --request 'Read a JSON request (query_id, search_text, top_k, hybrid_params, metadata_filter) from FILE, or from stdin with ''-''; answers in JSON'
+            cand -k 'Number of results'
+            cand --top-k 'Number of results'
+            cand -f 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)'
+            cand --filter 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)'
+            cand --mode 'Which lists to run'
+            cand --rrf-k 'The RRF constant k in w / (k + rank) [default: the index''s, 60]'
+            cand --sparse-weight 'Weight of the sparse (BM25) list in the fusion [default: the index''s]'
+            cand --dense-weight 'Weight of the dense (embedding) list in the fusion [default: the index''s]'
+            cand --window 'Candidates taken from each list before fusion [default: the index''s, else max(50, 2 × top-k)]'
+            cand --index 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]'
+            cand --color 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)'
+            cand --json 'Print one JSON document (the response shape) instead of text'
+            cand --jsonl 'Print one JSON result per line (no envelope), for very large --top-k'
+            cand --here 'Only chunks from files in the current folder and below'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'memidx;explain'= {
+            cand -k 'Number of results to explain'
+            cand --top-k 'Number of results to explain'
+            cand --chunk 'Explain only this chunk (an id like `notes/db.md#3`), even when it is not a result'
+            cand -f 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)'
+            cand --filter 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)'
+            cand --mode 'Which lists to run'
+            cand --rrf-k 'The RRF constant k in w / (k + rank) [default: the index''s, 60]'
+            cand --sparse-weight 'Weight of the sparse (BM25) list in the fusion [default: the index''s]'
+            cand --dense-weight 'Weight of the dense (embedding) list in the fusion [default: the index''s]'
+            cand --window 'Candidates taken from each list before fusion [default: the index''s, else max(50, 2 × top-k)]'
+            cand --index 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]'
+            cand --color 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)'
+            cand --json 'Print one JSON document instead of a table'
+            cand --here 'Only chunks from files in the current folder and below'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'memidx;status'= {
+            cand --index 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]'
+            cand --color 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)'
+            cand --json 'Print one JSON document instead of text'
+            cand --verify 'Re-read every index file and check its checksum'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'memidx;eval'= {
+            cand --queries 'Queries, JSON Lines: {"id": …, "text": …} per line'
+            cand --qrels 'Relevance judgments: `query-id doc-id relevance` per line (a header line is allowed); a doc id is a file name without `.md`'
+            cand --run-out 'Write TREC run files (sparse.trec, dense.trec, hybrid.trec) into DIR'
+            cand --rrf-k 'The RRF constant k in w / (k + rank) [default: the index''s, 60]'
+            cand --sparse-weight 'Weight of the sparse (BM25) list in the fusion [default: the index''s]'
+            cand --dense-weight 'Weight of the dense (embedding) list in the fusion [default: the index''s]'
+            cand --window 'Candidates taken from each list before fusion [default: the index''s, else max(50, 2 × top-k)]'
+            cand --index 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]'
+            cand --color 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)'
+            cand --json 'Print one JSON document instead of a table'
+            cand --sweep 'Also try a grid of k, dense weights and windows; tune on half of the queries and report the winner on the other (held-out) half'
+            cand --save 'With --sweep: store the winning settings in the index, so later searches use them'
+            cand -q 'Print no progress bar'
+            cand --quiet 'Print no progress bar'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'memidx;completions'= {
+            cand --color 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'memidx;man'= {
+            cand --color 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'memidx;help'= {
+            cand index 'Build or update the index of a folder (written to DIR/.memidx)'
+            cand search 'Search the index and print the best chunks'
+            cand explain 'Show how every result''s score was made: each list''s rank, raw score, weight and contribution, or why a list did not contribute'
+            cand status 'Show what is indexed: files, chunks, model, settings, sizes, and which files changed since (--verify also checks every index file''s checksum)'
+            cand eval 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)'
+            cand completions 'Print a shell completion script to stdout'
+            cand man 'Print the man page (roff) to stdout'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'memidx;help;index'= {
+        }
+        &'memidx;help;search'= {
+        }
+        &'memidx;help;explain'= {
+        }
+        &'memidx;help;status'= {
+        }
+        &'memidx;help;eval'= {
+        }
+        &'memidx;help;completions'= {
+        }
+        &'memidx;help;man'= {
+        }
+        &'memidx;help;help'= {
+        }
+    ]
+    $completions[$command]
+}

@@ -1,0 +1,136 @@
+//! Terminal behaviour: colour only when asked or on a terminal (never when
+//! piped, never with NO_COLOR), JSON Lines, `--here`, and the notice about
+//! results from files changed since indexing.
+
+mod common;
+
+use common::Corpus;
+use predicates::prelude::*;
+use serde_json::Value;
+
+const ESC: &str = "\u{1b}[";
+
+#[test]
+fn piped_output_has_no_colour_unless_forced() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let piped = corpus
+        .memidx()
+        .args(["search", "connection pool", "-k", "2"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8(piped.stdout).unwrap().contains(ESC));
+    let forced = corpus
+        .memidx()
+        .args(["search", "connection pool", "-k", "2", "--color", "always"])
+        .output()
+        .unwrap();
+    let forced = String::from_utf8(forced.stdout).unwrap();
+    assert!(forced.contains(&format!("{ESC}35mrunbooks/")), "{forced}");
+    assert!(
+        forced.contains(&format!("{ESC}1m{ESC}31mpool{ESC}0m")),
+        "{forced}"
+    );
+    let never = corpus
+        .memidx()
+        .args(["search", "connection pool", "--color", "never"])
+        .env("CLICOLOR_FORCE", "1")
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8(never.stdout).unwrap().contains(ESC));
+    // NO_COLOR wins over auto detection; JSON is never coloured.
+    let no_color = corpus
+        .memidx()
+        .args(["search", "connection pool"])
+        .env("NO_COLOR", "1")
+        .env("CLICOLOR_FORCE", "1")
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8(no_color.stdout).unwrap().contains(ESC));
+    let json = corpus
+        .memidx()
+        .args(["search", "connection pool", "--json", "--color", "always"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8(json.stdout).unwrap().contains(ESC));
+}
+
+#[test]
+fn json_lines_streams_one_result_per_line() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let output = corpus
+        .memidx()
+        .args(["search", "connection pool", "-k", "7", "--jsonl"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let text = String::from_utf8(output.stdout).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 7);
+    let response = corpus.search_json("connection pool", &["-k", "7"]);
+    assert_eq!(Value::Array(lines), response["results"]);
+    corpus
+        .memidx()
+        .args(["search", "x", "--json", "--jsonl"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn here_limits_results_to_the_current_folder() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let output = corpus
+        .memidx()
+        .current_dir(corpus.path().join("runbooks/billing"))
+        .args(["search", "connection pool", "--here", "-k", "50", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let response: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let results = response["results"].as_array().unwrap();
+    assert!(!results.is_empty());
+    assert!(results.iter().all(|r| {
+        r["source"]
+            .as_str()
+            .unwrap()
+            .starts_with("runbooks/billing/")
+    }));
+    let outside = Corpus::empty();
+    outside
+        .memidx()
+        .args(["search", "pool", "--here", "--index"])
+        .arg(corpus.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--here: the current folder is not inside the indexed folder",
+        ));
+}
+
+#[test]
+fn results_from_changed_files_get_one_notice() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    corpus
+        .memidx()
+        .args(["search", "getUserById"])
+        .assert()
+        .code(0)
+        .stderr("");
+    let note = corpus.path().join("notes/auth-slow-login-query.md");
+    let text = std::fs::read_to_string(&note).unwrap();
+    std::fs::write(&note, format!("{text}\nedited\n")).unwrap();
+    corpus
+        .memidx()
+        .args(["search", "getUserById", "-k", "3"])
+        .assert()
+        .code(0)
+        .stderr(predicate::eq(
+            "memidx: warning: results come from files changed since indexing (notes/auth-slow-login-query.md); run 'memidx index' to update\n",
+        ));
+}
