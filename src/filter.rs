@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use anyhow::{Result, bail};
 
-use crate::store::generation::{ChunkOrd, ChunkTable};
+use crate::store::generation::{ChunkOrd, FileEntry, Generation};
 
 /// Validated filter conditions: key → accepted values.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -97,21 +97,34 @@ impl Filter {
             .map(|(key, wanted)| format!("{key}={}", wanted.join("|")))
     }
 
-    /// Evaluates the filter over a chunk table.
+    /// Evaluates the filter over a generation's chunks (decoding its file
+    /// entries only when there is a condition).
+    pub fn evaluate(&self, generation: &Generation) -> Result<AllowSet> {
+        if self.is_empty() {
+            return Ok(AllowSet::All);
+        }
+        self.evaluate_files(&generation.files()?, generation.chunk_files())
+    }
+
+    /// Evaluates the filter over `files` for chunks whose file indices are
+    /// `chunk_files` (in ordinal order).
     ///
     /// A key that no indexed file carries is an error naming it, since it
     /// can only be a typo and would silently return nothing.
-    pub fn evaluate(&self, table: &ChunkTable) -> Result<AllowSet> {
+    pub fn evaluate_files(
+        &self,
+        files: &[FileEntry],
+        chunk_files: impl Iterator<Item = u32>,
+    ) -> Result<AllowSet> {
         if self.is_empty() {
             return Ok(AllowSet::All);
         }
         for key in self.conditions.keys() {
-            if !table.files.iter().any(|f| f.metadata.contains_key(key)) {
+            if !files.iter().any(|f| f.metadata.contains_key(key)) {
                 bail!("no indexed file has the metadata key '{key}'; check the --filter spelling");
             }
         }
-        let file_passes: Vec<bool> = table
-            .files
+        let file_passes: Vec<bool> = files
             .iter()
             .map(|file| {
                 self.folder
@@ -124,10 +137,8 @@ impl Filter {
             })
             .collect();
         Ok(AllowSet::Only(
-            table
-                .chunks
-                .iter()
-                .map(|c| file_passes.get(c.file as usize).copied().unwrap_or(false))
+            chunk_files
+                .map(|file| file_passes.get(file as usize).copied().unwrap_or(false))
                 .collect(),
         ))
     }
@@ -163,7 +174,7 @@ impl AllowSet {
 mod tests {
     use super::*;
     use crate::corpus::markdown::Metadata;
-    use crate::store::generation::{ChunkRecord, FileEntry};
+    use crate::store::generation::{ChunkRecord, ChunkTable};
 
     fn table() -> ChunkTable {
         let file = |path: &str, pairs: &[(&str, &[&str])]| FileEntry {
@@ -182,6 +193,7 @@ mod tests {
             text_start: 0,
             text_len: 0,
             text_crc: 0,
+            has_vector: false,
         };
         ChunkTable {
             files: vec![
@@ -199,14 +211,18 @@ mod tests {
         }
     }
 
+    fn eval(filter: &Filter, table: &ChunkTable) -> Result<AllowSet> {
+        filter.evaluate_files(&table.files, table.chunks.iter().map(|c| c.file))
+    }
+
     fn allowed(filter: &Filter) -> Vec<ChunkOrd> {
-        let set = filter.evaluate(&table()).unwrap();
+        let set = eval(filter, &table()).unwrap();
         (0..4).filter(|&c| set.allows(c)).collect()
     }
 
     #[test]
     fn empty_filter_allows_everything() {
-        assert_eq!(Filter::default().evaluate(&table()).unwrap(), AllowSet::All);
+        assert_eq!(eval(&Filter::default(), &table()).unwrap(), AllowSet::All);
     }
 
     #[test]
@@ -229,7 +245,7 @@ mod tests {
         assert!(allowed(&f).is_empty());
         let mut t = table();
         t.files[1].path = "sub/both.md".into();
-        let set = Filter::default().within_folder("sub").evaluate(&t).unwrap();
+        let set = eval(&Filter::default().within_folder("sub"), &t).unwrap();
         assert_eq!((0..4).filter(|&c| set.allows(c)).collect::<Vec<_>>(), [2]);
         assert!(Filter::default().within_folder("").is_empty());
     }
@@ -254,7 +270,7 @@ mod tests {
         let err = Filter::parse_args(&["environment".into()]).unwrap_err();
         assert!(err.to_string().contains("KEY=VALUE"));
         let f = Filter::from_pairs([("enviroment", "production")]);
-        let err = f.evaluate(&table()).unwrap_err().to_string();
+        let err = eval(&f, &table()).unwrap_err().to_string();
         assert!(err.contains("'enviroment'"), "{err}");
     }
 }

@@ -138,7 +138,7 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
     progress.finish_and_clear();
 
     let mut skipped = walked.skipped;
-    let built = assemble(outcomes, &previous, &mut skipped, &mut warnings)?;
+    let mut built = assemble(outcomes, &previous, &mut skipped, &mut warnings)?;
     let generation = previous.manifest.as_ref().map_or(1, |m| m.generation + 1);
     let gen_dir = store::generation_dir(&options.index_dir, generation);
     if gen_dir.exists() {
@@ -146,7 +146,6 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
             .with_context(|| format!("cannot remove leftover {}", gen_dir.display()))?;
     }
     fs::create_dir_all(&gen_dir).with_context(|| format!("cannot create {}", gen_dir.display()))?;
-    generation::write(&gen_dir, &built.table, &built.texts)?;
     let searchable: Vec<String> = built
         .table
         .chunks
@@ -169,6 +168,11 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
     });
     sparse_built?;
     let ((vectors, embedded), embed_time) = vectors?;
+    let dim = embedder.info().dim;
+    for (chunk, row) in built.table.chunks.iter_mut().zip(vectors.chunks_exact(dim)) {
+        chunk.has_vector = row.iter().any(|v| *v != 0.0);
+    }
+    generation::write(&gen_dir, &built.table, &built.texts)?;
     dense::write(&gen_dir, &vectors)?;
     atomic::sync_dir(&gen_dir)?;
     let checksums = checks::compute(&gen_dir)?;
@@ -223,6 +227,8 @@ struct Previous {
     vectors: Option<DenseIndex>,
     /// Previous file index by path.
     files: HashMap<String, usize>,
+    /// The previous file entries, by index.
+    entries: Vec<FileEntry>,
 }
 
 impl Previous {
@@ -238,6 +244,7 @@ impl Previous {
             generation: None,
             vectors: None,
             files: HashMap::new(),
+            entries: Vec::new(),
         };
         let manifest = match Manifest::read(&options.index_dir) {
             Ok(manifest) => manifest,
@@ -256,22 +263,29 @@ impl Previous {
             && manifest.chunker == options.chunker;
         if reusable {
             match Generation::open(&options.index_dir, &manifest) {
-                Ok(generation) => {
-                    previous.files = generation
-                        .table()
-                        .files
-                        .iter()
-                        .enumerate()
-                        .map(|(i, f)| (f.path.clone(), i))
-                        .collect();
-                    if manifest.embedder == *embedder.info() {
-                        match DenseIndex::open(generation.dir(), generation.len(), embedder) {
-                            Ok(vectors) => previous.vectors = Some(vectors),
-                            Err(err) => warnings.push(format!("re-embedding every chunk: {err:#}")),
+                Ok(generation) => match generation.files() {
+                    Ok(entries) => {
+                        previous.files = entries
+                            .iter()
+                            .enumerate()
+                            .map(|(i, f)| (f.path.clone(), i))
+                            .collect();
+                        previous.entries = entries;
+                        if manifest.embedder == *embedder.info() {
+                            let flags = generation.vector_flags();
+                            match DenseIndex::open(generation.dir(), flags, embedder) {
+                                Ok(vectors) => previous.vectors = Some(vectors),
+                                Err(err) => {
+                                    warnings.push(format!("re-embedding every chunk: {err:#}"))
+                                }
+                            }
                         }
+                        previous.generation = Some(generation);
                     }
-                    previous.generation = Some(generation);
-                }
+                    Err(err) => warnings.push(format!(
+                        "previous index unusable, rebuilding it whole: {err:#}"
+                    )),
+                },
                 Err(err) => warnings.push(format!(
                     "previous index unusable, rebuilding it whole: {err:#}"
                 )),
@@ -284,7 +298,7 @@ impl Previous {
     /// The previous entry for `path` when its stamp says the content is the same.
     fn unchanged(&self, path: &str, matches: impl Fn(&FileStamp) -> bool) -> Option<usize> {
         let index = *self.files.get(path)?;
-        let entry = self.generation.as_ref()?.table().files.get(index)?;
+        let entry = self.entries.get(index)?;
         matches(&entry.stamp).then_some(index)
     }
 }
@@ -438,24 +452,17 @@ fn assemble(
                     .generation
                     .as_ref()
                     .context("reused a file without a previous index")?;
-                let mut entry = old.table().files[previous_file].clone();
+                let mut entry = previous.entries[previous_file].clone();
                 // Same content: keep its hash, record the current size and mtime.
                 entry.stamp.size = stamp.size;
                 entry.stamp.mtime_ns = stamp.mtime_ns;
                 built.table.files.push(entry);
-                let first = old
-                    .table()
-                    .chunks
-                    .partition_point(|c| (c.file as usize) < previous_file);
-                for (ord, record) in old.table().chunks[first..].iter().enumerate() {
-                    if record.file as usize != previous_file {
-                        break;
-                    }
-                    let old_ord = (first + ord) as ChunkOrd;
-                    let text = old.chunk(old_ord)?.text;
+                for old_ord in old.chunks_of_file(previous_file as u32) {
+                    let record = old.record(old_ord)?;
+                    let text = old.text(old_ord)?;
                     let chunk = NewChunk {
                         file,
-                        heading_path: record.heading_path.clone(),
+                        heading_path: record.heading_path,
                         lines: record.lines,
                     };
                     push_chunk(&mut built, chunk, text, Some(old_ord));
@@ -506,6 +513,7 @@ fn push_chunk(built: &mut Built, chunk: NewChunk, text: &str, reused_from: Optio
         text_start: built.texts.len() as u64,
         text_len: text.len() as u32,
         text_crc: crc32fast::hash(text.as_bytes()),
+        has_vector: false,
     });
     built.texts.extend_from_slice(text.as_bytes());
     built.reused_from.push(reused_from);

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use memidx::cli::Cli;
 use memidx::cmd::{self, Status};
+use memidx::output::one_line;
 
 fn main() -> ExitCode {
     match cmd::run(Cli::parse()) {
@@ -13,7 +14,7 @@ fn main() -> ExitCode {
         Ok(Status::NoResults) => ExitCode::from(1),
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("memidx: {err:#}");
+            eprintln!("memidx: {}", one_line(&format!("{err:#}")));
             ExitCode::from(2)
         }
     }

@@ -14,6 +14,8 @@ use std::collections::BTreeMap;
 use anyhow::{Result, anyhow};
 use serde::Deserialize;
 
+use crate::output::one_line;
+
 /// A search request.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -59,11 +61,12 @@ impl SearchRequest {
         serde_path_to_error::deserialize(de).map_err(|err| {
             let path = err.path().to_string();
             let inner = err.into_inner();
-            if path == "." {
-                anyhow!("invalid request: {inner}")
+            let message = if path == "." {
+                format!("invalid request: {inner}")
             } else {
-                anyhow!("invalid request field '{path}': {inner}")
-            }
+                format!("invalid request field '{path}': {inner}")
+            };
+            anyhow!(one_line(&message))
         })
     }
 

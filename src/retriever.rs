@@ -17,6 +17,16 @@ use crate::store::checks;
 use crate::store::generation::{ChunkOrd, Generation, SPARSE_DIR};
 use crate::store::manifest::Manifest;
 
+/// A failure to open one generation, remembering which.
+struct OpenError {
+    generation: u64,
+    error: anyhow::Error,
+}
+
+/// How often opening is retried when a concurrent index run replaced the
+/// generation being opened.
+const OPEN_ATTEMPTS: usize = 3;
+
 /// Smallest default window (candidates per list).
 pub const MIN_DEFAULT_WINDOW: usize = 50;
 
@@ -159,12 +169,46 @@ impl Retriever {
     /// Opens the index in `index_dir` (a `.memidx` folder) with the lists
     /// `selection` asks for, weighted by its overrides or the index defaults.
     pub fn open(index_dir: &Path, selection: &ListSelection) -> Result<Self> {
-        let manifest = Manifest::read(index_dir)?.with_context(|| {
-            format!(
-                "{} holds no complete index (no meta.json); run 'memidx index DIR' first",
-                index_dir.display()
-            )
-        })?;
+        let read_manifest = || -> Result<Manifest> {
+            Manifest::read(index_dir)?.with_context(|| {
+                format!(
+                    "{} holds no complete index (no meta.json); run 'memidx index DIR' first",
+                    index_dir.display()
+                )
+            })
+        };
+        // A concurrent `memidx index` may switch the manifest and remove the
+        // generation it named between our reading the one and opening the
+        // other: then the manifest names a newer generation, and we open that.
+        let mut manifest = read_manifest()?;
+        let mut attempts = 1;
+        loop {
+            match Self::open_generation(index_dir, manifest, selection) {
+                Err(err) if attempts < OPEN_ATTEMPTS => {
+                    let tried = err.generation;
+                    manifest = read_manifest()?;
+                    if manifest.generation == tried {
+                        return Err(err.error);
+                    }
+                    attempts += 1;
+                }
+                outcome => return outcome.map_err(|e| e.error),
+            }
+        }
+    }
+
+    /// Opens the generation `manifest` names.
+    fn open_generation(
+        index_dir: &Path,
+        manifest: Manifest,
+        selection: &ListSelection,
+    ) -> Result<Self, OpenError> {
+        let generation = manifest.generation;
+        Self::open_lists(index_dir, manifest, selection)
+            .map_err(|error| OpenError { generation, error })
+    }
+
+    fn open_lists(index_dir: &Path, manifest: Manifest, selection: &ListSelection) -> Result<Self> {
         let generation = Generation::open(index_dir, &manifest)?;
         let defaults = manifest.fusion;
         let mut lists = Vec::new();
@@ -190,7 +234,7 @@ impl Retriever {
         }
         if selection.dense {
             let embedder = query_embedder(&manifest)?;
-            let dense = DenseIndex::open(generation.dir(), generation.len(), embedder)?;
+            let dense = DenseIndex::open(generation.dir(), generation.vector_flags(), embedder)?;
             let weight = selection.dense_weight.unwrap_or(defaults.dense_weight);
             lists.push(WeightedIndex {
                 index: Box::new(dense),
@@ -249,7 +293,7 @@ impl Retriever {
             bail!("the query '{query}' has no letters or digits to search for");
         }
         let started = Instant::now();
-        let allow = params.filter.evaluate(self.generation.table())?;
+        let allow = params.filter.evaluate(&self.generation)?;
         let filter_time = started.elapsed();
         let ranked = self.run_lists(query, self.window(params), &allow)?;
         let started = Instant::now();
@@ -384,13 +428,12 @@ impl Retriever {
         &self,
         chunks: impl IntoIterator<Item = ChunkOrd>,
     ) -> Vec<String> {
-        let table = self.generation.table();
         let mut changed: Vec<String> = Vec::new();
         for chunk in chunks {
-            let Some(file) = table
-                .chunks
-                .get(chunk as usize)
-                .and_then(|c| table.files.get(c.file as usize))
+            let Ok(file) = self
+                .generation
+                .record(chunk)
+                .and_then(|r| self.generation.file(r.file))
             else {
                 continue;
             };

@@ -137,7 +137,7 @@ pub fn run(retriever: &Retriever, options: &EvalOptions) -> Result<EvalReport> {
         options.setting.window
     };
     let rankings = rank_all(retriever, &queries, depth, options.progress)?;
-    let docs = chunk_doc_ids(retriever);
+    let docs = chunk_doc_ids(retriever)?;
     let names: Vec<&str> = retriever.list_weights().iter().map(|(n, _)| *n).collect();
     let fuse_run = |setting: &FusionSetting, lists: &[&str]| {
         fuse_run(&queries, &rankings, &docs, &names, lists, setting)
@@ -194,13 +194,17 @@ fn rank_all(
 }
 
 /// The document id of every chunk, by ordinal.
-fn chunk_doc_ids(retriever: &Retriever) -> Vec<String> {
-    let table = retriever.generation().table();
-    table
-        .chunks
+fn chunk_doc_ids(retriever: &Retriever) -> Result<Vec<String>> {
+    let generation = retriever.generation();
+    let files: Vec<String> = generation
+        .files()?
         .iter()
-        .map(|c| doc_id(&table.files[c.file as usize].path))
-        .collect()
+        .map(|f| doc_id(&f.path))
+        .collect();
+    Ok(generation
+        .chunk_files()
+        .map(|f| files[f as usize].clone())
+        .collect())
 }
 
 /// Fuses the chosen lists of every query under `setting` into a document run.

@@ -41,13 +41,20 @@ pub struct DenseIndex {
     path: PathBuf,
     vectors: Option<Mmap>,
     rows: usize,
+    /// Per chunk: whether its vector is non-zero (from the chunk table).
+    has_vector: Vec<bool>,
     embedder: &'static dyn Embedder,
 }
 
 impl DenseIndex {
-    /// Opens `gen_dir/vectors.f32`, which must hold `rows` vectors of the
-    /// embedder's dimension.
-    pub fn open(gen_dir: &Path, rows: usize, embedder: &'static dyn Embedder) -> Result<Self> {
+    /// Opens `gen_dir/vectors.f32`, which must hold one vector of the
+    /// embedder's dimension per chunk; `has_vector` says which are non-zero.
+    pub fn open(
+        gen_dir: &Path,
+        has_vector: Vec<bool>,
+        embedder: &'static dyn Embedder,
+    ) -> Result<Self> {
+        let rows = has_vector.len();
         let path = gen_dir.join(VECTORS_FILE);
         let damaged = |what: &str| damaged(&path, what);
         let file = File::open(&path).with_context(|| damaged("cannot be opened"))?;
@@ -70,6 +77,7 @@ impl DenseIndex {
             path,
             vectors,
             rows,
+            has_vector,
             embedder,
         })
     }
@@ -98,6 +106,26 @@ impl DenseIndex {
         self.floats()?
             .get(start..start + dim)
             .context("chunk ordinal beyond the vector file")
+    }
+
+    /// Checks that every returned chunk's vector is what the chunk table
+    /// says: unit length, or zero for a chunk the model knew nothing of.
+    /// Catches a zeroed or overwritten vector file at the cost of
+    /// `window × dim` multiplications.
+    fn check_hits(&self, hits: &[ListHit]) -> Result<()> {
+        for hit in hits {
+            let norm: f32 = self.row(hit.chunk)?.iter().map(|x| x * x).sum();
+            let expected = if self.has_vector.get(hit.chunk as usize) == Some(&true) {
+                1.0
+            } else {
+                0.0
+            };
+            ensure!(
+                (norm - expected).abs() < 1e-3,
+                damaged(&self.path, "holds a vector that does not match its chunk")
+            );
+        }
+        Ok(())
     }
 
     /// Similarity of the query vector to every chunk, by ordinal.
@@ -136,6 +164,7 @@ impl SearchIndex for DenseIndex {
                 }
             }
             list.hits = best.into_sorted().into_iter().map(ListHit::from).collect();
+            self.check_hits(&list.hits)?;
         }
         list.elapsed = started.elapsed();
         Ok(list)

@@ -17,6 +17,22 @@ use crate::corpus::markdown::Metadata;
 use crate::retriever::SearchOutcome;
 use crate::store::generation::Generation;
 
+/// The message with control characters (newlines in a request's field
+/// names, say) escaped, so an error always prints as exactly one line.
+pub fn one_line(message: &str) -> String {
+    message
+        .chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect()
+}
+
 /// The search response (the JSON response shape of the design, §3).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SearchResponse {

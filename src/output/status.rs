@@ -75,7 +75,7 @@ impl StatusReport {
         generation: &Generation,
         damaged: Option<Vec<String>>,
     ) -> Result<Self> {
-        let files = &generation.table().files;
+        let files = &generation.files()?;
         let walked = walk(Path::new(&manifest.root), &manifest.walk)?;
         let mut stale = Stale::default();
         let mut on_disk = walked.files.iter().peekable();

@@ -1,15 +1,26 @@
-//! One generation folder: the chunk table and the chunk texts.
+//! One generation folder: the chunk table and the chunk texts, laid out to
+//! be memory-mapped, so opening an index costs the same for ten files or a
+//! hundred thousand.
 //!
-//! `chunks.bin` holds the [`ChunkTable`] (files with their metadata, chunks
-//! with heading path, line range and the byte range of their text) encoded
-//! with `postcard` — compact, serde-based and maintained, unlike bincode.
-//! `texts.bin` holds every chunk's text back to back and is memory-mapped
-//! (`memmap2`), so a search reads only the texts of the hits it prints.
+//! ```text
+//! chunks.bin    one fixed-size little-endian record per chunk (RawChunk)
+//! headings.bin  heading paths, UTF-8, parts separated by U+001F
+//! files.idx     u64 offsets into files.bin, one per file plus the end
+//! files.bin     one postcard-encoded FileEntry per file (decoded on demand)
+//! texts.bin     every chunk's text back to back
+//! ```
+//! `memmap2` maps the files and `bytemuck` views the records in place (it
+//! checks size and alignment); `postcard` encodes the per-file entries —
+//! compact, serde-based and maintained, unlike bincode. Every structural
+//! file is checked against its CRC-32 on open; each chunk's text has its own
+//! CRC, checked when it is read.
 
-use std::fs::{self, File};
+use std::fs::File;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail, ensure};
+use bytemuck::{Pod, Zeroable};
 use memmap2::Mmap;
 use serde::{Deserialize, Serialize};
 
@@ -18,12 +29,25 @@ use crate::corpus::markdown::Metadata;
 use super::manifest::Manifest;
 use super::{atomic, checks, damaged};
 
-/// File holding the postcard-encoded [`ChunkTable`].
+/// File holding one [`RawChunk`] per chunk.
 pub const CHUNKS_FILE: &str = "chunks.bin";
+/// File holding the heading paths.
+pub const HEADINGS_FILE: &str = "headings.bin";
+/// File holding the offsets of the file entries.
+pub const FILE_INDEX_FILE: &str = "files.idx";
+/// File holding the postcard-encoded file entries.
+pub const FILES_FILE: &str = "files.bin";
 /// File holding all chunk texts, concatenated.
 pub const TEXTS_FILE: &str = "texts.bin";
 /// Folder holding the sparse (tantivy) index.
 pub const SPARSE_DIR: &str = "sparse";
+
+/// The files checked against their CRC-32 on every open (small next to the
+/// texts and vectors, which are checked per chunk).
+const STRUCTURAL_FILES: [&str; 4] = [CHUNKS_FILE, HEADINGS_FILE, FILE_INDEX_FILE, FILES_FILE];
+
+/// Separates the parts of a stored heading path.
+const HEADING_SEPARATOR: char = '\u{1f}';
 
 /// Position of a chunk in the chunk table; lists identify hits by it.
 ///
@@ -31,7 +55,8 @@ pub const SPARSE_DIR: &str = "sparse";
 /// order is chunk-id order, which the fusion uses as its last tie-break.
 pub type ChunkOrd = u32;
 
-/// Every indexed file and chunk of one generation.
+/// Every indexed file and chunk of one generation, in memory (as the
+/// indexer builds it).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ChunkTable {
     /// Indexed files, sorted by path.
@@ -79,30 +104,84 @@ pub struct ChunkRecord {
     pub text_len: u32,
     /// CRC-32 of the text, checked whenever the text is read.
     pub text_crc: u32,
+    /// True when the chunk's vector is non-zero (the model knew some of its
+    /// tokens); lets a search tell a zeroed vector file from real zeros.
+    pub has_vector: bool,
 }
 
-/// Writes `chunks.bin` and `texts.bin` into `gen_dir`, fsynced.
+/// A chunk record as stored in `chunks.bin` (little-endian, 48 bytes).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
+pub struct RawChunk {
+    text_start: u64,
+    file: u32,
+    n: u32,
+    line_first: u32,
+    line_last: u32,
+    text_len: u32,
+    text_crc: u32,
+    heading_start: u32,
+    heading_len: u32,
+    flags: u32,
+    reserved: u32,
+}
+
+/// `RawChunk::flags` bit: the chunk has a non-zero vector.
+const HAS_VECTOR: u32 = 1;
+
+/// Writes the chunk table and texts into `gen_dir`, fsynced.
 pub fn write(gen_dir: &Path, table: &ChunkTable, texts: &[u8]) -> Result<()> {
-    let encoded = postcard::to_stdvec(table).context("cannot encode the chunk table")?;
-    atomic::write_synced(&gen_dir.join(CHUNKS_FILE), &encoded)?;
+    let mut headings = String::new();
+    let mut raw = Vec::with_capacity(table.chunks.len());
+    for c in &table.chunks {
+        let heading_start = headings.len() as u32;
+        headings.push_str(&c.heading_path.join(&HEADING_SEPARATOR.to_string()));
+        raw.push(RawChunk {
+            text_start: c.text_start,
+            file: c.file,
+            n: c.n,
+            line_first: c.lines.0,
+            line_last: c.lines.1,
+            text_len: c.text_len,
+            text_crc: c.text_crc,
+            heading_start,
+            heading_len: headings.len() as u32 - heading_start,
+            flags: if c.has_vector { HAS_VECTOR } else { 0 },
+            reserved: 0,
+        });
+    }
+    let mut files = Vec::new();
+    let mut offsets: Vec<u64> = vec![0];
+    for entry in &table.files {
+        files.extend(postcard::to_stdvec(entry).context("cannot encode a file entry")?);
+        offsets.push(files.len() as u64);
+    }
+    let offsets: Vec<u8> = offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
+    atomic::write_synced(&gen_dir.join(CHUNKS_FILE), bytemuck::cast_slice(&raw))?;
+    atomic::write_synced(&gen_dir.join(HEADINGS_FILE), headings.as_bytes())?;
+    atomic::write_synced(&gen_dir.join(FILE_INDEX_FILE), &offsets)?;
+    atomic::write_synced(&gen_dir.join(FILES_FILE), &files)?;
     atomic::write_synced(&gen_dir.join(TEXTS_FILE), texts)
 }
 
-/// A read-only view of one generation's chunks.
+/// A read-only, memory-mapped view of one generation.
 #[derive(Debug)]
 pub struct Generation {
     dir: PathBuf,
-    table: ChunkTable,
+    chunks: Option<Mmap>,
+    headings: Option<Mmap>,
+    file_index: Option<Mmap>,
+    files: Option<Mmap>,
     texts: Option<Mmap>,
 }
 
 /// One chunk as shown in results.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ChunkView<'a> {
     /// The file the chunk comes from.
-    pub file: &'a FileEntry,
+    pub file: FileEntry,
     /// The chunk record.
-    pub record: &'a ChunkRecord,
+    pub record: ChunkRecord,
     /// The chunk's text.
     pub text: &'a str,
 }
@@ -124,43 +203,53 @@ impl ChunkView<'_> {
     }
 }
 
+/// Maps `path` read-only (`None` for an empty file, which cannot be mapped).
+fn map(path: &Path) -> Result<Option<Mmap>> {
+    let file = File::open(path).with_context(|| damaged(path, "cannot be opened"))?;
+    if file.metadata()?.len() == 0 {
+        return Ok(None);
+    }
+    // SAFETY: generation files are never modified after the manifest that
+    // names them is written; a concurrent re-index writes a new folder.
+    Ok(Some(
+        unsafe { Mmap::map(&file) }.with_context(|| damaged(path, "cannot be mapped"))?,
+    ))
+}
+
 impl Generation {
-    /// Opens generation `manifest.generation` under `index_dir`, checking the
-    /// chunk table against its checksum and the text file against its length.
+    /// Opens generation `manifest.generation` under `index_dir`: every file
+    /// must have its recorded size, and the structural files their CRC-32.
     pub fn open(index_dir: &Path, manifest: &Manifest) -> Result<Self> {
+        ensure!(
+            cfg!(target_endian = "little"),
+            "memidx reads indexes on little-endian machines only"
+        );
         let dir = super::generation_dir(index_dir, manifest.generation);
         checks::check_sizes(&dir, &manifest.checksums)?;
-        let chunks_path = dir.join(CHUNKS_FILE);
-        let bytes =
-            fs::read(&chunks_path).with_context(|| damaged(&chunks_path, "cannot be read"))?;
-        let recorded = manifest.checksums.get(CHUNKS_FILE).map(|c| c.crc32);
-        if recorded != Some(crc32fast::hash(&bytes)) {
-            bail!(damaged(&chunks_path, "checksum mismatch"));
+        let structural = |name: &str| STRUCTURAL_FILES.contains(&name);
+        if let Some(problem) = checks::verify_matching(&dir, &manifest.checksums, structural)
+            .into_iter()
+            .next()
+        {
+            bail!(problem);
         }
-        let table: ChunkTable = postcard::from_bytes(&bytes)
-            .with_context(|| damaged(&chunks_path, "does not decode"))?;
-        let texts_path = dir.join(TEXTS_FILE);
-        let file =
-            File::open(&texts_path).with_context(|| damaged(&texts_path, "cannot be opened"))?;
-        let len = file.metadata()?.len();
-        let expected = table
-            .chunks
-            .iter()
-            .map(|c| c.text_start + u64::from(c.text_len))
-            .max()
-            .unwrap_or(0);
-        ensure!(
-            len == expected,
-            damaged(&texts_path, "has the wrong length")
-        );
-        // SAFETY: generation files are never modified after the manifest that
-        // names them is written; a concurrent re-index writes a new folder.
-        let texts = if len == 0 {
-            None
-        } else {
-            Some(unsafe { Mmap::map(&file) }?)
+        for name in STRUCTURAL_FILES.iter().chain([&TEXTS_FILE]) {
+            ensure!(
+                manifest.checksums.contains_key(*name),
+                damaged(&dir.join(name), "is not in the manifest")
+            );
+        }
+        let generation = Self {
+            chunks: map(&dir.join(CHUNKS_FILE))?,
+            headings: map(&dir.join(HEADINGS_FILE))?,
+            file_index: map(&dir.join(FILE_INDEX_FILE))?,
+            files: map(&dir.join(FILES_FILE))?,
+            texts: map(&dir.join(TEXTS_FILE))?,
+            dir,
         };
-        Ok(Self { dir, table, texts })
+        generation.raw_chunks()?;
+        generation.file_offsets()?;
+        Ok(generation)
     }
 
     /// The generation folder.
@@ -168,67 +257,183 @@ impl Generation {
         &self.dir
     }
 
-    /// The chunk table.
-    pub fn table(&self) -> &ChunkTable {
-        &self.table
+    /// The chunk records, viewed in place.
+    fn raw_chunks(&self) -> Result<&[RawChunk]> {
+        let bytes = self.chunks.as_deref().unwrap_or_default();
+        if bytes.is_empty() {
+            return Ok(&[]);
+        }
+        bytemuck::try_cast_slice(bytes)
+            .map_err(|_| anyhow::anyhow!(damaged(&self.dir.join(CHUNKS_FILE), "has a bad length")))
+    }
+
+    /// The file offsets (one per file, plus the end).
+    fn file_offsets(&self) -> Result<&[u64]> {
+        let path = self.dir.join(FILE_INDEX_FILE);
+        let offsets: &[u64] = match self.file_index.as_deref() {
+            None => &[],
+            Some(bytes) => bytemuck::try_cast_slice(bytes)
+                .map_err(|_| anyhow::anyhow!(damaged(&path, "has a bad length")))?,
+        };
+        ensure!(
+            !offsets.is_empty() || self.files.is_none(),
+            damaged(&path, "is empty")
+        );
+        Ok(offsets)
     }
 
     /// Number of chunks.
     pub fn len(&self) -> usize {
-        self.table.chunks.len()
+        self.raw_chunks().map_or(0, <[RawChunk]>::len)
     }
 
     /// True when the generation holds no chunk.
     pub fn is_empty(&self) -> bool {
-        self.table.chunks.is_empty()
+        self.len() == 0
     }
 
-    /// The chunk at `ord`, with its file and text.
-    pub fn chunk(&self, ord: ChunkOrd) -> Result<ChunkView<'_>> {
-        let record = self.table.chunks.get(ord as usize).with_context(|| {
+    /// Number of files.
+    pub fn file_count(&self) -> usize {
+        self.file_offsets().map_or(0, |o| o.len().saturating_sub(1))
+    }
+
+    fn raw(&self, ord: ChunkOrd) -> Result<&RawChunk> {
+        self.raw_chunks()?.get(ord as usize).with_context(|| {
             damaged(
                 &self.dir.join(CHUNKS_FILE),
                 "names a chunk it does not hold",
             )
-        })?;
-        let file = self
-            .table
+        })
+    }
+
+    /// The file index of every chunk, in ordinal order.
+    pub fn chunk_files(&self) -> impl Iterator<Item = u32> + '_ {
+        self.raw_chunks().unwrap_or_default().iter().map(|c| c.file)
+    }
+
+    /// Whether each chunk has a non-zero vector, in ordinal order.
+    pub fn vector_flags(&self) -> Vec<bool> {
+        self.raw_chunks()
+            .unwrap_or_default()
+            .iter()
+            .map(|c| c.flags & HAS_VECTOR != 0)
+            .collect()
+    }
+
+    /// The chunks of file `file`, as an ordinal range.
+    pub fn chunks_of_file(&self, file: u32) -> Range<ChunkOrd> {
+        let raw = self.raw_chunks().unwrap_or_default();
+        let start = raw.partition_point(|c| c.file < file);
+        let end = raw.partition_point(|c| c.file <= file);
+        start as ChunkOrd..end as ChunkOrd
+    }
+
+    /// The file entry at `index`, decoded.
+    pub fn file(&self, index: u32) -> Result<FileEntry> {
+        let path = self.dir.join(FILES_FILE);
+        let offsets = self.file_offsets()?;
+        let (start, end) = match (offsets.get(index as usize), offsets.get(index as usize + 1)) {
+            (Some(&s), Some(&e)) if s <= e => (s as usize, e as usize),
+            _ => bail!(damaged(
+                &self.dir.join(FILE_INDEX_FILE),
+                "names a file it does not hold"
+            )),
+        };
+        let bytes = self
             .files
-            .get(record.file as usize)
-            .with_context(|| {
-                damaged(&self.dir.join(CHUNKS_FILE), "names a file it does not hold")
-            })?;
-        let start = record.text_start as usize;
+            .as_deref()
+            .unwrap_or_default()
+            .get(start..end)
+            .with_context(|| damaged(&path, "is too short"))?;
+        postcard::from_bytes(bytes).with_context(|| damaged(&path, "does not decode"))
+    }
+
+    /// Every file entry, decoded (for filters, status and re-indexing).
+    pub fn files(&self) -> Result<Vec<FileEntry>> {
+        (0..self.file_count() as u32)
+            .map(|i| self.file(i))
+            .collect()
+    }
+
+    /// The chunk record at `ord`, with its heading path decoded.
+    pub fn record(&self, ord: ChunkOrd) -> Result<ChunkRecord> {
+        let raw = self.raw(ord)?;
+        let start = raw.heading_start as usize;
+        let bytes = self
+            .headings
+            .as_deref()
+            .unwrap_or_default()
+            .get(start..start + raw.heading_len as usize)
+            .with_context(|| damaged(&self.dir.join(HEADINGS_FILE), "is too short"))?;
+        let joined = std::str::from_utf8(bytes)
+            .with_context(|| damaged(&self.dir.join(HEADINGS_FILE), "holds invalid UTF-8"))?;
+        let heading_path = if joined.is_empty() {
+            Vec::new()
+        } else {
+            joined
+                .split(HEADING_SEPARATOR)
+                .map(str::to_string)
+                .collect()
+        };
+        Ok(ChunkRecord {
+            file: raw.file,
+            n: raw.n,
+            heading_path,
+            lines: (raw.line_first, raw.line_last),
+            text_start: raw.text_start,
+            text_len: raw.text_len,
+            text_crc: raw.text_crc,
+            has_vector: raw.flags & HAS_VECTOR != 0,
+        })
+    }
+
+    /// The text of chunk `ord`, checked against its CRC.
+    pub fn text(&self, ord: ChunkOrd) -> Result<&str> {
+        let raw = self.raw(ord)?;
+        let path = self.dir.join(TEXTS_FILE);
+        let start = raw.text_start as usize;
         let bytes = self
             .texts
             .as_deref()
             .unwrap_or_default()
-            .get(start..start + record.text_len as usize)
-            .with_context(|| damaged(&self.dir.join(TEXTS_FILE), "is too short"))?;
+            .get(start..start + raw.text_len as usize)
+            .with_context(|| damaged(&path, "is too short"))?;
         ensure!(
-            crc32fast::hash(bytes) == record.text_crc,
-            damaged(&self.dir.join(TEXTS_FILE), "checksum mismatch")
+            crc32fast::hash(bytes) == raw.text_crc,
+            damaged(&path, "checksum mismatch")
         );
-        let text = std::str::from_utf8(bytes)
-            .with_context(|| damaged(&self.dir.join(TEXTS_FILE), "holds invalid UTF-8"))?;
-        Ok(ChunkView { file, record, text })
+        std::str::from_utf8(bytes).with_context(|| damaged(&path, "holds invalid UTF-8"))
+    }
+
+    /// The chunk at `ord`, with its file and text.
+    pub fn chunk(&self, ord: ChunkOrd) -> Result<ChunkView<'_>> {
+        let record = self.record(ord)?;
+        let file = self.file(record.file)?;
+        Ok(ChunkView {
+            file,
+            record,
+            text: self.text(ord)?,
+        })
     }
 
     /// Finds a chunk by its id `path#n`.
     pub fn find(&self, id: &str) -> Option<ChunkOrd> {
         let (path, n) = id.rsplit_once('#')?;
         let n: u32 = n.parse().ok()?;
-        let file = self
-            .table
-            .files
-            .binary_search_by(|f| f.path.as_str().cmp(path))
-            .ok()? as u32;
-        let ord = self
-            .table
-            .chunks
-            .partition_point(|c| (c.file, c.n) < (file, n));
-        let chunk = self.table.chunks.get(ord)?;
-        (chunk.file == file && chunk.n == n).then_some(ord as ChunkOrd)
+        let (mut low, mut high) = (0u32, self.file_count() as u32);
+        while low < high {
+            let mid = low + (high - low) / 2;
+            match self.file(mid).ok()?.path.as_str().cmp(path) {
+                std::cmp::Ordering::Less => low = mid + 1,
+                std::cmp::Ordering::Greater => high = mid,
+                std::cmp::Ordering::Equal => {
+                    let range = self.chunks_of_file(mid);
+                    let raw = self.raw_chunks().ok()?;
+                    return range.into_iter().find(|&o| raw[o as usize].n == n);
+                }
+            }
+        }
+        None
     }
 }
 
@@ -250,6 +455,7 @@ pub fn searchable_text(heading_path: &[String], text: &str) -> String {
 mod tests {
     use super::*;
     use crate::store::manifest::{Counts, FORMAT_VERSION};
+    use std::fs;
 
     fn sample_table() -> (ChunkTable, Vec<u8>) {
         let texts = b"alphabeta".to_vec();
@@ -266,6 +472,7 @@ mod tests {
             text_start: start,
             text_len: len,
             text_crc: crc32fast::hash(&texts[start as usize..(start + u64::from(len)) as usize]),
+            has_vector: n == 1,
         };
         let table = ChunkTable {
             files: vec![file("a.md"), file("b/c.md")],
@@ -314,6 +521,11 @@ mod tests {
         assert_eq!(generation.len(), 3);
         let view = generation.chunk(2).unwrap();
         assert_eq!((view.id().as_str(), view.text), ("b/c.md#2", "ta"));
+        assert_eq!(view.record.heading_path, ["H"]);
+        assert_eq!(generation.file_count(), 2);
+        assert_eq!(generation.chunks_of_file(1), 1..3);
+        assert_eq!(generation.vector_flags(), [true, true, false]);
+        assert_eq!(generation.chunk_files().collect::<Vec<_>>(), [0, 1, 1]);
         assert_eq!(generation.find("b/c.md#1"), Some(1));
         assert_eq!(generation.find("a.md#1"), Some(0));
         assert_eq!(generation.find("a.md#2"), None);

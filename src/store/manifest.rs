@@ -26,10 +26,10 @@ use super::checks::Checksums;
 use super::{MANIFEST_FILE, atomic, damaged};
 
 /// The on-disk format this build writes.
-pub const FORMAT_VERSION: u32 = 6;
+pub const FORMAT_VERSION: u32 = 7;
 
 /// The on-disk formats this build can read.
-pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 6..=6;
+pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 7..=7;
 
 /// The manifest of one complete index.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -172,7 +172,7 @@ mod tests {
         fs::write(dir.path().join(MANIFEST_FILE), r#"{"format_version": 99}"#).unwrap();
         let err = Manifest::read(dir.path()).unwrap_err().to_string();
         assert!(err.contains("format version 99"), "{err}");
-        assert!(err.contains("6..=6"), "{err}");
+        assert!(err.contains("7..=7"), "{err}");
     }
 
     #[test]

