@@ -173,7 +173,7 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
         chunk.has_vector = row.iter().any(|v| *v != 0.0);
     }
     generation::write(&gen_dir, &built.table, &built.texts)?;
-    dense::write(&gen_dir, &vectors)?;
+    dense::write(&gen_dir, &vectors, dim)?;
     atomic::sync_dir(&gen_dir)?;
     let checksums = checks::compute(&gen_dir)?;
 
@@ -538,7 +538,7 @@ fn embed_chunks(
     for (ord, source) in built.reused_from.iter().enumerate() {
         match (source, &previous.vectors) {
             (Some(old), Some(old_vectors)) => {
-                vectors[ord * dim..][..dim].copy_from_slice(old_vectors.row(*old)?)
+                vectors[ord * dim..][..dim].copy_from_slice(&old_vectors.row(*old)?)
             }
             _ => todo.push(ord),
         }

@@ -80,11 +80,27 @@ fn status_reports_counts_model_settings_and_staleness() {
 fn verify_names_a_damaged_file() {
     let corpus = Corpus::fixtures();
     corpus.index();
-    let vectors = corpus.path().join(".memidx/gen-1/vectors.f32");
+    let vectors = corpus.path().join(".memidx/gen-1/vectors.i8");
     let mut bytes = fs::read(&vectors).unwrap();
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0x55;
-    fs::write(&vectors, bytes).unwrap();
+    fs::write(&vectors, &bytes).unwrap();
+    // A file written since indexing is re-read on every open, so even a plain search sees it.
+    corpus
+        .memidx()
+        .args(["search", "pool"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("vectors.i8 checksum mismatch"));
+    // Damage that keeps the sealed mtime (bit rot) is only found by --verify.
+    let sealed = std::time::UNIX_EPOCH
+        + std::time::Duration::from_secs(memidx::store::checks::SEALED_MTIME_SECS);
+    fs::File::options()
+        .write(true)
+        .open(&vectors)
+        .unwrap()
+        .set_modified(sealed)
+        .unwrap();
     corpus.memidx().arg("status").assert().code(0);
     corpus
         .memidx()
@@ -93,7 +109,7 @@ fn verify_names_a_damaged_file() {
         .code(2)
         .stderr(
             predicate::str::contains("index is damaged: ")
-                .and(predicate::str::contains("vectors.f32 checksum mismatch"))
+                .and(predicate::str::contains("vectors.i8 checksum mismatch"))
                 .and(predicate::str::contains("memidx index --full")),
         );
 }

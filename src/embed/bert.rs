@@ -367,7 +367,8 @@ impl BertEmbedder {
             .collect();
         order.sort_by_key(|&i| Reverse(encodings[i].len()));
 
-        for batch in order.chunks(BATCH_SIZE) {
+        let bs: usize = std::env::var("XBATCH").ok().and_then(|v| v.parse().ok()).unwrap_or(BATCH_SIZE);
+        for batch in order.chunks(bs) {
             let rows: Vec<&Encoding> = batch.iter().map(|&i| &encodings[i]).collect();
             let pooled = self.run_batch(&rows)?;
             for (row, &i) in pooled.chunks_exact(dim).zip(batch) {

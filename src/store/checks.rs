@@ -1,6 +1,17 @@
 //! Checksums of a generation's files: computed once when the generation is
-//! written, recorded in the manifest, checked cheaply (sizes) on every open
-//! and fully (CRC-32 over every byte) by `memidx status --verify`.
+//! written and recorded in the manifest with each file's size and
+//! modification time.
+//!
+//! When a generation is finished, each of its files gets the same fixed,
+//! long-past modification time ([`SEALED_MTIME_SECS`]). Every open stats
+//! each file: a missing file or a wrong size is damage; a file whose
+//! modification time is no longer the sealed one (something wrote to it — a
+//! truncation, a zeroing, an editor) is re-read in full and its CRC-32
+//! compared, so such damage is named before anything trusts the
+//! file, while an untouched index costs no reading at all. Damage that
+//! bypasses the file system (bit rot on the medium) keeps the mtime and is
+//! found by `memidx status --verify`, which re-reads everything — the quick
+//! check rsync uses, with the full check one flag away.
 //!
 //! `crc32fast` computes the CRC with SIMD where the CPU has it.
 
@@ -14,7 +25,7 @@ use walkdir::WalkDir;
 
 use super::damaged;
 
-/// Size and CRC-32 of one generation file.
+/// Size, modification time and CRC-32 of one generation file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FileCheck {
@@ -22,12 +33,26 @@ pub struct FileCheck {
     pub size: u64,
     /// CRC-32 of the content.
     pub crc32: u32,
+    /// Modification time when written, nanoseconds since the Unix epoch.
+    pub mtime_ns: i128,
+}
+
+/// The modification time given to every finished generation file
+/// (2001-09-09T01:46:40Z): no later write can produce it.
+pub const SEALED_MTIME_SECS: u64 = 1_000_000_000;
+
+/// A file's modification time in nanoseconds since the Unix epoch (0 if unknown).
+fn mtime_ns(meta: &fs::Metadata) -> i128 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as i128)
 }
 
 /// Every file under a generation folder, by `/`-separated relative path.
 pub type Checksums = BTreeMap<String, FileCheck>;
 
-/// Computes the checks of every file under `gen_dir`.
+/// Seals every file under `gen_dir` (see the module doc) and computes its checks.
 pub fn compute(gen_dir: &Path) -> Result<Checksums> {
     let mut checks = Checksums::new();
     for entry in WalkDir::new(gen_dir).sort_by_file_name() {
@@ -35,35 +60,54 @@ pub fn compute(gen_dir: &Path) -> Result<Checksums> {
         if !entry.file_type().is_file() {
             continue;
         }
+        let sealed = std::time::UNIX_EPOCH + std::time::Duration::from_secs(SEALED_MTIME_SECS);
+        fs::File::options()
+            .write(true)
+            .open(entry.path())
+            .and_then(|f| f.set_modified(sealed))
+            .with_context(|| format!("cannot seal {}", entry.path().display()))?;
         let bytes = fs::read(entry.path())
             .with_context(|| format!("cannot read {}", entry.path().display()))?;
+        let meta = fs::metadata(entry.path())
+            .with_context(|| format!("cannot stat {}", entry.path().display()))?;
         checks.insert(
             relative(gen_dir, entry.path()),
             FileCheck {
                 size: bytes.len() as u64,
                 crc32: crc32fast::hash(&bytes),
+                mtime_ns: mtime_ns(&meta),
             },
         );
     }
     Ok(checks)
 }
 
-/// Checks that every recorded file exists with its recorded size (a stat
-/// per file: cheap enough for every search; catches truncation and loss).
-pub fn check_sizes(gen_dir: &Path, checks: &Checksums) -> Result<()> {
+/// The check every open makes: each recorded file must exist with its
+/// recorded size (else an error naming it), and each file whose
+/// modification time changed is re-read and must match its CRC-32.
+pub fn check_on_open(gen_dir: &Path, checks: &Checksums) -> Result<()> {
+    let mut touched = Vec::new();
     for (name, check) in checks {
         let path = gen_dir.join(name);
-        let size = fs::metadata(&path)
-            .map_err(|_| anyhow::anyhow!(damaged(&path, "is missing")))?
-            .len();
-        if size != check.size {
+        let meta =
+            fs::metadata(&path).map_err(|_| anyhow::anyhow!(damaged(&path, "is missing")))?;
+        if meta.len() != check.size {
             bail!(damaged(
                 &path,
-                &format!("has {size} bytes, expected {}", check.size)
+                &format!("has {} bytes, expected {}", meta.len(), check.size)
             ));
         }
+        if mtime_ns(&meta) != check.mtime_ns {
+            touched.push(name.as_str());
+        }
     }
-    Ok(())
+    match verify_matching(gen_dir, checks, |name| touched.contains(&name))
+        .into_iter()
+        .next()
+    {
+        Some(problem) => bail!(problem),
+        None => Ok(()),
+    }
 }
 
 /// Re-reads every recorded file and compares its CRC-32; returns the
@@ -72,9 +116,7 @@ pub fn verify(gen_dir: &Path, checks: &Checksums) -> Vec<String> {
     verify_matching(gen_dir, checks, |_| true)
 }
 
-/// Like [`verify`], for the files whose relative path satisfies `select`
-/// (e.g. the sparse index's files, which are checked before every search
-/// because tantivy trusts its files and may panic on damaged ones).
+/// Like [`verify`], for the files whose relative path satisfies `select`.
 pub fn verify_matching(
     gen_dir: &Path,
     checks: &Checksums,
@@ -120,29 +162,36 @@ mod tests {
         let checks = compute(dir.path()).unwrap();
         assert_eq!(checks.keys().collect::<Vec<_>>(), ["a.bin", "sub/b.bin"]);
         assert_eq!(
-            checks["a.bin"],
-            FileCheck {
-                size: 5,
-                crc32: crc32fast::hash(b"hello")
-            }
+            (checks["a.bin"].size, checks["a.bin"].crc32),
+            (5, crc32fast::hash(b"hello"))
         );
-        check_sizes(dir.path(), &checks).unwrap();
+        check_on_open(dir.path(), &checks).unwrap();
         assert!(verify(dir.path(), &checks).is_empty());
 
+        assert_eq!(
+            checks["a.bin"].mtime_ns,
+            i128::from(SEALED_MTIME_SECS) * 1_000_000_000
+        );
+
+        // A write changes the mtime: the next open re-reads the file and names it.
         fs::write(dir.path().join("sub/b.bin"), b"worle!").unwrap();
-        check_sizes(dir.path(), &checks).unwrap();
+        let err = check_on_open(dir.path(), &checks).unwrap_err().to_string();
+        assert!(
+            err.contains("b.bin checksum mismatch") && err.contains("--full"),
+            "{err}"
+        );
         let problems = verify(dir.path(), &checks);
         assert_eq!(problems.len(), 1);
         assert!(
-            problems[0].contains("b.bin checksum mismatch") && problems[0].contains("--full"),
+            problems[0].contains("b.bin checksum mismatch"),
             "{problems:?}"
         );
 
         fs::write(dir.path().join("a.bin"), b"he").unwrap();
-        let err = check_sizes(dir.path(), &checks).unwrap_err().to_string();
+        let err = check_on_open(dir.path(), &checks).unwrap_err().to_string();
         assert!(err.contains("a.bin has 2 bytes, expected 5"), "{err}");
         fs::remove_file(dir.path().join("a.bin")).unwrap();
-        let err = check_sizes(dir.path(), &checks).unwrap_err().to_string();
+        let err = check_on_open(dir.path(), &checks).unwrap_err().to_string();
         assert!(err.contains("a.bin is missing"), "{err}");
     }
 }

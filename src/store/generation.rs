@@ -11,9 +11,9 @@
 //! ```
 //! `memmap2` maps the files and `bytemuck` views the records in place (it
 //! checks size and alignment); `postcard` encodes the per-file entries —
-//! compact, serde-based and maintained, unlike bincode. Every structural
-//! file is checked against its CRC-32 on open; each chunk's text has its own
-//! CRC, checked when it is read.
+//! compact, serde-based and maintained, unlike bincode. Opening runs the
+//! quick file checks of [`checks`]; each chunk's text also has its own CRC,
+//! checked when it is read.
 
 use std::fs::File;
 use std::ops::Range;
@@ -42,9 +42,8 @@ pub const TEXTS_FILE: &str = "texts.bin";
 /// Folder holding the sparse (tantivy) index.
 pub const SPARSE_DIR: &str = "sparse";
 
-/// The files checked against their CRC-32 on every open (small next to the
-/// texts and vectors, which are checked per chunk).
-const STRUCTURAL_FILES: [&str; 4] = [CHUNKS_FILE, HEADINGS_FILE, FILE_INDEX_FILE, FILES_FILE];
+/// The files every generation must have.
+const REQUIRED_FILES: [&str; 4] = [CHUNKS_FILE, HEADINGS_FILE, FILE_INDEX_FILE, FILES_FILE];
 
 /// Separates the parts of a stored heading path.
 const HEADING_SEPARATOR: char = '\u{1f}';
@@ -217,23 +216,16 @@ fn map(path: &Path) -> Result<Option<Mmap>> {
 }
 
 impl Generation {
-    /// Opens generation `manifest.generation` under `index_dir`: every file
-    /// must have its recorded size, and the structural files their CRC-32.
+    /// Opens generation `manifest.generation` under `index_dir`, after the
+    /// checks of [`checks::check_on_open`].
     pub fn open(index_dir: &Path, manifest: &Manifest) -> Result<Self> {
         ensure!(
             cfg!(target_endian = "little"),
             "memidx reads indexes on little-endian machines only"
         );
         let dir = super::generation_dir(index_dir, manifest.generation);
-        checks::check_sizes(&dir, &manifest.checksums)?;
-        let structural = |name: &str| STRUCTURAL_FILES.contains(&name);
-        if let Some(problem) = checks::verify_matching(&dir, &manifest.checksums, structural)
-            .into_iter()
-            .next()
-        {
-            bail!(problem);
-        }
-        for name in STRUCTURAL_FILES.iter().chain([&TEXTS_FILE]) {
+        checks::check_on_open(&dir, &manifest.checksums)?;
+        for name in REQUIRED_FILES.iter().chain([&TEXTS_FILE]) {
             ensure!(
                 manifest.checksums.contains_key(*name),
                 damaged(&dir.join(name), "is not in the manifest")
@@ -556,7 +548,24 @@ mod tests {
             err.contains("index is damaged") && err.contains(TEXTS_FILE),
             "{err}"
         );
+        // Rewritten in place (new mtime): the open re-reads it and names it.
         fs::write(gen_dir.join(TEXTS_FILE), b"alphabetA").unwrap();
+        let err = Generation::open(dir.path(), &manifest)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("checksum mismatch") && err.contains(TEXTS_FILE),
+            "{err}"
+        );
+        // Changed under the file system (mtime still sealed): the chunk's own CRC catches it.
+        let sealed =
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(checks::SEALED_MTIME_SECS);
+        fs::File::options()
+            .write(true)
+            .open(gen_dir.join(TEXTS_FILE))
+            .unwrap()
+            .set_modified(sealed)
+            .unwrap();
         let generation = Generation::open(dir.path(), &manifest).unwrap();
         let err = generation.chunk(2).unwrap_err().to_string();
         assert!(

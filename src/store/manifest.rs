@@ -26,10 +26,10 @@ use super::checks::Checksums;
 use super::{MANIFEST_FILE, atomic, damaged};
 
 /// The on-disk format this build writes.
-pub const FORMAT_VERSION: u32 = 7;
+pub const FORMAT_VERSION: u32 = 9;
 
 /// The on-disk formats this build can read.
-pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 7..=7;
+pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 9..=9;
 
 /// The manifest of one complete index.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -153,7 +153,11 @@ mod tests {
             },
             checksums: Checksums::from([(
                 "chunks.bin".to_string(),
-                FileCheck { size: 1, crc32: 42 },
+                FileCheck {
+                    size: 1,
+                    crc32: 42,
+                    mtime_ns: 7,
+                },
             )]),
         }
     }
@@ -172,7 +176,7 @@ mod tests {
         fs::write(dir.path().join(MANIFEST_FILE), r#"{"format_version": 99}"#).unwrap();
         let err = Manifest::read(dir.path()).unwrap_err().to_string();
         assert!(err.contains("format version 99"), "{err}");
-        assert!(err.contains("7..=7"), "{err}");
+        assert!(err.contains("9..=9"), "{err}");
     }
 
     #[test]
