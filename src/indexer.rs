@@ -94,6 +94,8 @@ pub struct IndexReport {
     pub embedded: usize,
     /// Time spent embedding.
     pub embed_time: Duration,
+    /// True when nothing changed, so no new generation was written.
+    pub up_to_date: bool,
     /// Wall-clock time of the run.
     pub elapsed: Duration,
 }
@@ -137,6 +139,25 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
         .collect();
     progress.finish_and_clear();
 
+    if previous.is_current(options, &outcomes) && walked.skipped.is_empty() {
+        let manifest = previous
+            .manifest
+            .as_ref()
+            .context("a current index has a manifest")?;
+        return Ok(IndexReport {
+            index_dir: options.index_dir.clone(),
+            generation: manifest.generation,
+            files: outcomes.len(),
+            reused: outcomes.len(),
+            chunks: manifest.counts.chunks,
+            skipped: Vec::new(),
+            warnings,
+            embedded: 0,
+            embed_time: Duration::ZERO,
+            up_to_date: true,
+            elapsed: started.elapsed(),
+        });
+    }
     let mut skipped = walked.skipped;
     let mut built = assemble(outcomes, &previous, &mut skipped, &mut warnings)?;
     let generation = previous.manifest.as_ref().map_or(1, |m| m.generation + 1);
@@ -215,6 +236,7 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
         warnings,
         embedded,
         embed_time,
+        up_to_date: false,
         elapsed: started.elapsed(),
     })
 }
@@ -293,6 +315,24 @@ impl Previous {
         }
         previous.manifest = Some(manifest);
         previous
+    }
+
+    /// True when the walk found exactly the previous files, all with the
+    /// same content, under the same settings: the index is current and a
+    /// new generation would be a copy. (Files only touched keep their old
+    /// mtime in the index and are re-hashed by the next run.)
+    fn is_current(&self, options: &IndexOptions, outcomes: &[FileOutcome]) -> bool {
+        let Some(manifest) = &self.manifest else {
+            return false;
+        };
+        self.generation.is_some()
+            && self.vectors.is_some()
+            && manifest.walk == options.walk
+            && manifest.counts.skipped == 0
+            && outcomes.len() == self.entries.len()
+            && outcomes
+                .iter()
+                .all(|o| matches!(o, FileOutcome::Reused { .. }))
     }
 
     /// The previous entry for `path` when its stamp says the content is the same.

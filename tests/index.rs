@@ -52,17 +52,36 @@ fn summary_reports_files_chunks_and_reuse() {
         "{text}"
     );
     assert!(text.contains(", 0 skipped in "), "{text}");
+    assert!(text.contains("(embedding 107 chunks: "), "{text}");
+    // Nothing changed: no new generation is written.
     let second = corpus.memidx().args(["index", "."]).output().unwrap();
     let text2 = String::from_utf8_lossy(&second.stdout).to_string();
     assert!(
-        text2.starts_with("indexed 18 files (18 unchanged), "),
+        text2.starts_with("index is up to date: 18 files, 107 chunks (checked in "),
         "{text2}"
     );
-    assert!(text.contains("(embedding 107 chunks: "), "{text}");
-    assert!(text2.contains("(embedding 0 chunks: "), "{text2}");
+    assert!(corpus.path().join(".memidx/gen-1").is_dir());
+    assert!(!corpus.path().join(".memidx/gen-2").exists());
+    // One file's content changed: a new generation reuses the other 17 and
+    // re-embeds only the changed file's chunks.
+    let note = corpus.path().join("notes/oncall-handoff-2024-w06.md");
+    let text = fs::read_to_string(&note)
+        .unwrap()
+        .replacen("# ", "# Edited: ", 1);
+    fs::write(&note, text).unwrap();
+    let third = corpus.memidx().args(["index", "."]).output().unwrap();
+    let text3 = String::from_utf8_lossy(&third.stdout).to_string();
+    assert!(
+        text3.starts_with("indexed 18 files (17 unchanged), "),
+        "{text3}"
+    );
+    assert!(
+        !text3.contains("(embedding 0 chunks: ") && !text3.contains("(embedding 107 chunks: "),
+        "{text3}"
+    );
     assert_eq!(
         summary_counts(&first.stdout).1,
-        summary_counts(&second.stdout).1
+        summary_counts(&third.stdout).1
     );
 }
 
@@ -364,7 +383,17 @@ fn an_interrupted_run_leaves_the_previous_index_usable_and_is_cleaned_up() {
     fs::create_dir_all(leftover.join("sparse")).unwrap();
     fs::write(leftover.join("chunks.bin"), b"partial").unwrap();
     assert_eq!(before, corpus.search_json("max_connections", &[]));
+    // The next run removes the leftover (nothing changed, so gen-1 stays live)…
     corpus.index();
+    assert!(!leftover.exists());
+    assert!(corpus.path().join(".memidx/gen-1").is_dir());
+    assert_eq!(before, corpus.search_json("max_connections", &[]));
+    // …and a full run writes gen-2 afresh and removes gen-1.
+    corpus
+        .memidx()
+        .args(["index", ".", "--full", "-q"])
+        .assert()
+        .success();
     assert!(!corpus.path().join(".memidx/gen-1").exists());
     assert!(corpus.path().join(".memidx/gen-2/chunks.bin").exists());
     assert_eq!(

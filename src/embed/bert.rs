@@ -37,9 +37,15 @@ use xxhash_rust::xxh3::Xxh3;
 
 use super::{Embedder, EmbedderInfo, FusionDefaults};
 
-/// Texts run through the encoder together. Batches hold texts of similar
-/// length (they are sorted first), so a larger batch wastes little padding.
-const BATCH_SIZE: usize = 32;
+/// Padded tokens per batch. Texts are sorted by length and cut into batches
+/// of about this many tokens: small enough that candle's intermediate
+/// tensors (the largest is batch × heads × length² attention scores) stay
+/// below glibc's mmap threshold and are reused instead of being mapped and
+/// page-faulted afresh for every operation.
+const TOKEN_BUDGET: usize = 2048;
+
+/// Texts per batch at most (short texts).
+const MAX_BATCH: usize = 64;
 
 /// Files a model folder must hold.
 const REQUIRED_FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
@@ -367,8 +373,14 @@ impl BertEmbedder {
             .collect();
         order.sort_by_key(|&i| Reverse(encodings[i].len()));
 
-        let bs: usize = std::env::var("XBATCH").ok().and_then(|v| v.parse().ok()).unwrap_or(BATCH_SIZE);
-        for batch in order.chunks(bs) {
+        let budget: usize = std::env::var("XBUDGET").ok().and_then(|v| v.parse().ok()).unwrap_or(TOKEN_BUDGET);
+        let mut start = 0;
+        while start < order.len() {
+            // Sorted longest first: the first text sets the padded length.
+            let longest = encodings[order[start]].len().max(1);
+            let n = (budget / longest).clamp(1, MAX_BATCH);
+            let batch = &order[start..(start + n).min(order.len())];
+            start += batch.len();
             let rows: Vec<&Encoding> = batch.iter().map(|&i| &encodings[i]).collect();
             let pooled = self.run_batch(&rows)?;
             for (row, &i) in pooled.chunks_exact(dim).zip(batch) {

@@ -287,6 +287,17 @@ fn bytes(n: u64) -> String {
 
 /// Prints the one-line summary of an indexing run.
 pub fn print_index_summary(out: &mut dyn Write, report: &IndexReport) -> Result<()> {
+    if report.up_to_date {
+        writeln!(
+            out,
+            "index is up to date: {} files, {} chunks (checked in {:.2} s) -> {}",
+            report.files,
+            report.chunks,
+            report.elapsed.as_secs_f64(),
+            report.index_dir.display()
+        )?;
+        return Ok(());
+    }
     writeln!(
         out,
         "indexed {} files ({} unchanged), {} chunks, {} skipped in {:.2} s (embedding {} chunks: {:.2} s) -> {}",
