@@ -505,7 +505,7 @@ fn assemble(
                         heading_path: record.heading_path,
                         lines: record.lines,
                     };
-                    push_chunk(&mut built, chunk, text, Some(old_ord));
+                    push_chunk(&mut built, chunk, &text, Some(old_ord));
                 }
                 built.reused += 1;
             }

@@ -7,10 +7,12 @@
 //! headings.bin  heading paths, UTF-8, parts separated by U+001F
 //! files.idx     u64 offsets into files.bin, one per file plus the end
 //! files.bin     one postcard-encoded FileEntry per file (decoded on demand)
-//! texts.bin     every chunk's text back to back
+//! texts.bin     every chunk's text, zstd-compressed in blocks of ~64 KiB
+//! texts.idx     u64 pairs (uncompressed start, compressed start) per block, plus the end
 //! ```
 //! `memmap2` maps the files and `bytemuck` views the records in place (it
-//! checks size and alignment); `postcard` encodes the per-file entries —
+//! checks size and alignment); `zstd` compresses the texts (markdown shrinks
+//! about fourfold, and a search decompresses only the blocks it prints); `postcard` encodes the per-file entries —
 //! compact, serde-based and maintained, unlike bincode. Opening runs the
 //! quick file checks of [`checks`]; each chunk's text also has its own CRC,
 //! checked when it is read.
@@ -18,6 +20,7 @@
 use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result, bail, ensure};
 use bytemuck::{Pod, Zeroable};
@@ -37,8 +40,15 @@ pub const HEADINGS_FILE: &str = "headings.bin";
 pub const FILE_INDEX_FILE: &str = "files.idx";
 /// File holding the postcard-encoded file entries.
 pub const FILES_FILE: &str = "files.bin";
-/// File holding all chunk texts, concatenated.
+/// File holding all chunk texts, compressed in blocks.
 pub const TEXTS_FILE: &str = "texts.bin";
+/// File holding the text blocks' offsets.
+pub const TEXT_INDEX_FILE: &str = "texts.idx";
+
+/// Uncompressed size a text block reaches before it is closed.
+const TEXT_BLOCK_BYTES: usize = 64 * 1024;
+/// zstd compression level for the texts (zstd's default).
+const TEXT_ZSTD_LEVEL: i32 = 3;
 /// Folder holding the sparse (tantivy) index.
 pub const SPARSE_DIR: &str = "sparse";
 
@@ -97,7 +107,7 @@ pub struct ChunkRecord {
     pub heading_path: Vec<String>,
     /// First and last line in the source file, 1-based, inclusive.
     pub lines: (u32, u32),
-    /// Byte offset of the text in `texts.bin`.
+    /// Byte offset of the text in the uncompressed stream of all texts.
     pub text_start: u64,
     /// Byte length of the text.
     pub text_len: u32,
@@ -160,7 +170,37 @@ pub fn write(gen_dir: &Path, table: &ChunkTable, texts: &[u8]) -> Result<()> {
     atomic::write_synced(&gen_dir.join(HEADINGS_FILE), headings.as_bytes())?;
     atomic::write_synced(&gen_dir.join(FILE_INDEX_FILE), &offsets)?;
     atomic::write_synced(&gen_dir.join(FILES_FILE), &files)?;
-    atomic::write_synced(&gen_dir.join(TEXTS_FILE), texts)
+    let (compressed, index) = compress_texts(table, texts)?;
+    atomic::write_synced(&gen_dir.join(TEXTS_FILE), &compressed)?;
+    atomic::write_synced(&gen_dir.join(TEXT_INDEX_FILE), &index)
+}
+
+/// Compresses the texts in blocks that end on chunk boundaries (so every
+/// chunk lies in one block); returns the blocks and their index.
+fn compress_texts(table: &ChunkTable, texts: &[u8]) -> Result<(Vec<u8>, Vec<u8>)> {
+    let mut compressed = Vec::new();
+    let mut index: Vec<u64> = Vec::new();
+    let mut block_start = 0usize;
+    let mut close = |start: usize, end: usize, compressed: &mut Vec<u8>| -> Result<()> {
+        index.extend([start as u64, compressed.len() as u64]);
+        compressed.extend(zstd::bulk::compress(&texts[start..end], TEXT_ZSTD_LEVEL)?);
+        Ok(())
+    };
+    for c in &table.chunks {
+        let end = (c.text_start + u64::from(c.text_len)) as usize;
+        if end - block_start >= TEXT_BLOCK_BYTES {
+            close(block_start, end, &mut compressed)?;
+            block_start = end;
+        }
+    }
+    if block_start < texts.len() {
+        close(block_start, texts.len(), &mut compressed)?;
+    }
+    index.extend([texts.len() as u64, compressed.len() as u64]);
+    Ok((
+        compressed,
+        index.iter().flat_map(|v| v.to_le_bytes()).collect(),
+    ))
 }
 
 /// A read-only, memory-mapped view of one generation.
@@ -172,20 +212,23 @@ pub struct Generation {
     file_index: Option<Mmap>,
     files: Option<Mmap>,
     texts: Option<Mmap>,
+    text_index: Option<Mmap>,
+    /// The last decompressed text block (a re-index reads chunks in order).
+    text_cache: Mutex<Option<(usize, Arc<Vec<u8>>)>>,
 }
 
 /// One chunk as shown in results.
 #[derive(Debug, Clone)]
-pub struct ChunkView<'a> {
+pub struct ChunkView {
     /// The file the chunk comes from.
     pub file: FileEntry,
     /// The chunk record.
     pub record: ChunkRecord,
     /// The chunk's text.
-    pub text: &'a str,
+    pub text: String,
 }
 
-impl ChunkView<'_> {
+impl ChunkView {
     /// The stable chunk id, `"{path}#{n}"`.
     pub fn id(&self) -> String {
         format!("{}#{}", self.file.path, self.record.n)
@@ -198,7 +241,7 @@ impl ChunkView<'_> {
 
     /// The text the lists index for this chunk (see [`searchable_text`]).
     pub fn searchable_text(&self) -> String {
-        searchable_text(&self.record.heading_path, self.text)
+        searchable_text(&self.record.heading_path, &self.text)
     }
 }
 
@@ -225,7 +268,7 @@ impl Generation {
         );
         let dir = super::generation_dir(index_dir, manifest.generation);
         checks::check_on_open(&dir, &manifest.checksums)?;
-        for name in REQUIRED_FILES.iter().chain([&TEXTS_FILE]) {
+        for name in REQUIRED_FILES.iter().chain([&TEXTS_FILE, &TEXT_INDEX_FILE]) {
             ensure!(
                 manifest.checksums.contains_key(*name),
                 damaged(&dir.join(name), "is not in the manifest")
@@ -237,6 +280,8 @@ impl Generation {
             file_index: map(&dir.join(FILE_INDEX_FILE))?,
             files: map(&dir.join(FILES_FILE))?,
             texts: map(&dir.join(TEXTS_FILE))?,
+            text_index: map(&dir.join(TEXT_INDEX_FILE))?,
+            text_cache: Mutex::new(None),
             dir,
         };
         generation.raw_chunks()?;
@@ -380,25 +425,65 @@ impl Generation {
     }
 
     /// The text of chunk `ord`, checked against its CRC.
-    pub fn text(&self, ord: ChunkOrd) -> Result<&str> {
+    pub fn text(&self, ord: ChunkOrd) -> Result<String> {
         let raw = self.raw(ord)?;
         let path = self.dir.join(TEXTS_FILE);
-        let start = raw.text_start as usize;
-        let bytes = self
-            .texts
-            .as_deref()
-            .unwrap_or_default()
+        let (block_start, block) = self.text_block(raw.text_start)?;
+        let start = (raw.text_start - block_start) as usize;
+        let bytes = block
             .get(start..start + raw.text_len as usize)
-            .with_context(|| damaged(&path, "is too short"))?;
+            .with_context(|| damaged(&path, "holds a block that is too short"))?;
         ensure!(
             crc32fast::hash(bytes) == raw.text_crc,
             damaged(&path, "checksum mismatch")
         );
-        std::str::from_utf8(bytes).with_context(|| damaged(&path, "holds invalid UTF-8"))
+        String::from_utf8(bytes.to_vec()).with_context(|| damaged(&path, "holds invalid UTF-8"))
+    }
+
+    /// The decompressed block holding uncompressed offset `offset`, with its start.
+    fn text_block(&self, offset: u64) -> Result<(u64, Arc<Vec<u8>>)> {
+        let index_path = self.dir.join(TEXT_INDEX_FILE);
+        let index: &[u64] = match self.text_index.as_deref() {
+            None => &[],
+            Some(bytes) => bytemuck::try_cast_slice(bytes)
+                .map_err(|_| anyhow::anyhow!(damaged(&index_path, "has a bad length")))?,
+        };
+        let blocks = index.len() / 2;
+        ensure!(
+            blocks >= 1 && index.len() % 2 == 0,
+            damaged(&index_path, "is malformed")
+        );
+        // Entries 0..blocks-1 start blocks; the last one marks the end.
+        let block = (0..blocks - 1).rev().find(|&b| index[2 * b] <= offset);
+        let block = block.with_context(|| damaged(&index_path, "does not cover a chunk"))?;
+        if let Ok(cache) = self.text_cache.lock()
+            && let Some((cached, bytes)) = cache.as_ref()
+            && *cached == block
+        {
+            return Ok((index[2 * block], Arc::clone(bytes)));
+        }
+        let (ustart, uend) = (index[2 * block], index[2 * block + 2]);
+        let (cstart, cend) = (index[2 * block + 1] as usize, index[2 * block + 3] as usize);
+        let path = self.dir.join(TEXTS_FILE);
+        let compressed = self
+            .texts
+            .as_deref()
+            .unwrap_or_default()
+            .get(cstart..cend)
+            .with_context(|| damaged(&path, "is too short"))?;
+        let capacity = usize::try_from(uend.saturating_sub(ustart)).unwrap_or(0);
+        let bytes = zstd::bulk::decompress(compressed, capacity).map_err(|_| {
+            anyhow::anyhow!(damaged(&path, "holds a block that does not decompress"))
+        })?;
+        let bytes = Arc::new(bytes);
+        if let Ok(mut cache) = self.text_cache.lock() {
+            *cache = Some((block, Arc::clone(&bytes)));
+        }
+        Ok((ustart, bytes))
     }
 
     /// The chunk at `ord`, with its file and text.
-    pub fn chunk(&self, ord: ChunkOrd) -> Result<ChunkView<'_>> {
+    pub fn chunk(&self, ord: ChunkOrd) -> Result<ChunkView> {
         let record = self.record(ord)?;
         let file = self.file(record.file)?;
         Ok(ChunkView {
@@ -512,7 +597,7 @@ mod tests {
         let generation = Generation::open(dir.path(), &manifest).unwrap();
         assert_eq!(generation.len(), 3);
         let view = generation.chunk(2).unwrap();
-        assert_eq!((view.id().as_str(), view.text), ("b/c.md#2", "ta"));
+        assert_eq!((view.id().as_str(), view.text.as_str()), ("b/c.md#2", "ta"));
         assert_eq!(view.record.heading_path, ["H"]);
         assert_eq!(generation.file_count(), 2);
         assert_eq!(generation.chunks_of_file(1), 1..3);
@@ -540,45 +625,70 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let manifest = write_sample(dir.path());
         let gen_dir = crate::store::generation_dir(dir.path(), 1);
-        fs::write(gen_dir.join(TEXTS_FILE), b"alpha").unwrap();
-        let err = Generation::open(dir.path(), &manifest)
-            .unwrap_err()
-            .to_string();
+        let texts_path = gen_dir.join(TEXTS_FILE);
+        let original = fs::read(&texts_path).unwrap();
+        let message = |result: Result<Generation>| result.unwrap_err().to_string();
+
+        fs::write(&texts_path, &original[..original.len() / 2]).unwrap();
+        let err = message(Generation::open(dir.path(), &manifest));
         assert!(
             err.contains("index is damaged") && err.contains(TEXTS_FILE),
             "{err}"
         );
+
         // Rewritten in place (new mtime): the open re-reads it and names it.
-        fs::write(gen_dir.join(TEXTS_FILE), b"alphabetA").unwrap();
-        let err = Generation::open(dir.path(), &manifest)
-            .unwrap_err()
-            .to_string();
+        let mut flipped = original.clone();
+        let middle = flipped.len() / 2;
+        flipped[middle] ^= 0xff;
+        fs::write(&texts_path, &flipped).unwrap();
+        let err = message(Generation::open(dir.path(), &manifest));
         assert!(
             err.contains("checksum mismatch") && err.contains(TEXTS_FILE),
             "{err}"
         );
-        // Changed under the file system (mtime still sealed): the chunk's own CRC catches it.
+
+        // Changed under the file system (mtime still sealed): reading a chunk names it.
         let sealed =
             std::time::UNIX_EPOCH + std::time::Duration::from_secs(checks::SEALED_MTIME_SECS);
         fs::File::options()
             .write(true)
-            .open(gen_dir.join(TEXTS_FILE))
+            .open(&texts_path)
             .unwrap()
             .set_modified(sealed)
             .unwrap();
         let generation = Generation::open(dir.path(), &manifest).unwrap();
-        let err = generation.chunk(2).unwrap_err().to_string();
+        let errors: Vec<String> = (0..3)
+            .filter_map(|ord| generation.chunk(ord).err())
+            .map(|e| e.to_string())
+            .collect();
+        assert!(!errors.is_empty(), "a flipped byte went unnoticed");
         assert!(
-            err.contains("checksum mismatch") && err.contains(TEXTS_FILE),
-            "{err}"
+            errors
+                .iter()
+                .all(|e| e.contains("index is damaged") && e.contains(TEXTS_FILE)),
+            "{errors:?}"
         );
-        assert_eq!(generation.chunk(0).unwrap().text, "alpha");
+
+        fs::write(&texts_path, &original).unwrap();
+        fs::File::options()
+            .write(true)
+            .open(&texts_path)
+            .unwrap()
+            .set_modified(sealed)
+            .unwrap();
+        assert_eq!(
+            Generation::open(dir.path(), &manifest)
+                .unwrap()
+                .chunk(0)
+                .unwrap()
+                .text,
+            "alpha"
+        );
+
         let mut bytes = fs::read(gen_dir.join(CHUNKS_FILE)).unwrap();
         bytes[3] ^= 0xff;
         fs::write(gen_dir.join(CHUNKS_FILE), bytes).unwrap();
-        let err = Generation::open(dir.path(), &manifest)
-            .unwrap_err()
-            .to_string();
+        let err = message(Generation::open(dir.path(), &manifest));
         assert!(
             err.contains("checksum mismatch") && err.contains(CHUNKS_FILE),
             "{err}"

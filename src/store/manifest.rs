@@ -26,10 +26,10 @@ use super::checks::Checksums;
 use super::{MANIFEST_FILE, atomic, damaged};
 
 /// The on-disk format this build writes.
-pub const FORMAT_VERSION: u32 = 9;
+pub const FORMAT_VERSION: u32 = 10;
 
 /// The on-disk formats this build can read.
-pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 9..=9;
+pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 10..=10;
 
 /// The manifest of one complete index.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -176,7 +176,7 @@ mod tests {
         fs::write(dir.path().join(MANIFEST_FILE), r#"{"format_version": 99}"#).unwrap();
         let err = Manifest::read(dir.path()).unwrap_err().to_string();
         assert!(err.contains("format version 99"), "{err}");
-        assert!(err.contains("9..=9"), "{err}");
+        assert!(err.contains("10..=10"), "{err}");
     }
 
     #[test]
