@@ -450,7 +450,7 @@ impl Generation {
         };
         let blocks = index.len() / 2;
         ensure!(
-            blocks >= 1 && index.len() % 2 == 0,
+            blocks >= 1 && index.len().is_multiple_of(2),
             damaged(&index_path, "is malformed")
         );
         // Entries 0..blocks-1 start blocks; the last one marks the end.
