@@ -160,22 +160,7 @@ fn explain_contributions_add_up_to_the_search_scores_exactly() {
 fn explain_says_why_a_list_did_not_contribute() {
     let corpus = Corpus::fixtures();
     corpus.index();
-    let explain = |args: &[&str]| -> Value {
-        let output = corpus
-            .memidx()
-            .arg("explain")
-            .args(args)
-            .arg("--json")
-            .output()
-            .unwrap();
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        serde_json::from_slice(&output.stdout).unwrap()
-    };
+    let explain = |args: &[&str]| corpus.json(&[&["explain"][..], args, &["--json"]].concat());
     let staging = "runbooks/billing/connection-pool-staging.md#2";
     let filtered = explain(&[
         "HTTP 504",

@@ -10,19 +10,7 @@ use predicates::prelude::*;
 use serde_json::Value;
 
 fn status_json(corpus: &Corpus, args: &[&str]) -> Value {
-    let output = corpus
-        .memidx()
-        .args(["status", "--json"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
+    corpus.json(&[&["status", "--json"][..], args].concat())
 }
 
 #[test]

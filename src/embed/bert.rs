@@ -20,9 +20,11 @@
 //!   BLAS, CUDA or Metal is linked.
 //! - `xxhash-rust` (xxh3) fingerprints the files that decide the vectors.
 //!
-//! Speed: texts are tokenized once, sorted by length and run in batches of
-//! similar length, so little work is spent on padding; results come back in
-//! input order.
+//! Speed: texts are tokenized once, sorted by length and cut into batches of
+//! about [`TOKEN_BUDGET`] padded tokens, so little work goes to padding and
+//! candle's per-operation buffers stay small; results come back in input
+//! order. candle spreads each operation over all physical cores (its own
+//! rayon pool, sized by `RAYON_NUM_THREADS` or the core count).
 
 use std::cmp::Reverse;
 use std::path::{Path, PathBuf};
@@ -134,8 +136,14 @@ impl PoolingConfig {
                 (self.pooling_mode_cls_token, PoolingMode::Cls),
                 (self.pooling_mode_max_tokens, PoolingMode::Max),
                 (self.pooling_mode_mean_tokens, PoolingMode::Mean),
-                (self.pooling_mode_mean_sqrt_len_tokens, PoolingMode::MeanSqrtLen),
-                (self.pooling_mode_weightedmean_tokens, PoolingMode::WeightedMean),
+                (
+                    self.pooling_mode_mean_sqrt_len_tokens,
+                    PoolingMode::MeanSqrtLen,
+                ),
+                (
+                    self.pooling_mode_weightedmean_tokens,
+                    PoolingMode::WeightedMean,
+                ),
                 (self.pooling_mode_lasttoken, PoolingMode::LastToken),
             ]
             .into_iter()
@@ -237,8 +245,13 @@ impl BertEmbedder {
                 dir.join("config.json").display()
             );
         }
-        let config: BertConfig = serde_json::from_value(config_json.clone())
-            .with_context(|| format!("reading BERT settings from {}", dir.join("config.json").display()))?;
+        let config: BertConfig =
+            serde_json::from_value(config_json.clone()).with_context(|| {
+                format!(
+                    "reading BERT settings from {}",
+                    dir.join("config.json").display()
+                )
+            })?;
 
         let pooling = match &pooling_bytes {
             Some(bytes) => serde_json::from_slice::<PoolingConfig>(bytes)
@@ -253,14 +266,17 @@ impl BertEmbedder {
             None => SentenceBertConfig::default(),
         };
         let max_positions = config.max_position_embeddings.max(2);
-        let max_seq_length = sbert
-            .max_seq_length
-            .unwrap_or(512)
-            .clamp(2, max_positions);
+        let max_seq_length = sbert.max_seq_length.unwrap_or(512).clamp(2, max_positions);
 
         let mut tokenizer = Tokenizer::from_bytes(&tokenizer_bytes).map_err(|e| {
             anyhow::anyhow!("parsing {}: {e}", dir.join("tokenizer.json").display())
         })?;
+        let pad_id = match tokenizer.get_padding() {
+            Some(padding) => padding.pad_id,
+            None => tokenizer
+                .token_to_id("[PAD]")
+                .unwrap_or_else(|| u32::try_from(config.pad_token_id).unwrap_or(0)),
+        };
         // tokenizer.json may carry its own fixed padding and truncation
         // (all-MiniLM-L6-v2's pads and truncates to 128): the batch code
         // pads by itself, and truncation follows max_seq_length.
@@ -273,11 +289,6 @@ impl BertEmbedder {
                 stride: 0,
             }))
             .map_err(|e| anyhow::anyhow!("setting truncation to {max_seq_length} tokens: {e}"))?;
-        let pad_id = tokenizer
-            .get_vocab(true)
-            .get("[PAD]")
-            .copied()
-            .unwrap_or(config.pad_token_id as u32);
 
         let fingerprint = fingerprint(&[
             Some(&tokenizer_bytes),
@@ -373,12 +384,11 @@ impl BertEmbedder {
             .collect();
         order.sort_by_key(|&i| Reverse(encodings[i].len()));
 
-        let budget: usize = std::env::var("XBUDGET").ok().and_then(|v| v.parse().ok()).unwrap_or(TOKEN_BUDGET);
         let mut start = 0;
         while start < order.len() {
             // Sorted longest first: the first text sets the padded length.
             let longest = encodings[order[start]].len().max(1);
-            let n = (budget / longest).clamp(1, MAX_BATCH);
+            let n = (TOKEN_BUDGET / longest).clamp(1, MAX_BATCH);
             let batch = &order[start..(start + n).min(order.len())];
             start += batch.len();
             let rows: Vec<&Encoding> = batch.iter().map(|&i| &encodings[i]).collect();
@@ -408,8 +418,8 @@ impl BertEmbedder {
         let hidden = device.with_context(|| -> candle_core::Result<Vec<f32>> {
             let ids = Tensor::from_vec(ids, (n, seq), device)?;
             let type_ids = Tensor::from_vec(type_ids, (n, seq), device)?;
-            let mask_t = Tensor::from_vec(mask.clone(), (n, seq), device)?;
-            let hidden = self.model.forward(&ids, &type_ids, Some(&mask_t))?;
+            let mask = Tensor::from_vec(mask, (n, seq), device)?;
+            let hidden = self.model.forward(&ids, &type_ids, Some(&mask))?;
             hidden.flatten_all()?.to_vec1::<f32>()
         })?;
 
@@ -475,7 +485,11 @@ fn pool(mode: PoolingMode, tokens: &[f32], h: usize, dst: &mut [f32]) {
 
 /// Scales `v` to unit length (left as is when all zeros).
 fn normalize(v: &mut [f32]) {
-    let norm = v.iter().map(|&x| f64::from(x) * f64::from(x)).sum::<f64>().sqrt();
+    let norm = v
+        .iter()
+        .map(|&x| f64::from(x) * f64::from(x))
+        .sum::<f64>()
+        .sqrt();
     if norm > 0.0 {
         for x in v {
             *x = (f64::from(*x) / norm) as f32;
@@ -566,7 +580,11 @@ fn model_id(dir: &Path, config: &serde_json::Value) -> String {
         return title;
     }
     if let Some(name) = config.get("_name_or_path").and_then(|v| v.as_str()) {
-        let name = name.trim_end_matches('/').rsplit('/').next().unwrap_or(name);
+        let name = name
+            .trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or(name);
         if !name.is_empty() {
             return name.to_string();
         }
@@ -589,10 +607,7 @@ fn model_card_title(dir: &Path) -> Option<String> {
         }
     }
     body.extend(lines);
-    let title = body
-        .iter()
-        .find_map(|line| line.strip_prefix("# "))?
-        .trim();
+    let title = body.iter().find_map(|line| line.strip_prefix("# "))?.trim();
     (!title.is_empty() && !title.contains(char::is_whitespace) && title.len() <= 100)
         .then(|| title.to_string())
 }

@@ -245,6 +245,14 @@ impl ChunkView {
     }
 }
 
+/// The bytes `range` of a mapped file, or an error naming `path` as damaged.
+fn slice<'a>(map: &'a Option<Mmap>, range: Range<usize>, path: &Path) -> Result<&'a [u8]> {
+    map.as_deref()
+        .unwrap_or_default()
+        .get(range)
+        .with_context(|| damaged(path, "is too short"))
+}
+
 /// Maps `path` read-only (`None` for an empty file, which cannot be mapped).
 fn map(path: &Path) -> Result<Option<Mmap>> {
     let file = File::open(path).with_context(|| damaged(path, "cannot be opened"))?;
@@ -376,12 +384,7 @@ impl Generation {
                 "names a file it does not hold"
             )),
         };
-        let bytes = self
-            .files
-            .as_deref()
-            .unwrap_or_default()
-            .get(start..end)
-            .with_context(|| damaged(&path, "is too short"))?;
+        let bytes = slice(&self.files, start..end, &path)?;
         postcard::from_bytes(bytes).with_context(|| damaged(&path, "does not decode"))
     }
 
@@ -396,12 +399,12 @@ impl Generation {
     pub fn record(&self, ord: ChunkOrd) -> Result<ChunkRecord> {
         let raw = self.raw(ord)?;
         let start = raw.heading_start as usize;
-        let bytes = self
-            .headings
-            .as_deref()
-            .unwrap_or_default()
-            .get(start..start + raw.heading_len as usize)
-            .with_context(|| damaged(&self.dir.join(HEADINGS_FILE), "is too short"))?;
+        let headings_path = self.dir.join(HEADINGS_FILE);
+        let bytes = slice(
+            &self.headings,
+            start..start + raw.heading_len as usize,
+            &headings_path,
+        )?;
         let joined = std::str::from_utf8(bytes)
             .with_context(|| damaged(&self.dir.join(HEADINGS_FILE), "holds invalid UTF-8"))?;
         let heading_path = if joined.is_empty() {
@@ -465,12 +468,7 @@ impl Generation {
         let (ustart, uend) = (index[2 * block], index[2 * block + 2]);
         let (cstart, cend) = (index[2 * block + 1] as usize, index[2 * block + 3] as usize);
         let path = self.dir.join(TEXTS_FILE);
-        let compressed = self
-            .texts
-            .as_deref()
-            .unwrap_or_default()
-            .get(cstart..cend)
-            .with_context(|| damaged(&path, "is too short"))?;
+        let compressed = slice(&self.texts, cstart..cend, &path)?;
         let capacity = usize::try_from(uend.saturating_sub(ustart)).unwrap_or(0);
         let bytes = zstd::bulk::decompress(compressed, capacity).map_err(|_| {
             anyhow::anyhow!(damaged(&path, "holds a block that does not decompress"))

@@ -57,21 +57,21 @@ impl Corpus {
         output
     }
 
-    /// Runs `memidx search QUERY --json ARGS…`, asserts exit 0, parses the JSON.
-    pub fn search_json(&self, query: &str, args: &[&str]) -> Value {
-        let output = self
-            .memidx()
-            .args(["search", query, "--json"])
-            .args(args)
-            .output()
-            .expect("run");
+    /// Runs `memidx ARGS…`, asserts exit 0, parses stdout as JSON.
+    pub fn json(&self, args: &[&str]) -> Value {
+        let output = self.memidx().args(args).output().expect("run");
         assert_eq!(
             output.status.code(),
             Some(0),
-            "search {query:?} failed: {}",
+            "memidx {args:?} failed: {}",
             String::from_utf8_lossy(&output.stderr)
         );
         serde_json::from_slice(&output.stdout).expect("valid JSON")
+    }
+
+    /// Runs `memidx search QUERY --json ARGS…`, asserts exit 0, parses the JSON.
+    pub fn search_json(&self, query: &str, args: &[&str]) -> Value {
+        self.json(&[&["search", query, "--json"][..], args].concat())
     }
 }
 
