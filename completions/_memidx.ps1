@@ -41,6 +41,7 @@ Register-ArgumentCompleter -Native -CommandName 'memidx' -ScriptBlock {
             [CompletionResult]::new('--chunk-tokens', '--chunk-tokens', [CompletionResultType]::ParameterName, 'Target chunk size in estimated tokens; longer sections split at block boundaries [default: 400]')
             [CompletionResult]::new('--include', '--include', [CompletionResultType]::ParameterName, 'Index only files whose path (relative to DIR) matches GLOB (repeatable)')
             [CompletionResult]::new('--exclude', '--exclude', [CompletionResultType]::ParameterName, 'Skip files and folders whose path (relative to DIR) matches GLOB (repeatable)')
+            [CompletionResult]::new('--model', '--model', [CompletionResultType]::ParameterName, 'Embed with this sentence-transformers model folder (config.json, tokenizer.json, model.safetensors) instead of the bundled model')
             [CompletionResult]::new('--index', '--index', [CompletionResultType]::ParameterName, 'Where to write the index [default: DIR/.memidx]; keeps it out of read-only or shared folders')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)')
             [CompletionResult]::new('--full', '--full', [CompletionResultType]::ParameterName, 'Re-read every file instead of reusing unchanged ones')

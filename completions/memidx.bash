@@ -345,7 +345,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__index)
-            opts="-q -h -V --full --max-file-size --chunk-tokens --no-ignore --include --exclude --index --quiet --color --help --version"
+            opts="-q -h -V --full --max-file-size --chunk-tokens --no-ignore --include --exclude --model --index --quiet --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -364,6 +364,10 @@ _memidx() {
                     return 0
                     ;;
                 --exclude)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --model)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -37,6 +37,7 @@ set edit:completion:arg-completer[memidx] = {|@words|
             cand --chunk-tokens 'Target chunk size in estimated tokens; longer sections split at block boundaries [default: 400]'
             cand --include 'Index only files whose path (relative to DIR) matches GLOB (repeatable)'
             cand --exclude 'Skip files and folders whose path (relative to DIR) matches GLOB (repeatable)'
+            cand --model 'Embed with this sentence-transformers model folder (config.json, tokenizer.json, model.safetensors) instead of the bundled model'
             cand --index 'Where to write the index [default: DIR/.memidx]; keeps it out of read-only or shared folders'
             cand --color 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)'
             cand --full 'Re-read every file instead of reusing unchanged ones'

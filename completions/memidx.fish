@@ -41,6 +41,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand index" -l max-file-size -d
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l chunk-tokens -d 'Target chunk size in estimated tokens; longer sections split at block boundaries [default: 400]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l include -d 'Index only files whose path (relative to DIR) matches GLOB (repeatable)' -r
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l exclude -d 'Skip files and folders whose path (relative to DIR) matches GLOB (repeatable)' -r
+complete -c memidx -n "__fish_memidx_using_subcommand index" -l model -d 'Embed with this sentence-transformers model folder (config.json, tokenizer.json, model.safetensors) instead of the bundled model' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l index -d 'Where to write the index [default: DIR/.memidx]; keeps it out of read-only or shared folders' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
 always\t'Always'

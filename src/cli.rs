@@ -77,6 +77,10 @@ pub struct IndexArgs {
     /// Skip files and folders whose path (relative to DIR) matches GLOB (repeatable).
     #[arg(long, value_name = "GLOB")]
     pub exclude: Vec<String>,
+    /// Embed with this sentence-transformers model folder (config.json,
+    /// tokenizer.json, model.safetensors) instead of the bundled model.
+    #[arg(long, value_name = "DIR", env = "MEMIDX_MODEL")]
+    pub model: Option<PathBuf>,
     /// Where to write the index [default: DIR/.memidx]; keeps it out of
     /// read-only or shared folders.
     #[arg(long, value_name = "PATH", env = "MEMIDX_INDEX")]

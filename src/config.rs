@@ -236,6 +236,7 @@ pub fn index_options(args: &IndexArgs) -> IndexOptions {
     if let Some(index) = &args.index {
         options.index_dir = index.clone();
     }
+    options.model_dir = args.model.clone();
     options.walk = WalkOptions {
         no_ignore: args.no_ignore,
         include: args.include.clone(),

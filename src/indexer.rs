@@ -52,6 +52,8 @@ pub struct IndexOptions {
     pub analyzer: Analyzer,
     /// Ignore rules and globs for the walk.
     pub walk: WalkOptions,
+    /// The transformer model folder (`--model`), or `None` for the bundled model.
+    pub model_dir: Option<PathBuf>,
 }
 
 impl IndexOptions {
@@ -66,6 +68,7 @@ impl IndexOptions {
             chunker: ChunkOptions::default(),
             analyzer: Analyzer::default(),
             walk: WalkOptions::default(),
+            model_dir: None,
         }
     }
 }
@@ -214,6 +217,12 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
         bm25: Bm25Params::default(),
         chunker: options.chunker,
         embedder: embedder.info().clone(),
+        model_dir: options.model_dir.as_ref().map(|d| {
+            fs::canonicalize(d)
+                .unwrap_or_else(|_| d.clone())
+                .display()
+                .to_string()
+        }),
         fusion: embedder.fusion_defaults(),
         counts: Counts {
             files: built.table.files.len(),
@@ -560,7 +569,7 @@ fn push_chunk(built: &mut Built, chunk: NewChunk, text: &str, reused_from: Optio
 }
 
 /// Texts embedded per call of the embedder.
-const EMBED_BATCH: usize = 1024;
+const EMBED_BATCH: usize = 256;
 
 /// Vectors for every chunk, row-major: copied from the previous index for
 /// reused chunks (same embedder), embedded in batches for the rest; also
@@ -586,7 +595,7 @@ fn embed_chunks(
     let bar = progress::bar(progress, todo.len(), "embedding", "chunks");
     for batch in todo.chunks(EMBED_BATCH) {
         let texts: Vec<String> = batch.iter().map(|&ord| searchable[ord].clone()).collect();
-        let flat = embedder.embed(&texts);
+        let flat = embedder.embed(&texts)?;
         for (&ord, row) in batch.iter().zip(flat.chunks_exact(dim)) {
             vectors[ord * dim..][..dim].copy_from_slice(row);
         }

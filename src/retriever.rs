@@ -208,8 +208,8 @@ impl Retriever {
     }
 
     fn open_lists(index_dir: &Path, manifest: Manifest, selection: &ListSelection) -> Result<Self> {
-        if selection.dense {
-            // Load the model (≈ 20 ms) on another core while the index opens.
+        if selection.dense && manifest.model_dir.is_none() {
+            // Load the bundled model (≈ 20 ms) on another core while the index opens.
             std::thread::spawn(StaticEmbedder::bundled);
         }
         let generation = Generation::open(index_dir, &manifest)?;
@@ -501,29 +501,31 @@ impl Retriever {
 }
 
 /// The embedder for queries: the one that built the index, or an error
-/// saying how to rebuild when this build does not have it.
+/// saying how to rebuild when it is not available or has changed.
 fn query_embedder(manifest: &Manifest) -> Result<&'static dyn Embedder> {
-    let bundled = StaticEmbedder::bundled();
     let built_with = &manifest.embedder;
+    let rebuild = |dir: &str| match dir {
+        "" => "memidx index --full DIR".to_string(),
+        dir => format!("memidx index --full --model {dir} DIR"),
+    };
+    let dir = manifest.model_dir.as_deref();
+    let embedder = crate::embed::load(dir.map(Path::new)).with_context(|| {
+        format!(
+            "cannot load the model the index was built with; rebuild it with '{}'",
+            rebuild("")
+        )
+    })?;
     ensure!(
-        built_with == bundled.info(),
-        "the index was embedded with '{}' ({}), but this memidx embeds queries with '{}' ({}); rebuild it with 'memidx index --full DIR'",
+        built_with == embedder.info(),
+        "the index was embedded with '{}' ({}), but {} is now '{}' ({}); rebuild it with '{}'",
         built_with.id,
         built_with.fingerprint,
-        bundled.info().id,
-        bundled.info().fingerprint
+        dir.map_or("this memidx's bundled model".to_string(), |d| format!(
+            "the model in {d}"
+        )),
+        embedder.info().id,
+        embedder.info().fingerprint,
+        rebuild(dir.unwrap_or_default())
     );
-    Ok(bundled)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn default_window_is_at_least_fifty_and_twice_top_k() {
-        assert_eq!(default_window(1), 50);
-        assert_eq!(default_window(25), 50);
-        assert_eq!(default_window(40), 80);
-    }
+    Ok(embedder)
 }

@@ -5,7 +5,7 @@ use std::io::Write;
 use anyhow::Result;
 
 use super::Status;
-use crate::embed::static_model::StaticEmbedder;
+use crate::embed;
 use crate::indexer::{self, IndexOptions};
 use crate::output::human;
 
@@ -17,7 +17,7 @@ pub fn run(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<Status> {
-    let report = indexer::run(options, StaticEmbedder::bundled())?;
+    let report = indexer::run(options, embed::load(options.model_dir.as_deref())?)?;
     human::print_index_warnings(err, &report.skipped, &report.warnings)?;
     if !quiet {
         human::print_index_summary(out, &report)?;

@@ -15,13 +15,14 @@
 //!   reads `tokenizer.json` and tokenizes exactly as the Python side does.
 //! - `candle-core`, `candle-nn` and `candle-transformers` (its
 //!   `models::bert::BertModel`) run the encoder in pure Rust on the CPU;
-//!   matrix products go through the `gemm` crate, which picks AVX2/AVX-512
-//!   kernels at run time and splits work across all cores with rayon. No
-//!   BLAS, CUDA or Metal is linked.
+//!   matrix products go through the `gemm` crate, which picks AVX2/FMA
+//!   kernels at run time (its AVX-512 ones need a nightly compiler) and
+//!   splits work across all cores with rayon. No BLAS, CUDA or Metal is
+//!   linked.
 //! - `xxhash-rust` (xxh3) fingerprints the files that decide the vectors.
 //!
 //! Speed: texts are tokenized once, sorted by length and cut into batches of
-//! about [`TOKEN_BUDGET`] padded tokens, so little work goes to padding and
+//! about 2,048 padded tokens, so little work goes to padding and
 //! candle's per-operation buffers stay small; results come back in input
 //! order. candle spreads each operation over all physical cores (its own
 //! rayon pool, sized by `RAYON_NUM_THREADS` or the core count).
@@ -43,7 +44,8 @@ use super::{Embedder, EmbedderInfo, FusionDefaults};
 /// of about this many tokens: small enough that candle's intermediate
 /// tensors (the largest is batch × heads × length² attention scores) stay
 /// below glibc's mmap threshold and are reused instead of being mapped and
-/// page-faulted afresh for every operation.
+/// page-faulted afresh for every operation. Of 1,024, 2,048 and 4,096,
+/// 2,048 used the least CPU time on ~220-word chunks (4,096: +25%).
 const TOKEN_BUDGET: usize = 2048;
 
 /// Texts per batch at most (short texts).
@@ -347,9 +349,9 @@ impl Embedder for BertEmbedder {
     /// # Panics
     /// When inference fails, which only a broken model or exhausted memory
     /// causes (the trait has no error channel).
-    fn embed(&self, texts: &[String]) -> Vec<f32> {
+    fn embed(&self, texts: &[String]) -> Result<Vec<f32>> {
         self.try_embed(texts)
-            .unwrap_or_else(|e| panic!("embedding with {} failed: {e:#}", self.info.id))
+            .with_context(|| format!("embedding with {} failed", self.info.id))
     }
 }
 

@@ -3,10 +3,17 @@
 //! An [`Embedder`] names itself ([`EmbedderInfo`]: id, dimension and a
 //! fingerprint of its weights) so an index can record which model built it
 //! and a search can refuse to mix models. The bundled model is
-//! [`static_model::StaticEmbedder`]; other models plug in by implementing the
-//! trait.
+//! [`static_model::StaticEmbedder`]; a sentence-transformers folder runs
+//! with `bert::BertEmbedder` (cargo feature `bert`, on by default); other
+//! models plug in by implementing the trait.
 
+#[cfg(feature = "bert")]
+pub mod bert;
 pub mod static_model;
+
+use std::path::Path;
+
+use anyhow::Result;
 
 use serde::{Deserialize, Serialize};
 
@@ -48,6 +55,31 @@ pub trait Embedder: Send + Sync {
 
     /// Embeds `texts` into one row-major buffer of `texts.len() × dim`
     /// floats; each row has unit length, or is all zeros when the text has
-    /// nothing the model knows.
-    fn embed(&self, texts: &[String]) -> Vec<f32>;
+    /// nothing the model knows. Fails only when the model itself does
+    /// (e.g. a transformer's inference error).
+    fn embed(&self, texts: &[String]) -> Result<Vec<f32>>;
+}
+
+/// The embedder for a model folder (`--model DIR`), or the bundled model.
+///
+/// A loaded transformer lives as long as the process, like the bundled
+/// model, so every list can hold a plain `&'static` reference to it.
+pub fn load(model_dir: Option<&Path>) -> Result<&'static dyn Embedder> {
+    match model_dir {
+        None => Ok(static_model::StaticEmbedder::bundled()),
+        Some(dir) => load_folder(dir),
+    }
+}
+
+#[cfg(feature = "bert")]
+fn load_folder(dir: &Path) -> Result<&'static dyn Embedder> {
+    Ok(Box::leak(Box::new(bert::BertEmbedder::load(dir)?)))
+}
+
+#[cfg(not(feature = "bert"))]
+fn load_folder(dir: &Path) -> Result<&'static dyn Embedder> {
+    anyhow::bail!(
+        "this memidx was built without the 'bert' feature, so it cannot run the model in {}",
+        dir.display()
+    )
 }

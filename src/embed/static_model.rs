@@ -73,8 +73,8 @@ impl Embedder for StaticEmbedder {
         }
     }
 
-    fn embed(&self, texts: &[String]) -> Vec<f32> {
-        self.model.encode_flat_with_args(texts, Some(MAX_TOKENS))
+    fn embed(&self, texts: &[String]) -> anyhow::Result<Vec<f32>> {
+        Ok(self.model.encode_flat_with_args(texts, Some(MAX_TOKENS)))
     }
 }
 
@@ -114,7 +114,7 @@ mod tests {
             .iter()
             .map(|s| s["text"].as_str().unwrap().to_string())
             .collect();
-        let flat = embedder.embed(&texts);
+        let flat = embedder.embed(&texts).unwrap();
         for (item, row) in items.iter().zip(flat.chunks(embedder.info().dim)) {
             let want: Vec<f64> = item["vector"]
                 .as_array()
@@ -130,7 +130,9 @@ mod tests {
     #[test]
     fn rows_are_unit_length_or_zero_and_the_fingerprint_is_stable() {
         let embedder = StaticEmbedder::bundled();
-        let flat = embedder.embed(&["postgres connection pool".to_string(), String::new()]);
+        let flat = embedder
+            .embed(&["postgres connection pool".to_string(), String::new()])
+            .unwrap();
         let dim = embedder.info().dim;
         let norm = |row: &[f32]| row.iter().map(|x| x * x).sum::<f32>().sqrt();
         assert!((norm(&flat[..dim]) - 1.0).abs() < 1e-5);

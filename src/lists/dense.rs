@@ -215,7 +215,7 @@ impl SearchIndex for DenseIndex {
 
     fn search(&self, query: &str, window: usize, allow: &AllowSet) -> Result<RankedList> {
         let started = Instant::now();
-        let vector = self.embedder.embed(&[query.to_string()]);
+        let vector = self.embedder.embed(&[query.to_string()])?;
         let mut list = RankedList::empty(self.name());
         list.prepare_time = started.elapsed();
         // A query the model knows nothing of has a zero vector: no ranking.

@@ -572,6 +572,7 @@ mod tests {
             tokenizer: Default::default(),
             bm25: Default::default(),
             chunker: Default::default(),
+            model_dir: None,
             embedder: crate::embed::EmbedderInfo {
                 id: String::new(),
                 dim: 1,

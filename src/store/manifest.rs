@@ -26,10 +26,10 @@ use super::checks::Checksums;
 use super::{MANIFEST_FILE, atomic, damaged};
 
 /// The on-disk format this build writes.
-pub const FORMAT_VERSION: u32 = 10;
+pub const FORMAT_VERSION: u32 = 11;
 
 /// The on-disk formats this build can read.
-pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 10..=10;
+pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 11..=11;
 
 /// The manifest of one complete index.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -55,6 +55,9 @@ pub struct Manifest {
     pub chunker: ChunkOptions,
     /// The model that embedded the chunks (queries must use the same).
     pub embedder: EmbedderInfo,
+    /// The model folder given with `--model` (absolute), or null for the
+    /// bundled model.
+    pub model_dir: Option<String>,
     /// Fusion weights and k that searches use unless told otherwise.
     pub fusion: FusionDefaults,
     /// Totals of the last run.
@@ -140,6 +143,7 @@ mod tests {
                 dim: 4,
                 fingerprint: "f".into(),
             },
+            model_dir: None,
             fusion: FusionDefaults {
                 sparse_weight: 1.0,
                 dense_weight: 0.5,
@@ -176,7 +180,7 @@ mod tests {
         fs::write(dir.path().join(MANIFEST_FILE), r#"{"format_version": 99}"#).unwrap();
         let err = Manifest::read(dir.path()).unwrap_err().to_string();
         assert!(err.contains("format version 99"), "{err}");
-        assert!(err.contains("10..=10"), "{err}");
+        assert!(err.contains("11..=11"), "{err}");
     }
 
     #[test]
