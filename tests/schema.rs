@@ -63,42 +63,6 @@ fn assert_valid_response(validator: &Validator, response: &Value, what: &str) {
     }
 }
 
-/// Collects the schemas that need a `title` and `description`: every
-/// property, every `additionalProperties` schema and every `$defs` entry.
-fn documented_schemas<'a>(schema: &'a Value, path: String, out: &mut Vec<(String, &'a Value)>) {
-    let Some(object) = schema.as_object() else {
-        return;
-    };
-    for keyword in ["properties", "$defs"] {
-        for (name, sub) in object
-            .get(keyword)
-            .and_then(Value::as_object)
-            .into_iter()
-            .flatten()
-        {
-            let sub_path = format!("{path}/{keyword}/{name}");
-            out.push((sub_path.clone(), sub));
-            documented_schemas(sub, sub_path, out);
-        }
-    }
-    if let Some(sub) = object.get("additionalProperties").filter(|s| s.is_object()) {
-        let sub_path = format!("{path}/additionalProperties");
-        out.push((sub_path.clone(), sub));
-        documented_schemas(sub, sub_path, out);
-    }
-    for keyword in ["items", "oneOf", "prefixItems"] {
-        match object.get(keyword) {
-            Some(Value::Array(subs)) => {
-                for (i, sub) in subs.iter().enumerate() {
-                    documented_schemas(sub, format!("{path}/{keyword}/{i}"), out);
-                }
-            }
-            Some(sub) => documented_schemas(sub, format!("{path}/{keyword}"), out),
-            None => {}
-        }
-    }
-}
-
 #[test]
 fn both_schemas_are_valid_documented_draft_2020_12_schemas() {
     for (file, text, property_count) in [
@@ -120,7 +84,7 @@ fn both_schemas_are_valid_documented_draft_2020_12_schemas() {
         jsonschema::validator_for(&schema).unwrap_or_else(|e| panic!("{file}: {e}"));
 
         let mut documented = vec![(String::new(), &schema)];
-        documented_schemas(&schema, String::new(), &mut documented);
+        common::documented_schemas(&schema, String::new(), &mut documented);
         let properties = documented
             .iter()
             .filter(|(path, _)| path.rsplit('/').nth(1) == Some("properties"))

@@ -91,42 +91,6 @@ fn eval_json(corpus: &Corpus, extra: &[&str]) -> Value {
     memidx_json(corpus, &args)
 }
 
-/// Collects the schemas that need a `title` and `description`: every
-/// property, every `additionalProperties` schema and every `$defs` entry.
-fn documented_schemas<'a>(schema: &'a Value, path: String, out: &mut Vec<(String, &'a Value)>) {
-    let Some(object) = schema.as_object() else {
-        return;
-    };
-    for keyword in ["properties", "$defs"] {
-        for (name, sub) in object
-            .get(keyword)
-            .and_then(Value::as_object)
-            .into_iter()
-            .flatten()
-        {
-            let sub_path = format!("{path}/{keyword}/{name}");
-            out.push((sub_path.clone(), sub));
-            documented_schemas(sub, sub_path, out);
-        }
-    }
-    if let Some(sub) = object.get("additionalProperties").filter(|s| s.is_object()) {
-        let sub_path = format!("{path}/additionalProperties");
-        out.push((sub_path.clone(), sub));
-        documented_schemas(sub, sub_path, out);
-    }
-    for keyword in ["items", "oneOf", "prefixItems"] {
-        match object.get(keyword) {
-            Some(Value::Array(subs)) => {
-                for (i, sub) in subs.iter().enumerate() {
-                    documented_schemas(sub, format!("{path}/{keyword}/{i}"), out);
-                }
-            }
-            Some(sub) => documented_schemas(sub, format!("{path}/{keyword}"), out),
-            None => {}
-        }
-    }
-}
-
 #[test]
 fn the_output_schemas_are_valid_documented_closed_draft_2020_12_schemas() {
     // (file, text, properties, objects with properties)
@@ -150,7 +114,7 @@ fn the_output_schemas_are_valid_documented_closed_draft_2020_12_schemas() {
         jsonschema::validator_for(&schema).unwrap_or_else(|e| panic!("{file}: {e}"));
 
         let mut documented = vec![(String::new(), &schema)];
-        documented_schemas(&schema, String::new(), &mut documented);
+        common::documented_schemas(&schema, String::new(), &mut documented);
         let properties = documented
             .iter()
             .filter(|(path, _)| path.rsplit('/').nth(1) == Some("properties"))

@@ -159,3 +159,39 @@ pub fn assert_matches_reference(embedder: &dyn memidx::embed::Embedder, name: &s
     }
     items.len()
 }
+
+/// Collects the schemas that need a `title` and `description`: every
+/// property, every `additionalProperties` schema and every `$defs` entry.
+pub fn documented_schemas<'a>(schema: &'a Value, path: String, out: &mut Vec<(String, &'a Value)>) {
+    let Some(object) = schema.as_object() else {
+        return;
+    };
+    for keyword in ["properties", "$defs"] {
+        for (name, sub) in object
+            .get(keyword)
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            let sub_path = format!("{path}/{keyword}/{name}");
+            out.push((sub_path.clone(), sub));
+            documented_schemas(sub, sub_path, out);
+        }
+    }
+    if let Some(sub) = object.get("additionalProperties").filter(|s| s.is_object()) {
+        let sub_path = format!("{path}/additionalProperties");
+        out.push((sub_path.clone(), sub));
+        documented_schemas(sub, sub_path, out);
+    }
+    for keyword in ["items", "oneOf", "prefixItems"] {
+        match object.get(keyword) {
+            Some(Value::Array(subs)) => {
+                for (i, sub) in subs.iter().enumerate() {
+                    documented_schemas(sub, format!("{path}/{keyword}/{i}"), out);
+                }
+            }
+            Some(sub) => documented_schemas(sub, format!("{path}/{keyword}"), out),
+            None => {}
+        }
+    }
+}
