@@ -100,34 +100,7 @@ fn the_output_schemas_are_valid_documented_closed_draft_2020_12_schemas() {
         ("status-report.schema.json", STATUS_SCHEMA, 30, 6),
     ] {
         let schema = parse(text);
-        assert_eq!(
-            schema["$schema"], "https://json-schema.org/draft/2020-12/schema",
-            "{file}"
-        );
-        assert_eq!(
-            schema["$id"],
-            format!("https://memidx.dev/schemas/{file}"),
-            "{file}"
-        );
-        jsonschema::meta::validate(&schema)
-            .unwrap_or_else(|e| panic!("{file} breaks the 2020-12 meta-schema: {e}"));
-        jsonschema::validator_for(&schema).unwrap_or_else(|e| panic!("{file}: {e}"));
-
-        let mut documented = vec![(String::new(), &schema)];
-        common::documented_schemas(&schema, String::new(), &mut documented);
-        let properties = documented
-            .iter()
-            .filter(|(path, _)| path.rsplit('/').nth(1) == Some("properties"))
-            .count();
-        assert_eq!(properties, property_count, "{file}");
-        for (path, sub) in &documented {
-            for keyword in ["title", "description"] {
-                assert!(
-                    sub[keyword].as_str().is_some_and(|s| !s.is_empty()),
-                    "{file}: #{path} has no {keyword}"
-                );
-            }
-        }
+        let documented = common::check_schema_document(file, &schema, property_count);
         // Every output is a tree of serde structs: each object is closed.
         let objects: Vec<&String> = documented
             .iter()

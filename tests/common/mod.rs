@@ -162,7 +162,7 @@ pub fn assert_matches_reference(embedder: &dyn memidx::embed::Embedder, name: &s
 
 /// Collects the schemas that need a `title` and `description`: every
 /// property, every `additionalProperties` schema and every `$defs` entry.
-pub fn documented_schemas<'a>(schema: &'a Value, path: String, out: &mut Vec<(String, &'a Value)>) {
+fn documented_schemas<'a>(schema: &'a Value, path: String, out: &mut Vec<(String, &'a Value)>) {
     let Some(object) = schema.as_object() else {
         return;
     };
@@ -194,4 +194,43 @@ pub fn documented_schemas<'a>(schema: &'a Value, path: String, out: &mut Vec<(St
             None => {}
         }
     }
+}
+
+/// Checks a schema file: draft 2020-12, `$id` under memidx.dev, valid
+/// against the meta-schema, compilable, `property_count` properties, and a
+/// `title` and `description` on every documented sub-schema. Returns the
+/// documented sub-schemas (root first) for further checks.
+pub fn check_schema_document<'a>(
+    file: &str,
+    schema: &'a Value,
+    property_count: usize,
+) -> Vec<(String, &'a Value)> {
+    assert_eq!(
+        schema["$schema"], "https://json-schema.org/draft/2020-12/schema",
+        "{file}"
+    );
+    assert_eq!(
+        schema["$id"],
+        format!("https://memidx.dev/schemas/{file}"),
+        "{file}"
+    );
+    jsonschema::meta::validate(schema)
+        .unwrap_or_else(|e| panic!("{file} breaks the 2020-12 meta-schema: {e}"));
+    jsonschema::validator_for(schema).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let mut documented = vec![(String::new(), schema)];
+    documented_schemas(schema, String::new(), &mut documented);
+    let properties = documented
+        .iter()
+        .filter(|(path, _)| path.rsplit('/').nth(1) == Some("properties"))
+        .count();
+    assert_eq!(properties, property_count, "{file}");
+    for (path, sub) in &documented {
+        for keyword in ["title", "description"] {
+            assert!(
+                sub[keyword].as_str().is_some_and(|s| !s.is_empty()),
+                "{file}: #{path} has no {keyword}"
+            );
+        }
+    }
+    documented
 }
