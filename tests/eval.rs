@@ -18,28 +18,30 @@ fn score_py() -> PathBuf {
         })
 }
 
+/// Runs `memidx eval --json` on the fixtures' labelled queries with `extra` flags.
+fn eval_json(corpus: &Corpus, extra: &[&str]) -> Value {
+    let eval = fixtures_dir().join("eval");
+    let queries = eval.join("queries.jsonl");
+    let qrels = eval.join("qrels.tsv");
+    let base = [
+        "eval",
+        "--json",
+        "--quiet",
+        "--queries",
+        queries.to_str().unwrap(),
+        "--qrels",
+        qrels.to_str().unwrap(),
+    ];
+    corpus.json(&[&base[..], extra].concat())
+}
+
 #[test]
 fn eval_measures_match_score_py_on_its_own_runs() {
     let corpus = Corpus::fixtures();
     corpus.index();
     let eval = fixtures_dir().join("eval");
     let runs = corpus.path().join("runs");
-    let output = corpus
-        .memidx()
-        .args(["eval", "--json", "--quiet", "--queries"])
-        .arg(eval.join("queries.jsonl"))
-        .arg("--qrels")
-        .arg(eval.join("qrels.tsv"))
-        .arg("--run-out")
-        .arg(&runs)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let report = eval_json(&corpus, &["--run-out", runs.to_str().unwrap()]);
     assert_eq!(report["queries"], 6);
     assert_eq!(report["judged_queries"], 6);
     let modes = report["modes"].as_array().unwrap();
@@ -89,28 +91,7 @@ fn eval_measures_match_score_py_on_its_own_runs() {
 fn sweep_reports_a_held_out_check_and_save_changes_the_defaults() {
     let corpus = Corpus::fixtures();
     corpus.index();
-    let eval = fixtures_dir().join("eval");
-    let output = corpus
-        .memidx()
-        .args([
-            "eval",
-            "--json",
-            "--quiet",
-            "--sweep",
-            "--save",
-            "--queries",
-        ])
-        .arg(eval.join("queries.jsonl"))
-        .arg("--qrels")
-        .arg(eval.join("qrels.tsv"))
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let report = eval_json(&corpus, &["--sweep", "--save"]);
     let sweep = &report["sweep"];
     assert_eq!(sweep["settings_tried"], 150);
     assert_eq!(sweep["top"].as_array().unwrap().len(), 5);
