@@ -81,14 +81,7 @@ fn verify_names_a_damaged_file() {
         .code(2)
         .stderr(predicate::str::contains("vectors.i8 checksum mismatch"));
     // Damage that keeps the sealed mtime (bit rot) is only found by --verify.
-    let sealed = std::time::UNIX_EPOCH
-        + std::time::Duration::from_secs(memidx::store::checks::SEALED_MTIME_SECS);
-    fs::File::options()
-        .write(true)
-        .open(&vectors)
-        .unwrap()
-        .set_modified(sealed)
-        .unwrap();
+    memidx::store::checks::seal(&vectors).unwrap();
     corpus.memidx().arg("status").assert().code(0);
     corpus
         .memidx()

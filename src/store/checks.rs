@@ -41,6 +41,15 @@ pub struct FileCheck {
 /// (2001-09-09T01:46:40Z): no later write can produce it.
 pub const SEALED_MTIME_SECS: u64 = 1_000_000_000;
 
+/// Gives `path` the sealed modification time (its content is untouched).
+pub fn seal(path: &Path) -> std::io::Result<()> {
+    let sealed = std::time::UNIX_EPOCH + std::time::Duration::from_secs(SEALED_MTIME_SECS);
+    fs::File::options()
+        .write(true)
+        .open(path)?
+        .set_modified(sealed)
+}
+
 /// A file's modification time in nanoseconds since the Unix epoch (0 if unknown).
 fn mtime_ns(meta: &fs::Metadata) -> i128 {
     meta.modified()
@@ -60,12 +69,7 @@ pub fn compute(gen_dir: &Path) -> Result<Checksums> {
         if !entry.file_type().is_file() {
             continue;
         }
-        let sealed = std::time::UNIX_EPOCH + std::time::Duration::from_secs(SEALED_MTIME_SECS);
-        fs::File::options()
-            .write(true)
-            .open(entry.path())
-            .and_then(|f| f.set_modified(sealed))
-            .with_context(|| format!("cannot seal {}", entry.path().display()))?;
+        seal(entry.path()).with_context(|| format!("cannot seal {}", entry.path().display()))?;
         let bytes = fs::read(entry.path())
             .with_context(|| format!("cannot read {}", entry.path().display()))?;
         let meta = fs::metadata(entry.path())

@@ -647,14 +647,7 @@ mod tests {
         );
 
         // Changed under the file system (mtime still sealed): reading a chunk names it.
-        let sealed =
-            std::time::UNIX_EPOCH + std::time::Duration::from_secs(checks::SEALED_MTIME_SECS);
-        fs::File::options()
-            .write(true)
-            .open(&texts_path)
-            .unwrap()
-            .set_modified(sealed)
-            .unwrap();
+        checks::seal(&texts_path).unwrap();
         let generation = Generation::open(dir.path(), &manifest).unwrap();
         let errors: Vec<String> = (0..3)
             .filter_map(|ord| generation.chunk(ord).err())
@@ -669,12 +662,7 @@ mod tests {
         );
 
         fs::write(&texts_path, &original).unwrap();
-        fs::File::options()
-            .write(true)
-            .open(&texts_path)
-            .unwrap()
-            .set_modified(sealed)
-            .unwrap();
+        checks::seal(&texts_path).unwrap();
         assert_eq!(
             Generation::open(dir.path(), &manifest)
                 .unwrap()
