@@ -21,15 +21,15 @@ use crate::corpus::chunk::{ChunkOptions, parse_file};
 use crate::corpus::markdown::Metadata;
 use crate::corpus::walk::{SourceFile, WalkOptions, walk};
 use crate::embed::Embedder;
-use crate::lists::dense::{self, DenseIndex};
+use crate::lists::dense;
 use crate::lists::sparse::{self, Bm25Params};
 use crate::output::progress;
 use crate::store::generation::{
-    self, ChunkOrd, ChunkRecord, ChunkTable, FileEntry, FileStamp, Generation, SPARSE_DIR,
-    searchable_text,
+    self, ChunkRecord, ChunkTable, FileEntry, FileStamp, Generation, SPARSE_DIR, searchable_text,
 };
 use crate::store::lock::IndexLock;
 use crate::store::manifest::{Counts, FORMAT_VERSION, Manifest};
+use crate::store::vector_cache::{self, ReusableVectors};
 use crate::store::{self, INDEX_DIR_NAME, LOCK_FILE, atomic, checks};
 use crate::text::tokenize::Analyzer;
 
@@ -142,7 +142,7 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
         .collect();
     progress.finish_and_clear();
 
-    if previous.is_current(options, &outcomes) && walked.skipped.is_empty() {
+    if previous.is_current(options, embedder, &outcomes) && walked.skipped.is_empty() {
         let manifest = previous
             .manifest
             .as_ref()
@@ -184,20 +184,30 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
     let (sparse_built, vectors) = std::thread::scope(|scope| {
         let sparse = scope.spawn(|| sparse::build(&sparse_dir, options.analyzer, &searchable));
         let embed_started = Instant::now();
-        let vectors = embed_chunks(&built, &searchable, &previous, embedder, options.progress);
+        let vectors = embed_chunks(&searchable, &previous, embedder, options.progress);
         let sparse = sparse
             .join()
             .unwrap_or_else(|_| bail!("the sparse index builder panicked"));
         (sparse, vectors.map(|v| (v, embed_started.elapsed())))
     });
     sparse_built?;
-    let ((vectors, embedded), embed_time) = vectors?;
+    let ((embedded_vectors, embedded), embed_time) = vectors?;
     let dim = embedder.info().dim;
-    for (chunk, row) in built.table.chunks.iter_mut().zip(vectors.chunks_exact(dim)) {
+    for (chunk, row) in built
+        .table
+        .chunks
+        .iter_mut()
+        .zip(embedded_vectors.vectors.chunks_exact(dim))
+    {
         chunk.has_vector = row.iter().any(|v| *v != 0.0);
     }
     generation::write(&gen_dir, &built.table, &built.texts)?;
-    dense::write(&gen_dir, &vectors, dim)?;
+    dense::write(
+        &gen_dir,
+        &embedded_vectors.vectors,
+        &embedded_vectors.keys,
+        dim,
+    )?;
     atomic::sync_dir(&gen_dir)?;
     let checksums = checks::compute(&gen_dir)?;
 
@@ -233,8 +243,20 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
     };
     manifest.write(&options.index_dir)?;
     if let Some(old) = &previous.manifest {
-        let _ = fs::remove_dir_all(store::generation_dir(&options.index_dir, old.generation));
+        let old_dir = store::generation_dir(&options.index_dir, old.generation);
+        if old.embedder != manifest.embedder && previous.generation.is_some() {
+            // Switching models: keep the old model's vectors for a switch back.
+            if let Err(err) =
+                vector_cache::keep(&options.index_dir, &old_dir, &old.embedder, &old.checksums)
+            {
+                warnings.push(format!(
+                    "could not keep the previous model's vectors: {err:#}"
+                ));
+            }
+        }
+        let _ = fs::remove_dir_all(old_dir);
     }
+    vector_cache::forget(&options.index_dir, &manifest.embedder);
     Ok(IndexReport {
         index_dir: options.index_dir.clone(),
         generation,
@@ -254,8 +276,9 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
 struct Previous {
     manifest: Option<Manifest>,
     generation: Option<Generation>,
-    /// The previous vectors, when they were made by the same embedder.
-    vectors: Option<DenseIndex>,
+    /// Vectors this run's model made before, by key: the previous
+    /// generation's, or the model's cache.
+    vectors: Option<ReusableVectors>,
     /// Previous file index by path.
     files: HashMap<String, usize>,
     /// The previous file entries, by index.
@@ -289,38 +312,39 @@ impl Previous {
         let Some(manifest) = manifest else {
             return previous;
         };
-        let reusable = !options.full
-            && manifest.tokenizer == options.analyzer
-            && manifest.chunker == options.chunker;
-        if reusable {
-            match Generation::open(&options.index_dir, &manifest) {
-                Ok(generation) => match generation.files() {
-                    Ok(entries) => {
-                        previous.files = entries
-                            .iter()
-                            .enumerate()
-                            .map(|(i, f)| (f.path.clone(), i))
-                            .collect();
-                        previous.entries = entries;
-                        if manifest.embedder == *embedder.info() {
-                            let flags = generation.vector_flags();
-                            match DenseIndex::open(generation.dir(), flags, embedder) {
-                                Ok(vectors) => previous.vectors = Some(vectors),
-                                Err(err) => {
-                                    warnings.push(format!("re-embedding every chunk: {err:#}"))
-                                }
-                            }
-                        }
-                        previous.generation = Some(generation);
-                    }
-                    Err(err) => warnings.push(format!(
-                        "previous index unusable, rebuilding it whole: {err:#}"
-                    )),
-                },
-                Err(err) => warnings.push(format!(
+        if options.full {
+            previous.manifest = Some(manifest);
+            return previous;
+        }
+        let generation = match Generation::open(&options.index_dir, &manifest)
+            .and_then(|generation| Ok((generation.files()?, generation)))
+        {
+            Ok(opened) => Some(opened),
+            Err(err) => {
+                warnings.push(format!(
                     "previous index unusable, rebuilding it whole: {err:#}"
-                )),
+                ));
+                None
             }
+        };
+        previous.vectors = vector_cache::reusable(
+            &options.index_dir,
+            generation.as_ref().map(|(_, g)| g.dir()),
+            Some(&manifest.embedder),
+            embedder.info(),
+            warnings,
+        );
+        // Chunks are reused only when they would be cut and tokenized the same way.
+        let same_chunks =
+            manifest.tokenizer == options.analyzer && manifest.chunker == options.chunker;
+        if let Some((entries, generation)) = generation.filter(|_| same_chunks) {
+            previous.files = entries
+                .iter()
+                .enumerate()
+                .map(|(i, f)| (f.path.clone(), i))
+                .collect();
+            previous.entries = entries;
+            previous.generation = Some(generation);
         }
         previous.manifest = Some(manifest);
         previous
@@ -330,12 +354,18 @@ impl Previous {
     /// same content, under the same settings: the index is current and a
     /// new generation would be a copy. (Files only touched keep their old
     /// mtime in the index and are re-hashed by the next run.)
-    fn is_current(&self, options: &IndexOptions, outcomes: &[FileOutcome]) -> bool {
+    fn is_current(
+        &self,
+        options: &IndexOptions,
+        embedder: &dyn Embedder,
+        outcomes: &[FileOutcome],
+    ) -> bool {
         let Some(manifest) = &self.manifest else {
             return false;
         };
         self.generation.is_some()
             && self.vectors.is_some()
+            && manifest.embedder == *embedder.info()
             && manifest.walk == options.walk
             && manifest.counts.skipped == 0
             && outcomes.len() == self.entries.len()
@@ -472,8 +502,6 @@ fn add_builtin_metadata(metadata: &mut Metadata, rel_path: &str, heading_title: 
 struct Built {
     table: ChunkTable,
     texts: Vec<u8>,
-    /// Per chunk: its ordinal in the previous generation when it was reused.
-    reused_from: Vec<Option<ChunkOrd>>,
     reused: usize,
 }
 
@@ -486,7 +514,6 @@ fn assemble(
     let mut built = Built {
         table: ChunkTable::default(),
         texts: Vec::new(),
-        reused_from: Vec::new(),
         reused: 0,
     };
     for outcome in outcomes {
@@ -514,7 +541,7 @@ fn assemble(
                         heading_path: record.heading_path,
                         lines: record.lines,
                     };
-                    push_chunk(&mut built, chunk, &text, Some(old_ord));
+                    push_chunk(&mut built, chunk, &text);
                 }
                 built.reused += 1;
             }
@@ -532,7 +559,7 @@ fn assemble(
                         heading_path: draft.heading_path,
                         lines,
                     };
-                    push_chunk(&mut built, chunk, &draft.text, None);
+                    push_chunk(&mut built, chunk, &draft.text);
                 }
             }
         }
@@ -549,7 +576,7 @@ struct NewChunk {
 
 /// Appends a chunk with its text, numbering it within its file and noting
 /// the previous ordinal whose vector it may reuse.
-fn push_chunk(built: &mut Built, chunk: NewChunk, text: &str, reused_from: Option<ChunkOrd>) {
+fn push_chunk(built: &mut Built, chunk: NewChunk, text: &str) {
     let n = match built.table.chunks.last() {
         Some(last) if last.file == chunk.file => last.n + 1,
         _ => 1,
@@ -565,31 +592,43 @@ fn push_chunk(built: &mut Built, chunk: NewChunk, text: &str, reused_from: Optio
         has_vector: false,
     });
     built.texts.extend_from_slice(text.as_bytes());
-    built.reused_from.push(reused_from);
 }
 
 /// Texts embedded per call of the embedder.
 const EMBED_BATCH: usize = 256;
 
-/// Vectors for every chunk, row-major: copied from the previous index for
-/// reused chunks (same embedder), embedded in batches for the rest; also
+/// Every chunk's vector and key, in ordinal order.
+struct ChunkVectors {
+    /// Row-major, `dim` floats per chunk.
+    vectors: Vec<f32>,
+    /// Per chunk, the key of its vector ([`dense::vector_key`]).
+    keys: Vec<u64>,
+}
+
+/// Vectors for every chunk: reused when this model embedded the same text
+/// before (see [`vector_cache`]), embedded in batches otherwise; also
 /// returns how many were embedded.
 fn embed_chunks(
-    built: &Built,
     searchable: &[String],
     previous: &Previous,
     embedder: &dyn Embedder,
     progress: bool,
-) -> Result<(Vec<f32>, usize)> {
+) -> Result<(ChunkVectors, usize)> {
     let dim = embedder.info().dim;
-    let mut vectors = vec![0.0f32; built.table.chunks.len() * dim];
+    let keys: Vec<u64> = searchable
+        .par_iter()
+        .map(|t| dense::vector_key(t))
+        .collect();
+    let mut vectors = vec![0.0f32; searchable.len() * dim];
     let mut todo = Vec::new();
-    for (ord, source) in built.reused_from.iter().enumerate() {
-        match (source, &previous.vectors) {
-            (Some(old), Some(old_vectors)) => {
-                vectors[ord * dim..][..dim].copy_from_slice(&old_vectors.row(*old)?)
-            }
-            _ => todo.push(ord),
+    for (ord, key) in keys.iter().enumerate() {
+        let known = match &previous.vectors {
+            Some(reusable) => reusable.get(*key)?,
+            None => None,
+        };
+        match known {
+            Some(row) => vectors[ord * dim..][..dim].copy_from_slice(&row),
+            None => todo.push(ord),
         }
     }
     let bar = progress::bar(progress, todo.len(), "embedding", "chunks");
@@ -602,7 +641,8 @@ fn embed_chunks(
         bar.inc(batch.len() as u64);
     }
     bar.finish_and_clear();
-    Ok((vectors, todo.len()))
+    let embedded = todo.len();
+    Ok((ChunkVectors { vectors, keys }, embedded))
 }
 
 /// Removes generation folders other than the live one (left by a run that

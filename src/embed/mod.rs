@@ -60,15 +60,25 @@ pub trait Embedder: Send + Sync {
     fn embed(&self, texts: &[String]) -> Result<Vec<f32>>;
 }
 
-/// The embedder for a model folder (`--model DIR`), or the bundled model.
+/// The embedder for a model folder (`--model DIR`: a model2vec folder, or
+/// a sentence-transformers BERT folder), or the bundled model.
 ///
 /// A loaded transformer lives as long as the process, like the bundled
 /// model, so every list can hold a plain `&'static` reference to it.
 pub fn load(model_dir: Option<&Path>) -> Result<&'static dyn Embedder> {
     match model_dir {
         None => Ok(static_model::StaticEmbedder::bundled()),
+        Some(dir) if is_model2vec_folder(dir) => Ok(Box::leak(Box::new(
+            static_model::StaticEmbedder::load(dir)?,
+        ))),
         Some(dir) => load_folder(dir),
     }
+}
+
+/// True when `dir/config.json` names a model2vec model.
+fn is_model2vec_folder(dir: &Path) -> bool {
+    std::fs::read(dir.join("config.json"))
+        .is_ok_and(|config| static_model::is_model2vec_config(&config))
 }
 
 #[cfg(feature = "bert")]

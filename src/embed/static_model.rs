@@ -1,5 +1,8 @@
 //! The bundled embedder: a static (model2vec) model distilled from
 //! all-MiniLM-L6-v2, 256 dimensions, int8 weights, compiled into the binary.
+//! Any other model2vec folder (`config.json` with `"model_type":
+//! "model2vec"`, `tokenizer.json`, `model.safetensors`) runs the same way
+//! with `--model DIR`.
 //!
 //! A static model looks up one vector per subword token and mean-pools
 //! them — no transformer at run time, so embedding is fast on any CPU and
@@ -8,8 +11,10 @@
 //! license). Inference uses the `model2vec-rs` crate, the reference Rust
 //! implementation by the model2vec authors, built with pure-Rust features.
 
+use std::path::Path;
 use std::sync::LazyLock;
 
+use anyhow::{Context, Result};
 use model2vec_rs::model::StaticModel;
 
 use super::{Embedder, EmbedderInfo, FusionDefaults};
@@ -23,34 +28,67 @@ static CONFIG: &[u8] = include_bytes!("../../assets/model/config.json");
 /// Python model2vec does by default).
 const MAX_TOKENS: usize = 512;
 
-/// The bundled static embedder.
+/// A static (model2vec) embedder: the bundled model, or a folder's.
 pub struct StaticEmbedder {
     model: StaticModel,
     info: EmbedderInfo,
 }
 
+/// The id recorded for the bundled model.
+const BUNDLED_ID: &str = "memidx-static-minilm-l6-v2-256d-int8";
+
 static BUNDLED: LazyLock<StaticEmbedder> = LazyLock::new(|| {
     // The assets are compiled in and tested; failing to load them is a build defect.
-    let model = StaticModel::from_bytes(TOKENIZER, WEIGHTS, CONFIG, None)
-        .expect("the bundled embedding model is valid");
-    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-    for part in [TOKENIZER, WEIGHTS, CONFIG] {
-        hasher.update(&(part.len() as u64).to_le_bytes());
-        hasher.update(part);
-    }
-    let info = EmbedderInfo {
-        id: "memidx-static-minilm-l6-v2-256d-int8".to_string(),
-        dim: model.dim(),
-        fingerprint: format!("xxh3:{:016x}", hasher.digest()),
-    };
-    StaticEmbedder { model, info }
+    StaticEmbedder::from_parts(BUNDLED_ID, TOKENIZER, WEIGHTS, CONFIG)
+        .expect("the bundled embedding model is valid")
 });
+
+/// The files of a model2vec folder.
+const FOLDER_FILES: [&str; 3] = ["tokenizer.json", "model.safetensors", "config.json"];
 
 impl StaticEmbedder {
     /// The bundled model, loaded on first use.
     pub fn bundled() -> &'static StaticEmbedder {
         &BUNDLED
     }
+
+    /// Loads the model2vec model in `dir`; its id is the folder's name.
+    pub fn load(dir: &Path) -> Result<Self> {
+        let [tokenizer, weights, config] = FOLDER_FILES.map(|name| {
+            let path = dir.join(name);
+            std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))
+        });
+        let canonical = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+        let id = canonical
+            .file_name()
+            .map_or("model2vec".into(), |n| n.to_string_lossy().into_owned());
+        Self::from_parts(&id, &tokenizer?, &weights?, &config?)
+            .with_context(|| format!("cannot load the model2vec model in {}", dir.display()))
+    }
+
+    /// Builds the model from its three files' bytes; the fingerprint hashes all three.
+    fn from_parts(id: &str, tokenizer: &[u8], weights: &[u8], config: &[u8]) -> Result<Self> {
+        let model = StaticModel::from_bytes(tokenizer, weights, config, None)?;
+        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+        for part in [tokenizer, weights, config] {
+            hasher.update(&(part.len() as u64).to_le_bytes());
+            hasher.update(part);
+        }
+        let info = EmbedderInfo {
+            id: id.to_string(),
+            dim: model.dim(),
+            fingerprint: format!("xxh3:{:016x}", hasher.digest()),
+        };
+        Ok(Self { model, info })
+    }
+}
+
+/// True when `config` (a `config.json`) describes a model2vec model.
+pub fn is_model2vec_config(config: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(config)
+        .ok()
+        .and_then(|c| c.get("model_type")?.as_str().map(|t| t == "model2vec"))
+        .unwrap_or(false)
 }
 
 impl Embedder for StaticEmbedder {
@@ -64,6 +102,8 @@ impl Embedder for StaticEmbedder {
     /// weight 0.3 hybrid reaches 0.374 (window 50) and 0.379 (window 200).
     /// `eval --sweep` (150 settings, tuned on half the queries) found
     /// k 30 / dense 0.4, only +0.0003 over these defaults on the held-out half.
+    /// Other model2vec folders get the same defaults (static models share
+    /// the bundled one's character); `memidx eval --sweep --save` tunes them.
     fn fusion_defaults(&self) -> FusionDefaults {
         FusionDefaults {
             sparse_weight: 1.0,
@@ -97,5 +137,20 @@ mod tests {
             StaticEmbedder::bundled().info().fingerprint
         );
         assert!(embedder.info().fingerprint.starts_with("xxh3:"));
+    }
+
+    #[test]
+    fn the_bundled_assets_load_as_a_folder_with_the_same_vectors() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/model");
+        assert!(is_model2vec_config(CONFIG));
+        assert!(!is_model2vec_config(br#"{"model_type": "bert"}"#));
+        let folder = StaticEmbedder::load(&dir).unwrap();
+        let bundled = StaticEmbedder::bundled();
+        assert_eq!(folder.info().fingerprint, bundled.info().fingerprint);
+        assert_eq!(folder.info().id, "model");
+        let text = ["max_connections exhausted".to_string()];
+        assert_eq!(folder.embed(&text).unwrap(), bundled.embed(&text).unwrap());
+        let err = StaticEmbedder::load(&dir.join("missing")).err().unwrap();
+        assert!(format!("{err:#}").contains("tokenizer.json"), "{err:#}");
     }
 }

@@ -203,11 +203,49 @@ fn compress_texts(table: &ChunkTable, texts: &[u8]) -> Result<(Vec<u8>, Vec<u8>)
     ))
 }
 
+/// The chunk records of a mapped `chunks.bin` (empty for an unmapped one).
+fn raw_records(chunks: Option<&Mmap>) -> Result<&[RawChunk], bytemuck::PodCastError> {
+    match chunks {
+        Some(bytes) if !bytes.is_empty() => bytemuck::try_cast_slice(bytes),
+        _ => Ok(&[]),
+    }
+}
+
+/// Per chunk, whether its vector is non-zero: a shared view of the chunk
+/// table, cheap to clone and to open.
+#[derive(Debug, Clone)]
+pub struct VectorFlags {
+    chunks: Option<Arc<Mmap>>,
+}
+
+impl VectorFlags {
+    fn records(&self) -> &[RawChunk] {
+        raw_records(self.chunks.as_deref()).unwrap_or_default()
+    }
+
+    /// Number of chunks.
+    pub fn len(&self) -> usize {
+        self.records().len()
+    }
+
+    /// True when there is no chunk.
+    pub fn is_empty(&self) -> bool {
+        self.records().is_empty()
+    }
+
+    /// Whether chunk `ord` has a non-zero vector (`None` past the end).
+    pub fn get(&self, ord: ChunkOrd) -> Option<bool> {
+        self.records()
+            .get(ord as usize)
+            .map(|c| c.flags & HAS_VECTOR != 0)
+    }
+}
+
 /// A read-only, memory-mapped view of one generation.
 #[derive(Debug)]
 pub struct Generation {
     dir: PathBuf,
-    chunks: Option<Mmap>,
+    chunks: Option<Arc<Mmap>>,
     headings: Option<Mmap>,
     file_index: Option<Mmap>,
     files: Option<Mmap>,
@@ -283,7 +321,7 @@ impl Generation {
             );
         }
         let generation = Self {
-            chunks: map(&dir.join(CHUNKS_FILE))?,
+            chunks: map(&dir.join(CHUNKS_FILE))?.map(Arc::new),
             headings: map(&dir.join(HEADINGS_FILE))?,
             file_index: map(&dir.join(FILE_INDEX_FILE))?,
             files: map(&dir.join(FILES_FILE))?,
@@ -304,11 +342,7 @@ impl Generation {
 
     /// The chunk records, viewed in place.
     fn raw_chunks(&self) -> Result<&[RawChunk]> {
-        let bytes = self.chunks.as_deref().unwrap_or_default();
-        if bytes.is_empty() {
-            return Ok(&[]);
-        }
-        bytemuck::try_cast_slice(bytes)
+        raw_records(self.chunks.as_deref())
             .map_err(|_| anyhow::anyhow!(damaged(&self.dir.join(CHUNKS_FILE), "has a bad length")))
     }
 
@@ -356,13 +390,12 @@ impl Generation {
         self.raw_chunks().unwrap_or_default().iter().map(|c| c.file)
     }
 
-    /// Whether each chunk has a non-zero vector, in ordinal order.
-    pub fn vector_flags(&self) -> Vec<bool> {
-        self.raw_chunks()
-            .unwrap_or_default()
-            .iter()
-            .map(|c| c.flags & HAS_VECTOR != 0)
-            .collect()
+    /// Which chunks have a non-zero vector, read on demand (a search checks
+    /// only its hits, so opening costs nothing per chunk).
+    pub fn vector_flags(&self) -> VectorFlags {
+        VectorFlags {
+            chunks: self.chunks.clone(),
+        }
     }
 
     /// The chunks of file `file`, as an ordinal range.
@@ -600,7 +633,11 @@ mod tests {
         assert_eq!(view.record.heading_path, ["H"]);
         assert_eq!(generation.file_count(), 2);
         assert_eq!(generation.chunks_of_file(1), 1..3);
-        assert_eq!(generation.vector_flags(), [true, true, false]);
+        let flags = generation.vector_flags();
+        assert_eq!(
+            (0..4).map(|ord| flags.get(ord)).collect::<Vec<_>>(),
+            [Some(true), Some(true), Some(false), None]
+        );
         assert_eq!(generation.chunk_files().collect::<Vec<_>>(), [0, 1, 1]);
         assert_eq!(generation.find("b/c.md#1"), Some(1));
         assert_eq!(generation.find("a.md#1"), Some(0));

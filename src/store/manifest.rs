@@ -26,10 +26,10 @@ use super::checks::Checksums;
 use super::{MANIFEST_FILE, atomic, damaged};
 
 /// The on-disk format this build writes.
-pub const FORMAT_VERSION: u32 = 11;
+pub const FORMAT_VERSION: u32 = 12;
 
 /// The on-disk formats this build can read.
-pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 11..=11;
+pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 12..=12;
 
 /// The manifest of one complete index.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -180,7 +180,12 @@ mod tests {
         fs::write(dir.path().join(MANIFEST_FILE), r#"{"format_version": 99}"#).unwrap();
         let err = Manifest::read(dir.path()).unwrap_err().to_string();
         assert!(err.contains("format version 99"), "{err}");
-        assert!(err.contains("11..=11"), "{err}");
+        let range = format!(
+            "{}..={}",
+            SUPPORTED_FORMAT_VERSIONS.start(),
+            SUPPORTED_FORMAT_VERSIONS.end()
+        );
+        assert!(err.contains(&range), "{err}");
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! ```text
 //! .memidx/meta.json   manifest: format version, generation, settings, files, checksums
 //! .memidx/LOCK        held by a running `memidx index`
-//! .memidx/gen-N/      chunks.bin, texts.bin, sparse/ (tantivy)
+//! .memidx/gen-N/      chunks.bin, texts.bin, vectors.i8, keys.u64, sparse/ (tantivy), …
+//! .memidx/cache/FP/   vectors of models used before (see [`vector_cache`])
 //! ```
 //! A new generation is written beside the old one and fsynced; only then is
 //! `meta.json` replaced atomically (temp file + rename), and only after that
@@ -16,6 +17,7 @@ pub mod checks;
 pub mod generation;
 pub mod lock;
 pub mod manifest;
+pub mod vector_cache;
 
 use std::path::{Path, PathBuf};
 

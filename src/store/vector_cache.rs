@@ -1,0 +1,300 @@
+//! Vectors kept across runs and across models, keyed by the text embedded.
+//!
+//! Embedding is the slow part of indexing with a transformer (tens of
+//! chunks per second), so a vector once computed is reused whenever the
+//! same model meets the same text again:
+//!
+//! - the live generation's vectors, with their keys (`keys.u64`, see
+//!   [`dense::vector_key`]), serve the next run of the same model: a chunk
+//!   of an unchanged, moved or copied file is not embedded again;
+//! - when a run switches models, the previous model's vectors are moved
+//!   (renamed, not copied) to `.memidx/cache/<fingerprint>/`, so switching
+//!   back embeds nothing that was embedded before. The cache keeps the
+//!   [`KEPT_MODELS`] most recently replaced models; a model's cache is
+//!   dropped once its vectors are live again.
+//!
+//! A cached folder carries `cache.json`: the model's identity and the
+//! size, CRC-32 and sealed mtime of each file (the same checks as a
+//! generation's, [`checks`]). A cache that fails them, or names another
+//! model, is ignored with a warning and never trusted — the run embeds
+//! instead, so a bad cache costs time, never results.
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, ensure};
+use serde::{Deserialize, Serialize};
+
+use super::checks::{self, Checksums};
+use super::{atomic, damaged};
+use crate::embed::EmbedderInfo;
+use crate::lists::dense::{self, KEYS_FILE, SCALES_FILE, StoredVectors, VECTORS_FILE};
+use crate::store::generation::ChunkOrd;
+
+/// Folder, inside the index folder, holding other models' vectors.
+pub const CACHE_DIR: &str = "cache";
+
+/// The description of one cached model's vectors.
+const CACHE_META: &str = "cache.json";
+
+/// How many replaced models keep their vectors.
+const KEPT_MODELS: usize = 3;
+
+/// The files that make up a model's vectors.
+const VECTOR_FILES: [&str; 3] = [VECTORS_FILE, SCALES_FILE, KEYS_FILE];
+
+/// What `cache.json` records.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CacheMeta {
+    /// The model that made the vectors.
+    embedder: EmbedderInfo,
+    /// Number of vectors.
+    rows: usize,
+    /// Checks of the vector files.
+    checksums: Checksums,
+}
+
+/// One model's stored vectors, looked up by key.
+pub struct ReusableVectors {
+    vectors: StoredVectors,
+    by_key: HashMap<u64, ChunkOrd>,
+}
+
+impl ReusableVectors {
+    /// Opens the vectors of dimension `dim` in `dir` with their keys.
+    fn open(dir: &Path, dim: usize) -> Result<Self> {
+        let keys = dense::read_keys(dir)?;
+        let vectors = StoredVectors::open(dir, keys.len(), dim)?;
+        let by_key = keys
+            .iter()
+            .enumerate()
+            .map(|(row, key)| (*key, row as ChunkOrd))
+            .collect();
+        Ok(Self { vectors, by_key })
+    }
+
+    /// The vector stored under `key`, if any.
+    pub fn get(&self, key: u64) -> Result<Option<Vec<f32>>> {
+        self.by_key
+            .get(&key)
+            .map(|row| self.vectors.row(*row))
+            .transpose()
+    }
+}
+
+/// The folder caching the vectors of the model with `fingerprint`.
+fn model_dir(index_dir: &Path, fingerprint: &str) -> PathBuf {
+    let name: String = fingerprint
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    index_dir.join(CACHE_DIR).join(name)
+}
+
+/// The vectors a run with `embedder` may reuse: the live generation's in
+/// `gen_dir` when `live` (the model that made them) is the same model,
+/// else that model's cache. Problems become warnings and mean embedding.
+pub fn reusable(
+    index_dir: &Path,
+    gen_dir: Option<&Path>,
+    live: Option<&EmbedderInfo>,
+    embedder: &EmbedderInfo,
+    warnings: &mut Vec<String>,
+) -> Option<ReusableVectors> {
+    let (dir, opened) = match gen_dir {
+        Some(gen_dir) if live == Some(embedder) => (
+            gen_dir.to_path_buf(),
+            ReusableVectors::open(gen_dir, embedder.dim),
+        ),
+        _ => {
+            let dir = model_dir(index_dir, &embedder.fingerprint);
+            if !dir.join(CACHE_META).exists() {
+                return None;
+            }
+            let opened = check_cached(&dir, embedder)
+                .and_then(|()| ReusableVectors::open(&dir, embedder.dim));
+            (dir, opened)
+        }
+    };
+    match opened {
+        Ok(vectors) => Some(vectors),
+        Err(err) => {
+            warnings.push(format!(
+                "not reusing the vectors in {}: {err:#}",
+                dir.display()
+            ));
+            None
+        }
+    }
+}
+
+/// Checks a cached folder against its `cache.json`.
+fn check_cached(dir: &Path, embedder: &EmbedderInfo) -> Result<()> {
+    let meta_path = dir.join(CACHE_META);
+    let bytes = fs::read(&meta_path).with_context(|| damaged(&meta_path, "cannot be read"))?;
+    let meta: CacheMeta =
+        serde_json::from_slice(&bytes).with_context(|| damaged(&meta_path, "does not parse"))?;
+    ensure!(
+        meta.embedder == *embedder,
+        "{} holds the vectors of another model ({})",
+        dir.display(),
+        meta.embedder.id
+    );
+    for name in VECTOR_FILES {
+        ensure!(
+            meta.checksums.contains_key(name),
+            damaged(&dir.join(name), "is not in cache.json")
+        );
+    }
+    checks::check_on_open(dir, &meta.checksums)
+}
+
+/// Keeps the vectors of a replaced generation: moves them from `gen_dir`
+/// (made by `embedder`, checked by `checksums`) into the cache, then drops
+/// the oldest cached models beyond [`KEPT_MODELS`]. Called after the new
+/// generation is live and before the old one is removed; a failure here
+/// loses only the cache.
+pub fn keep(
+    index_dir: &Path,
+    gen_dir: &Path,
+    embedder: &EmbedderInfo,
+    checksums: &Checksums,
+) -> Result<()> {
+    let dir = model_dir(index_dir, &embedder.fingerprint);
+    let staging = dir.with_extension("tmp");
+    for stale in [&dir, &staging] {
+        if stale.exists() {
+            fs::remove_dir_all(stale)
+                .with_context(|| format!("cannot remove {}", stale.display()))?;
+        }
+    }
+    fs::create_dir_all(&staging).with_context(|| format!("cannot create {}", staging.display()))?;
+    let mut kept = Checksums::new();
+    for name in VECTOR_FILES {
+        let check = checksums
+            .get(name)
+            .with_context(|| damaged(&gen_dir.join(name), "is not in the manifest"))?;
+        fs::rename(gen_dir.join(name), staging.join(name))
+            .with_context(|| format!("cannot move {} into the cache", name))?;
+        kept.insert(name.to_string(), *check);
+    }
+    let rows = kept[KEYS_FILE].size as usize / 8;
+    let meta = CacheMeta {
+        embedder: embedder.clone(),
+        rows,
+        checksums: kept,
+    };
+    atomic::write_atomic(
+        &staging.join(CACHE_META),
+        &serde_json::to_vec_pretty(&meta)?,
+    )?;
+    fs::rename(&staging, &dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    prune(&index_dir.join(CACHE_DIR), KEPT_MODELS);
+    Ok(())
+}
+
+/// Drops the cache of `embedder` (its vectors are live again).
+pub fn forget(index_dir: &Path, embedder: &EmbedderInfo) {
+    let _ = fs::remove_dir_all(model_dir(index_dir, &embedder.fingerprint));
+}
+
+/// Removes all but the `keep` most recently cached models (and any
+/// half-written folder).
+fn prune(cache_dir: &Path, keep: usize) {
+    let Ok(entries) = fs::read_dir(cache_dir) else {
+        return;
+    };
+    let mut cached = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        match fs::metadata(path.join(CACHE_META)).and_then(|m| m.modified()) {
+            Ok(written) => cached.push((written, path)),
+            Err(_) => {
+                let _ = fs::remove_dir_all(&path);
+            }
+        }
+    }
+    cached.sort_by_key(|(written, _)| std::cmp::Reverse(*written));
+    for (_, path) in cached.into_iter().skip(keep) {
+        let _ = fs::remove_dir_all(path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(fingerprint: &str) -> EmbedderInfo {
+        EmbedderInfo {
+            id: "test-model".into(),
+            dim: 2,
+            fingerprint: fingerprint.into(),
+        }
+    }
+
+    /// A generation-like folder holding two vectors, sealed and checked.
+    fn vectors_in(dir: &Path) -> Checksums {
+        fs::create_dir_all(dir).unwrap();
+        let keys = [dense::vector_key("alpha"), dense::vector_key("beta")];
+        dense::write(dir, &[1.0, 0.0, 0.0, 1.0], &keys, 2).unwrap();
+        checks::compute(dir).unwrap()
+    }
+
+    #[test]
+    fn kept_vectors_come_back_for_the_same_model_only() {
+        let index = tempfile::tempdir().unwrap();
+        let gen_dir = index.path().join("gen-1");
+        let checksums = vectors_in(&gen_dir);
+        let old = info("xxh3:0001");
+        keep(index.path(), &gen_dir, &old, &checksums).unwrap();
+        assert!(!gen_dir.join(VECTORS_FILE).exists(), "moved, not copied");
+
+        let mut warnings = Vec::new();
+        let cached = reusable(index.path(), None, None, &old, &mut warnings).unwrap();
+        assert_eq!(
+            cached.get(dense::vector_key("beta")).unwrap(),
+            Some(vec![0.0, 1.0])
+        );
+        assert_eq!(cached.get(dense::vector_key("gamma")).unwrap(), None);
+        assert!(reusable(index.path(), None, None, &info("xxh3:0002"), &mut warnings).is_none());
+        assert!(warnings.is_empty(), "{warnings:?}");
+
+        forget(index.path(), &old);
+        assert!(reusable(index.path(), None, None, &old, &mut warnings).is_none());
+    }
+
+    #[test]
+    fn a_damaged_cache_is_ignored_with_a_warning() {
+        let index = tempfile::tempdir().unwrap();
+        let gen_dir = index.path().join("gen-1");
+        let checksums = vectors_in(&gen_dir);
+        let model = info("xxh3:0001");
+        keep(index.path(), &gen_dir, &model, &checksums).unwrap();
+        let vectors = model_dir(index.path(), &model.fingerprint).join(VECTORS_FILE);
+        fs::write(&vectors, [0u8; 4]).unwrap();
+        let mut warnings = Vec::new();
+        assert!(reusable(index.path(), None, None, &model, &mut warnings).is_none());
+        assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].contains("vectors.i8"), "{warnings:?}");
+    }
+
+    #[test]
+    fn only_the_most_recent_models_are_kept() {
+        let index = tempfile::tempdir().unwrap();
+        for n in 0..KEPT_MODELS + 2 {
+            let gen_dir = index.path().join(format!("gen-{n}"));
+            let checksums = vectors_in(&gen_dir);
+            keep(index.path(), &gen_dir, &info(&format!("fp{n}")), &checksums).unwrap();
+            // Distinct modification times order the models.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let left = fs::read_dir(index.path().join(CACHE_DIR)).unwrap().count();
+        assert_eq!(left, KEPT_MODELS);
+        let mut warnings = Vec::new();
+        assert!(reusable(index.path(), None, None, &info("fp0"), &mut warnings).is_none());
+        let newest = info(&format!("fp{}", KEPT_MODELS + 1));
+        assert!(reusable(index.path(), None, None, &newest, &mut warnings).is_some());
+    }
+}

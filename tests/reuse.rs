@@ -1,0 +1,164 @@
+//! End-to-end tests of vector reuse: a chunk whose text this model has
+//! embedded before — in an unchanged, moved or copied file, or before a
+//! switch to another model and back — is not embedded again, and the
+//! results equal those of a fresh full index, byte for byte.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+
+use common::{Corpus, copy_dir};
+
+/// Queries whose `--json` answers are compared between indexes.
+const QUERIES: [&str; 4] = [
+    "postgres connection pool exhausted",
+    "INC-2023-Q4-011",
+    "how do we rotate the signing keys",
+    "max_connections",
+];
+
+/// The number of chunks an index run says it embedded.
+fn embedded(corpus: &Corpus, args: &[&str]) -> usize {
+    let output = corpus
+        .memidx()
+        .args([&["index", "."][..], args].concat())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let count = stdout
+        .split("(embedding ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap_or_else(|| panic!("no embedding count in {stdout}"));
+    count.parse().unwrap()
+}
+
+/// Every query's `search --json` output, as bytes.
+fn answers(corpus: &Corpus) -> Vec<Vec<u8>> {
+    QUERIES
+        .iter()
+        .map(|query| {
+            let output = corpus
+                .memidx()
+                .args(["search", query, "--json", "-k", "20"])
+                .output()
+                .unwrap();
+            assert_eq!(output.status.code(), Some(0), "{output:?}");
+            output.stdout
+        })
+        .collect()
+}
+
+/// The answers of a fresh full index of a copy of `corpus`.
+fn fresh_answers(corpus: &Corpus) -> Vec<Vec<u8>> {
+    let fresh = Corpus::empty();
+    copy_dir(corpus.path(), fresh.path());
+    fs::remove_dir_all(fresh.path().join(".memidx")).unwrap();
+    fresh.index();
+    answers(&fresh)
+}
+
+#[test]
+fn moved_and_copied_files_reuse_their_vectors_and_match_a_fresh_index() {
+    let corpus = Corpus::fixtures();
+    assert_eq!(embedded(&corpus, &[]), 107);
+    let services = corpus.path().join("services");
+    fs::create_dir(corpus.path().join("archive")).unwrap();
+    fs::rename(
+        services.join("auth-service.md"),
+        corpus.path().join("archive/auth-service-2023.md"),
+    )
+    .unwrap();
+    fs::copy(
+        services.join("billing-service.md"),
+        corpus.path().join("archive/billing-copy.md"),
+    )
+    .unwrap();
+    assert_eq!(embedded(&corpus, &[]), 0, "moved and copied text is reused");
+    assert_eq!(answers(&corpus), fresh_answers(&corpus));
+
+    // A new paragraph is the only text embedded.
+    let note = corpus.path().join("archive/billing-copy.md");
+    let mut text = fs::read_to_string(&note).unwrap();
+    text.push_str("\n## Appendix\n\nA brand new paragraph about ledger snapshots.\n");
+    fs::write(&note, text).unwrap();
+    assert_eq!(embedded(&corpus, &[]), 1);
+    assert_eq!(answers(&corpus), fresh_answers(&corpus));
+}
+
+/// A copy of the bundled model's folder whose config differs by a field
+/// model2vec ignores: the same vectors under another fingerprint.
+fn other_model(dir: &Path) {
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/model"),
+        dir,
+    );
+    let config = dir.join("config.json");
+    let text = fs::read_to_string(&config).unwrap().replacen(
+        '{',
+        "{\n    \"comment\": \"a copy for tests\",",
+        1,
+    );
+    fs::write(config, text).unwrap();
+}
+
+#[test]
+fn switching_models_and_back_embeds_nothing_twice() {
+    let corpus = Corpus::fixtures();
+    let models = tempfile::tempdir().unwrap();
+    let other = models.path().join("other-static");
+    other_model(&other);
+    let other_arg = other.to_str().unwrap();
+
+    assert_eq!(embedded(&corpus, &[]), 107);
+    let bundled_answers = answers(&corpus);
+    // Another model: every chunk is embedded; the bundled vectors are kept.
+    assert_eq!(embedded(&corpus, &["--model", other_arg]), 107);
+    let cache = corpus.path().join(".memidx/cache");
+    assert_eq!(fs::read_dir(&cache).unwrap().count(), 1);
+    // Back to the bundled model: nothing is embedded, the answers are the same.
+    assert_eq!(embedded(&corpus, &[]), 0);
+    assert_eq!(answers(&corpus), bundled_answers);
+    // And to the other model again, after a file changed: only its chunks are embedded.
+    let runbook = corpus.path().join("services/auth-service.md");
+    let text = fs::read_to_string(&runbook).unwrap();
+    fs::write(&runbook, text.replace("token", "credential")).unwrap();
+    let changed = embedded(&corpus, &["--model", other_arg]);
+    assert!((1..107).contains(&changed), "{changed}");
+    // Each model's cache holds the other's vectors; the live model has none.
+    assert_eq!(fs::read_dir(&cache).unwrap().count(), 1);
+}
+
+#[test]
+fn a_damaged_cache_is_ignored_with_a_warning_and_results_stay_right() {
+    let corpus = Corpus::fixtures();
+    let models = tempfile::tempdir().unwrap();
+    let other = models.path().join("other-static");
+    other_model(&other);
+    corpus.index();
+    let bundled_answers = answers(&corpus);
+    let output = corpus
+        .memidx()
+        .args(["index", ".", "--quiet", "--model", other.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let cached = fs::read_dir(corpus.path().join(".memidx/cache"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    fs::write(cached.join("vectors.i8"), b"zeroed").unwrap();
+    let output = corpus.memidx().args(["index", "."]).output().unwrap();
+    assert!(output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("not reusing the vectors in") && stderr.contains("vectors.i8"),
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("(embedding 107 chunks"));
+    assert_eq!(answers(&corpus), bundled_answers);
+}
