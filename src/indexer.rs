@@ -192,22 +192,13 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
     });
     sparse_built?;
     let ((embedded_vectors, embedded), embed_time) = vectors?;
-    let dim = embedder.info().dim;
-    for (chunk, row) in built
-        .table
-        .chunks
-        .iter_mut()
-        .zip(embedded_vectors.vectors.chunks_exact(dim))
-    {
-        chunk.has_vector = row.iter().any(|v| *v != 0.0);
+    for (ord, chunk) in built.table.chunks.iter_mut().enumerate() {
+        chunk.has_vector = embedded_vectors.vectors.has_vector(ord);
     }
     generation::write(&gen_dir, &built.table, &built.texts)?;
-    dense::write(
-        &gen_dir,
-        &embedded_vectors.vectors,
-        &embedded_vectors.keys,
-        dim,
-    )?;
+    embedded_vectors
+        .vectors
+        .write(&gen_dir, &embedded_vectors.keys)?;
     atomic::sync_dir(&gen_dir)?;
     let checksums = checks::compute(&gen_dir)?;
 
@@ -599,8 +590,8 @@ const EMBED_BATCH: usize = 256;
 
 /// Every chunk's vector and key, in ordinal order.
 struct ChunkVectors {
-    /// Row-major, `dim` floats per chunk.
-    vectors: Vec<f32>,
+    /// One row per chunk.
+    vectors: dense::QuantizedVectors,
     /// Per chunk, the key of its vector ([`dense::vector_key`]).
     keys: Vec<u64>,
 }
@@ -619,7 +610,7 @@ fn embed_chunks(
         .par_iter()
         .map(|t| dense::vector_key(t))
         .collect();
-    let mut vectors = vec![0.0f32; searchable.len() * dim];
+    let mut vectors = dense::QuantizedVectors::zeros(searchable.len(), dim);
     let mut todo = Vec::new();
     for (ord, key) in keys.iter().enumerate() {
         let known = match &previous.vectors {
@@ -627,7 +618,7 @@ fn embed_chunks(
             None => None,
         };
         match known {
-            Some(row) => vectors[ord * dim..][..dim].copy_from_slice(&row),
+            Some((values, scale)) => vectors.set_quantized(ord, values, scale),
             None => todo.push(ord),
         }
     }
@@ -636,7 +627,7 @@ fn embed_chunks(
         let texts: Vec<String> = batch.iter().map(|&ord| searchable[ord].clone()).collect();
         let flat = embedder.embed(&texts)?;
         for (&ord, row) in batch.iter().zip(flat.chunks_exact(dim)) {
-            vectors[ord * dim..][..dim].copy_from_slice(row);
+            vectors.set(ord, row);
         }
         bar.inc(batch.len() as u64);
     }

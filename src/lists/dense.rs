@@ -74,24 +74,54 @@ pub fn read_keys(dir: &Path) -> Result<Vec<u64>> {
         .collect())
 }
 
-/// Writes the row-major `vectors` (`dim` per row), quantized, and their
-/// `keys`, fsynced.
-pub fn write(gen_dir: &Path, vectors: &[f32], keys: &[u64], dim: usize) -> Result<()> {
-    ensure!(
-        keys.len() * dim == vectors.len(),
-        "one key per vector is needed"
-    );
-    let mut values = Vec::with_capacity(vectors.len());
-    let mut scales = Vec::with_capacity(vectors.len() / dim.max(1) * 4);
-    for row in vectors.chunks_exact(dim.max(1)) {
-        let (q, scale) = quantize(row);
-        values.extend(q.iter().map(|v| *v as u8));
-        scales.extend(scale.to_le_bytes());
+/// Vectors quantized as they are produced, so an index run holds a quarter
+/// of their f32 size (330k chunks: 84 MB instead of 338 MB).
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuantizedVectors {
+    dim: usize,
+    values: Vec<i8>,
+    scales: Vec<f32>,
+}
+
+impl QuantizedVectors {
+    /// `rows` zero vectors of dimension `dim`.
+    pub fn zeros(rows: usize, dim: usize) -> Self {
+        Self {
+            dim,
+            values: vec![0; rows * dim],
+            scales: vec![0.0; rows],
+        }
     }
-    let keys: Vec<u8> = keys.iter().flat_map(|k| k.to_le_bytes()).collect();
-    atomic::write_synced(&gen_dir.join(VECTORS_FILE), &values)?;
-    atomic::write_synced(&gen_dir.join(SCALES_FILE), &scales)?;
-    atomic::write_synced(&gen_dir.join(KEYS_FILE), &keys)
+
+    /// Quantizes `vector` into row `row`.
+    pub fn set(&mut self, row: usize, vector: &[f32]) {
+        let (values, scale) = quantize(vector);
+        self.set_quantized(row, &values, scale);
+    }
+
+    /// Copies an already quantized row into row `row`.
+    pub fn set_quantized(&mut self, row: usize, values: &[i8], scale: f32) {
+        self.values[row * self.dim..][..self.dim].copy_from_slice(values);
+        self.scales[row] = scale;
+    }
+
+    /// True when row `row` is not the zero vector (a zero row has scale 0).
+    pub fn has_vector(&self, row: usize) -> bool {
+        self.scales[row] != 0.0
+    }
+
+    /// Writes the rows and their `keys` (one per row) into `dir`, fsynced.
+    pub fn write(&self, dir: &Path, keys: &[u64]) -> Result<()> {
+        ensure!(
+            keys.len() == self.scales.len(),
+            "one key per vector is needed"
+        );
+        let scales: Vec<u8> = self.scales.iter().flat_map(|s| s.to_le_bytes()).collect();
+        let keys: Vec<u8> = keys.iter().flat_map(|k| k.to_le_bytes()).collect();
+        atomic::write_synced(&dir.join(VECTORS_FILE), bytemuck::cast_slice(&self.values))?;
+        atomic::write_synced(&dir.join(SCALES_FILE), &scales)?;
+        atomic::write_synced(&dir.join(KEYS_FILE), &keys)
+    }
 }
 
 /// The quantized rows of one folder (a generation's, or a model's cached
@@ -157,6 +187,19 @@ impl StoredVectors {
             Some(bytes) => bytemuck::try_cast_slice(bytes)
                 .map_err(|e| anyhow!("cannot view the scales as floats: {e}")),
         }
+    }
+
+    /// Row `ord` as stored: its int8 values and its scale.
+    pub fn quantized_row(&self, ord: ChunkOrd) -> Result<(&[i8], f32)> {
+        let scale = *self
+            .scales()?
+            .get(ord as usize)
+            .context("chunk ordinal beyond the vector file")?;
+        let values: &[i8] = bytemuck::cast_slice(self.values.as_deref().unwrap_or_default());
+        let row = values
+            .get(ord as usize * self.dim..(ord as usize + 1) * self.dim)
+            .context("chunk ordinal beyond the vector file")?;
+        Ok((row, scale))
     }
 
     /// The vector of row `ord`, dequantized.
@@ -349,6 +392,10 @@ mod tests {
         assert!(cos > 0.9999, "{cos}");
         // Quantizing a dequantized row gives the same row (reuse is lossless).
         assert_eq!(quantize(&back).0, q);
+        let mut rows = QuantizedVectors::zeros(2, 256);
+        rows.set(1, &unit);
+        assert!(!rows.has_vector(0) && rows.has_vector(1));
+        assert_eq!(rows.values[256..], q[..]);
         assert_eq!(quantize(&[0.0, 0.0]), (vec![0, 0], 0.0));
     }
 

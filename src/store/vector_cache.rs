@@ -75,11 +75,11 @@ impl ReusableVectors {
         Ok(Self { vectors, by_key })
     }
 
-    /// The vector stored under `key`, if any.
-    pub fn get(&self, key: u64) -> Result<Option<Vec<f32>>> {
+    /// The vector stored under `key`, if any, as stored: int8 values and scale.
+    pub fn get(&self, key: u64) -> Result<Option<(&[i8], f32)>> {
         self.by_key
             .get(&key)
-            .map(|row| self.vectors.row(*row))
+            .map(|row| self.vectors.quantized_row(*row))
             .transpose()
     }
 }
@@ -238,7 +238,10 @@ mod tests {
     fn vectors_in(dir: &Path) -> Checksums {
         fs::create_dir_all(dir).unwrap();
         let keys = [dense::vector_key("alpha"), dense::vector_key("beta")];
-        dense::write(dir, &[1.0, 0.0, 0.0, 1.0], &keys, 2).unwrap();
+        let mut vectors = dense::QuantizedVectors::zeros(2, 2);
+        vectors.set(0, &[1.0, 0.0]);
+        vectors.set(1, &[0.0, 1.0]);
+        vectors.write(dir, &keys).unwrap();
         checks::compute(dir).unwrap()
     }
 
@@ -253,10 +256,9 @@ mod tests {
 
         let mut warnings = Vec::new();
         let cached = reusable(index.path(), None, None, &old, &mut warnings).unwrap();
-        assert_eq!(
-            cached.get(dense::vector_key("beta")).unwrap(),
-            Some(vec![0.0, 1.0])
-        );
+        let (values, scale) = cached.get(dense::vector_key("beta")).unwrap().unwrap();
+        assert_eq!(values, [0, 127]);
+        assert_eq!(scale, 1.0 / 127.0);
         assert_eq!(cached.get(dense::vector_key("gamma")).unwrap(), None);
         assert!(reusable(index.path(), None, None, &info("xxh3:0002"), &mut warnings).is_none());
         assert!(warnings.is_empty(), "{warnings:?}");
