@@ -17,6 +17,7 @@ pub mod embed;
 pub mod eval;
 pub mod filter;
 pub mod fusion;
+pub mod graph;
 pub mod indexer;
 pub mod lists;
 pub mod output;
