@@ -31,6 +31,7 @@ Register-ArgumentCompleter -Native -CommandName 'memidx' -ScriptBlock {
             [CompletionResult]::new('explain', 'explain', [CompletionResultType]::ParameterValue, 'Show how every result''s score was made: each list''s rank, raw score, weight and contribution, or why a list did not contribute')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show what is indexed: files, chunks, model, settings, sizes, and which files changed since (--verify also checks every index file''s checksum)')
             [CompletionResult]::new('eval', 'eval', [CompletionResultType]::ParameterValue, 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)')
+            [CompletionResult]::new('graph', 'graph', [CompletionResultType]::ParameterValue, 'Show what the entity graph holds: entities, communities (with their extractive summaries), an entity''s neighbors')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script to stdout')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the man page (roff) to stdout')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -60,10 +61,11 @@ Register-ArgumentCompleter -Native -CommandName 'memidx' -ScriptBlock {
             [CompletionResult]::new('--top-k', '--top-k', [CompletionResultType]::ParameterName, 'Number of results')
             [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)')
             [CompletionResult]::new('--filter', '--filter', [CompletionResultType]::ParameterName, 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)')
-            [CompletionResult]::new('--mode', '--mode', [CompletionResultType]::ParameterName, 'Which lists to run')
+            [CompletionResult]::new('--mode', '--mode', [CompletionResultType]::ParameterName, 'Which lists to run, comma-separated (e.g. sparse,graph); hybrid is the default lists: sparse, dense, and graph when the index has one')
             [CompletionResult]::new('--rrf-k', '--rrf-k', [CompletionResultType]::ParameterName, 'The RRF constant k in w / (k + rank) [default: the index''s, 60]')
             [CompletionResult]::new('--sparse-weight', '--sparse-weight', [CompletionResultType]::ParameterName, 'Weight of the sparse (BM25) list in the fusion [default: the index''s]')
             [CompletionResult]::new('--dense-weight', '--dense-weight', [CompletionResultType]::ParameterName, 'Weight of the dense (embedding) list in the fusion [default: the index''s]')
+            [CompletionResult]::new('--graph-weight', '--graph-weight', [CompletionResultType]::ParameterName, 'Weight of the graph (entities and communities) list in the fusion [default: the index''s, 0 (off) unless eval --save chose one; 0.2 when --mode names graph]')
             [CompletionResult]::new('--window', '--window', [CompletionResultType]::ParameterName, 'Candidates taken from each list before fusion [default: the index''s, else max(50, 2 × top-k)]')
             [CompletionResult]::new('--index', '--index', [CompletionResultType]::ParameterName, 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)')
@@ -82,10 +84,11 @@ Register-ArgumentCompleter -Native -CommandName 'memidx' -ScriptBlock {
             [CompletionResult]::new('--chunk', '--chunk', [CompletionResultType]::ParameterName, 'Explain only this chunk (an id like `notes/db.md#3`), even when it is not a result')
             [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)')
             [CompletionResult]::new('--filter', '--filter', [CompletionResultType]::ParameterName, 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)')
-            [CompletionResult]::new('--mode', '--mode', [CompletionResultType]::ParameterName, 'Which lists to run')
+            [CompletionResult]::new('--mode', '--mode', [CompletionResultType]::ParameterName, 'Which lists to run, comma-separated (e.g. sparse,graph); hybrid is the default lists: sparse, dense, and graph when the index has one')
             [CompletionResult]::new('--rrf-k', '--rrf-k', [CompletionResultType]::ParameterName, 'The RRF constant k in w / (k + rank) [default: the index''s, 60]')
             [CompletionResult]::new('--sparse-weight', '--sparse-weight', [CompletionResultType]::ParameterName, 'Weight of the sparse (BM25) list in the fusion [default: the index''s]')
             [CompletionResult]::new('--dense-weight', '--dense-weight', [CompletionResultType]::ParameterName, 'Weight of the dense (embedding) list in the fusion [default: the index''s]')
+            [CompletionResult]::new('--graph-weight', '--graph-weight', [CompletionResultType]::ParameterName, 'Weight of the graph (entities and communities) list in the fusion [default: the index''s, 0 (off) unless eval --save chose one; 0.2 when --mode names graph]')
             [CompletionResult]::new('--window', '--window', [CompletionResultType]::ParameterName, 'Candidates taken from each list before fusion [default: the index''s, else max(50, 2 × top-k)]')
             [CompletionResult]::new('--index', '--index', [CompletionResultType]::ParameterName, 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)')
@@ -115,6 +118,7 @@ Register-ArgumentCompleter -Native -CommandName 'memidx' -ScriptBlock {
             [CompletionResult]::new('--rrf-k', '--rrf-k', [CompletionResultType]::ParameterName, 'The RRF constant k in w / (k + rank) [default: the index''s, 60]')
             [CompletionResult]::new('--sparse-weight', '--sparse-weight', [CompletionResultType]::ParameterName, 'Weight of the sparse (BM25) list in the fusion [default: the index''s]')
             [CompletionResult]::new('--dense-weight', '--dense-weight', [CompletionResultType]::ParameterName, 'Weight of the dense (embedding) list in the fusion [default: the index''s]')
+            [CompletionResult]::new('--graph-weight', '--graph-weight', [CompletionResultType]::ParameterName, 'Weight of the graph (entities and communities) list in the fusion [default: the index''s, 0 (off) unless eval --save chose one; 0.2 when --mode names graph]')
             [CompletionResult]::new('--window', '--window', [CompletionResultType]::ParameterName, 'Candidates taken from each list before fusion [default: the index''s, else max(50, 2 × top-k)]')
             [CompletionResult]::new('--index', '--index', [CompletionResultType]::ParameterName, 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)')
@@ -127,6 +131,77 @@ Register-ArgumentCompleter -Native -CommandName 'memidx' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'memidx;graph' {
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'How many rows to show at most')
+            [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'How many rows to show at most')
+            [CompletionResult]::new('--index', '--index', [CompletionResultType]::ParameterName, 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document instead of text')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('entities', 'entities', [CompletionResultType]::ParameterValue, 'The entities mentioned by the most chunks, with their community')
+            [CompletionResult]::new('communities', 'communities', [CompletionResultType]::ParameterValue, 'The communities of one level, largest first, each with its extractive summary (central entities and the chunks covering them)')
+            [CompletionResult]::new('neighbors', 'neighbors', [CompletionResultType]::ParameterValue, 'An entity''s strongest relations')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'memidx;graph;entities' {
+            [CompletionResult]::new('--kind', '--kind', [CompletionResultType]::ParameterName, 'Only entities of this kind')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'How many rows to show at most')
+            [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'How many rows to show at most')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document instead of text')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'memidx;graph;communities' {
+            [CompletionResult]::new('--level', '--level', [CompletionResultType]::ParameterName, 'The level: 0 is the finest; higher levels merge communities')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'How many rows to show at most')
+            [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'How many rows to show at most')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document instead of text')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'memidx;graph;neighbors' {
+            [CompletionResult]::new('--kind', '--kind', [CompletionResultType]::ParameterName, 'Only the entity of this kind')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'How many rows to show at most')
+            [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'How many rows to show at most')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document instead of text')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'memidx;graph;help' {
+            [CompletionResult]::new('entities', 'entities', [CompletionResultType]::ParameterValue, 'The entities mentioned by the most chunks, with their community')
+            [CompletionResult]::new('communities', 'communities', [CompletionResultType]::ParameterValue, 'The communities of one level, largest first, each with its extractive summary (central entities and the chunks covering them)')
+            [CompletionResult]::new('neighbors', 'neighbors', [CompletionResultType]::ParameterValue, 'An entity''s strongest relations')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'memidx;graph;help;entities' {
+            break
+        }
+        'memidx;graph;help;communities' {
+            break
+        }
+        'memidx;graph;help;neighbors' {
+            break
+        }
+        'memidx;graph;help;help' {
             break
         }
         'memidx;completions' {
@@ -151,6 +226,7 @@ Register-ArgumentCompleter -Native -CommandName 'memidx' -ScriptBlock {
             [CompletionResult]::new('explain', 'explain', [CompletionResultType]::ParameterValue, 'Show how every result''s score was made: each list''s rank, raw score, weight and contribution, or why a list did not contribute')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show what is indexed: files, chunks, model, settings, sizes, and which files changed since (--verify also checks every index file''s checksum)')
             [CompletionResult]::new('eval', 'eval', [CompletionResultType]::ParameterValue, 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)')
+            [CompletionResult]::new('graph', 'graph', [CompletionResultType]::ParameterValue, 'Show what the entity graph holds: entities, communities (with their extractive summaries), an entity''s neighbors')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script to stdout')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the man page (roff) to stdout')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -169,6 +245,21 @@ Register-ArgumentCompleter -Native -CommandName 'memidx' -ScriptBlock {
             break
         }
         'memidx;help;eval' {
+            break
+        }
+        'memidx;help;graph' {
+            [CompletionResult]::new('entities', 'entities', [CompletionResultType]::ParameterValue, 'The entities mentioned by the most chunks, with their community')
+            [CompletionResult]::new('communities', 'communities', [CompletionResultType]::ParameterValue, 'The communities of one level, largest first, each with its extractive summary (central entities and the chunks covering them)')
+            [CompletionResult]::new('neighbors', 'neighbors', [CompletionResultType]::ParameterValue, 'An entity''s strongest relations')
+            break
+        }
+        'memidx;help;graph;entities' {
+            break
+        }
+        'memidx;help;graph;communities' {
+            break
+        }
+        'memidx;help;graph;neighbors' {
             break
         }
         'memidx;help;completions' {

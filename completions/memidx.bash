@@ -25,6 +25,9 @@ _memidx() {
             memidx,explain)
                 cmd="memidx__subcmd__explain"
                 ;;
+            memidx,graph)
+                cmd="memidx__subcmd__graph"
+                ;;
             memidx,help)
                 cmd="memidx__subcmd__help"
                 ;;
@@ -40,6 +43,30 @@ _memidx() {
             memidx,status)
                 cmd="memidx__subcmd__status"
                 ;;
+            memidx__subcmd__graph,communities)
+                cmd="memidx__subcmd__graph__subcmd__communities"
+                ;;
+            memidx__subcmd__graph,entities)
+                cmd="memidx__subcmd__graph__subcmd__entities"
+                ;;
+            memidx__subcmd__graph,help)
+                cmd="memidx__subcmd__graph__subcmd__help"
+                ;;
+            memidx__subcmd__graph,neighbors)
+                cmd="memidx__subcmd__graph__subcmd__neighbors"
+                ;;
+            memidx__subcmd__graph__subcmd__help,communities)
+                cmd="memidx__subcmd__graph__subcmd__help__subcmd__communities"
+                ;;
+            memidx__subcmd__graph__subcmd__help,entities)
+                cmd="memidx__subcmd__graph__subcmd__help__subcmd__entities"
+                ;;
+            memidx__subcmd__graph__subcmd__help,help)
+                cmd="memidx__subcmd__graph__subcmd__help__subcmd__help"
+                ;;
+            memidx__subcmd__graph__subcmd__help,neighbors)
+                cmd="memidx__subcmd__graph__subcmd__help__subcmd__neighbors"
+                ;;
             memidx__subcmd__help,completions)
                 cmd="memidx__subcmd__help__subcmd__completions"
                 ;;
@@ -48,6 +75,9 @@ _memidx() {
                 ;;
             memidx__subcmd__help,explain)
                 cmd="memidx__subcmd__help__subcmd__explain"
+                ;;
+            memidx__subcmd__help,graph)
+                cmd="memidx__subcmd__help__subcmd__graph"
                 ;;
             memidx__subcmd__help,help)
                 cmd="memidx__subcmd__help__subcmd__help"
@@ -64,6 +94,15 @@ _memidx() {
             memidx__subcmd__help,status)
                 cmd="memidx__subcmd__help__subcmd__status"
                 ;;
+            memidx__subcmd__help__subcmd__graph,communities)
+                cmd="memidx__subcmd__help__subcmd__graph__subcmd__communities"
+                ;;
+            memidx__subcmd__help__subcmd__graph,entities)
+                cmd="memidx__subcmd__help__subcmd__graph__subcmd__entities"
+                ;;
+            memidx__subcmd__help__subcmd__graph,neighbors)
+                cmd="memidx__subcmd__help__subcmd__graph__subcmd__neighbors"
+                ;;
             *)
                 ;;
         esac
@@ -71,7 +110,7 @@ _memidx() {
 
     case "${cmd}" in
         memidx)
-            opts="-h -V --color --help --version index search explain status eval completions man help"
+            opts="-h -V --color --help --version index search explain status eval graph completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -107,7 +146,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__eval)
-            opts="-q -h -V --queries --qrels --json --run-out --sweep --save --quiet --rrf-k --sparse-weight --dense-weight --window --index --color --help --version"
+            opts="-q -h -V --queries --qrels --json --run-out --sweep --save --quiet --rrf-k --sparse-weight --dense-weight --graph-weight --window --index --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -137,6 +176,10 @@ _memidx() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --graph-weight)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --window)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -157,7 +200,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__explain)
-            opts="-k -f -h -V --top-k --chunk --json --filter --mode --here --rrf-k --sparse-weight --dense-weight --window --index --color --help --version"
+            opts="-k -f -h -V --top-k --chunk --json --filter --mode --here --rrf-k --sparse-weight --dense-weight --graph-weight --window --index --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -184,7 +227,7 @@ _memidx() {
                     return 0
                     ;;
                 --mode)
-                    COMPREPLY=($(compgen -W "hybrid sparse dense" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "hybrid sparse dense graph" -- "${cur}"))
                     return 0
                     ;;
                 --rrf-k)
@@ -196,6 +239,10 @@ _memidx() {
                     return 0
                     ;;
                 --dense-weight)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --graph-weight)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -218,8 +265,198 @@ _memidx() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        memidx__subcmd__graph)
+            opts="-n -h -V --json --limit --index --color --help --version entities communities neighbors help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --index)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        memidx__subcmd__graph__subcmd__communities)
+            opts="-n -h -V --level --json --limit --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --level)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        memidx__subcmd__graph__subcmd__entities)
+            opts="-n -h -V --kind --json --limit --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --kind)
+                    COMPREPLY=($(compgen -W "identifier code error-code heading metadata document name" -- "${cur}"))
+                    return 0
+                    ;;
+                --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        memidx__subcmd__graph__subcmd__help)
+            opts="entities communities neighbors help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        memidx__subcmd__graph__subcmd__help__subcmd__communities)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        memidx__subcmd__graph__subcmd__help__subcmd__entities)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        memidx__subcmd__graph__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        memidx__subcmd__graph__subcmd__help__subcmd__neighbors)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        memidx__subcmd__graph__subcmd__neighbors)
+            opts="-n -h -V --kind --json --limit --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --kind)
+                    COMPREPLY=($(compgen -W "identifier code error-code heading metadata document name" -- "${cur}"))
+                    return 0
+                    ;;
+                --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         memidx__subcmd__help)
-            opts="index search explain status eval completions man help"
+            opts="index search explain status eval graph completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -263,6 +500,62 @@ _memidx() {
         memidx__subcmd__help__subcmd__explain)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        memidx__subcmd__help__subcmd__graph)
+            opts="entities communities neighbors"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        memidx__subcmd__help__subcmd__graph__subcmd__communities)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        memidx__subcmd__help__subcmd__graph__subcmd__entities)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        memidx__subcmd__help__subcmd__graph__subcmd__neighbors)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -405,7 +698,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__search)
-            opts="-k -f -h -V --request --top-k --json --jsonl --filter --mode --here --rrf-k --sparse-weight --dense-weight --window --index --color --help --version"
+            opts="-k -f -h -V --request --top-k --json --jsonl --filter --mode --here --rrf-k --sparse-weight --dense-weight --graph-weight --window --index --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -432,7 +725,7 @@ _memidx() {
                     return 0
                     ;;
                 --mode)
-                    COMPREPLY=($(compgen -W "hybrid sparse dense" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "hybrid sparse dense graph" -- "${cur}"))
                     return 0
                     ;;
                 --rrf-k)
@@ -444,6 +737,10 @@ _memidx() {
                     return 0
                     ;;
                 --dense-weight)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --graph-weight)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

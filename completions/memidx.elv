@@ -28,6 +28,7 @@ set edit:completion:arg-completer[memidx] = {|@words|
             cand explain 'Show how every result''s score was made: each list''s rank, raw score, weight and contribution, or why a list did not contribute'
             cand status 'Show what is indexed: files, chunks, model, settings, sizes, and which files changed since (--verify also checks every index file''s checksum)'
             cand eval 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)'
+            cand graph 'Show what the entity graph holds: entities, communities (with their extractive summaries), an entity''s neighbors'
             cand completions 'Print a shell completion script to stdout'
             cand man 'Print the man page (roff) to stdout'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -55,10 +56,11 @@ set edit:completion:arg-completer[memidx] = {|@words|
             cand --top-k 'Number of results'
             cand -f 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)'
             cand --filter 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)'
-            cand --mode 'Which lists to run'
+            cand --mode 'Which lists to run, comma-separated (e.g. sparse,graph); hybrid is the default lists: sparse, dense, and graph when the index has one'
             cand --rrf-k 'The RRF constant k in w / (k + rank) [default: the index''s, 60]'
             cand --sparse-weight 'Weight of the sparse (BM25) list in the fusion [default: the index''s]'
             cand --dense-weight 'Weight of the dense (embedding) list in the fusion [default: the index''s]'
+            cand --graph-weight 'Weight of the graph (entities and communities) list in the fusion [default: the index''s, 0 (off) unless eval --save chose one; 0.2 when --mode names graph]'
             cand --window 'Candidates taken from each list before fusion [default: the index''s, else max(50, 2 × top-k)]'
             cand --index 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]'
             cand --color 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)'
@@ -76,10 +78,11 @@ set edit:completion:arg-completer[memidx] = {|@words|
             cand --chunk 'Explain only this chunk (an id like `notes/db.md#3`), even when it is not a result'
             cand -f 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)'
             cand --filter 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)'
-            cand --mode 'Which lists to run'
+            cand --mode 'Which lists to run, comma-separated (e.g. sparse,graph); hybrid is the default lists: sparse, dense, and graph when the index has one'
             cand --rrf-k 'The RRF constant k in w / (k + rank) [default: the index''s, 60]'
             cand --sparse-weight 'Weight of the sparse (BM25) list in the fusion [default: the index''s]'
             cand --dense-weight 'Weight of the dense (embedding) list in the fusion [default: the index''s]'
+            cand --graph-weight 'Weight of the graph (entities and communities) list in the fusion [default: the index''s, 0 (off) unless eval --save chose one; 0.2 when --mode names graph]'
             cand --window 'Candidates taken from each list before fusion [default: the index''s, else max(50, 2 × top-k)]'
             cand --index 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]'
             cand --color 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)'
@@ -107,6 +110,7 @@ set edit:completion:arg-completer[memidx] = {|@words|
             cand --rrf-k 'The RRF constant k in w / (k + rank) [default: the index''s, 60]'
             cand --sparse-weight 'Weight of the sparse (BM25) list in the fusion [default: the index''s]'
             cand --dense-weight 'Weight of the dense (embedding) list in the fusion [default: the index''s]'
+            cand --graph-weight 'Weight of the graph (entities and communities) list in the fusion [default: the index''s, 0 (off) unless eval --save chose one; 0.2 when --mode names graph]'
             cand --window 'Candidates taken from each list before fusion [default: the index''s, else max(50, 2 × top-k)]'
             cand --index 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]'
             cand --color 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)'
@@ -119,6 +123,68 @@ set edit:completion:arg-completer[memidx] = {|@words|
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
             cand --version 'Print version'
+        }
+        &'memidx;graph'= {
+            cand -n 'How many rows to show at most'
+            cand --limit 'How many rows to show at most'
+            cand --index 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]'
+            cand --color 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)'
+            cand --json 'Print one JSON document instead of text'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand entities 'The entities mentioned by the most chunks, with their community'
+            cand communities 'The communities of one level, largest first, each with its extractive summary (central entities and the chunks covering them)'
+            cand neighbors 'An entity''s strongest relations'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'memidx;graph;entities'= {
+            cand --kind 'Only entities of this kind'
+            cand -n 'How many rows to show at most'
+            cand --limit 'How many rows to show at most'
+            cand --color 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)'
+            cand --json 'Print one JSON document instead of text'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'memidx;graph;communities'= {
+            cand --level 'The level: 0 is the finest; higher levels merge communities'
+            cand -n 'How many rows to show at most'
+            cand --limit 'How many rows to show at most'
+            cand --color 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)'
+            cand --json 'Print one JSON document instead of text'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'memidx;graph;neighbors'= {
+            cand --kind 'Only the entity of this kind'
+            cand -n 'How many rows to show at most'
+            cand --limit 'How many rows to show at most'
+            cand --color 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)'
+            cand --json 'Print one JSON document instead of text'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'memidx;graph;help'= {
+            cand entities 'The entities mentioned by the most chunks, with their community'
+            cand communities 'The communities of one level, largest first, each with its extractive summary (central entities and the chunks covering them)'
+            cand neighbors 'An entity''s strongest relations'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'memidx;graph;help;entities'= {
+        }
+        &'memidx;graph;help;communities'= {
+        }
+        &'memidx;graph;help;neighbors'= {
+        }
+        &'memidx;graph;help;help'= {
         }
         &'memidx;completions'= {
             cand --color 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)'
@@ -140,6 +206,7 @@ set edit:completion:arg-completer[memidx] = {|@words|
             cand explain 'Show how every result''s score was made: each list''s rank, raw score, weight and contribution, or why a list did not contribute'
             cand status 'Show what is indexed: files, chunks, model, settings, sizes, and which files changed since (--verify also checks every index file''s checksum)'
             cand eval 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)'
+            cand graph 'Show what the entity graph holds: entities, communities (with their extractive summaries), an entity''s neighbors'
             cand completions 'Print a shell completion script to stdout'
             cand man 'Print the man page (roff) to stdout'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -153,6 +220,17 @@ set edit:completion:arg-completer[memidx] = {|@words|
         &'memidx;help;status'= {
         }
         &'memidx;help;eval'= {
+        }
+        &'memidx;help;graph'= {
+            cand entities 'The entities mentioned by the most chunks, with their community'
+            cand communities 'The communities of one level, largest first, each with its extractive summary (central entities and the chunks covering them)'
+            cand neighbors 'An entity''s strongest relations'
+        }
+        &'memidx;help;graph;entities'= {
+        }
+        &'memidx;help;graph;communities'= {
+        }
+        &'memidx;help;graph;neighbors'= {
         }
         &'memidx;help;completions'= {
         }

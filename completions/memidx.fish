@@ -34,6 +34,7 @@ complete -c memidx -n "__fish_memidx_needs_command" -f -a "search" -d 'Search th
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "explain" -d 'Show how every result\'s score was made: each list\'s rank, raw score, weight and contribution, or why a list did not contribute'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "status" -d 'Show what is indexed: files, chunks, model, settings, sizes, and which files changed since (--verify also checks every index file\'s checksum)'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "eval" -d 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)'
+complete -c memidx -n "__fish_memidx_needs_command" -f -a "graph" -d 'Show what the entity graph holds: entities, communities (with their extractive summaries), an entity\'s neighbors'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "completions" -d 'Print a shell completion script to stdout'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "man" -d 'Print the man page (roff) to stdout'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -54,12 +55,14 @@ complete -c memidx -n "__fish_memidx_using_subcommand index" -s V -l version -d 
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l request -d 'Read a JSON request (query_id, search_text, top_k, hybrid_params, metadata_filter) from FILE, or from stdin with \'-\'; answers in JSON' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand search" -s k -l top-k -d 'Number of results' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -s f -l filter -d 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)' -r
-complete -c memidx -n "__fish_memidx_using_subcommand search" -l mode -d 'Which lists to run' -r -f -a "hybrid\t'Both lists, fused with RRF'
-sparse\t'BM25 over the identifier-aware tokenizer only'
-dense\t'Embedding similarity only'"
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l mode -d 'Which lists to run, comma-separated (e.g. sparse,graph); hybrid is the default lists: sparse, dense, and graph when the index has one' -r -f -a "hybrid\t'The default lists: sparse, dense, and graph when the index has one'
+sparse\t'BM25 over the identifier-aware tokenizer'
+dense\t'Embedding similarity'
+graph\t'Chunks reached through the query\'s entities and their communities'"
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l rrf-k -d 'The RRF constant k in w / (k + rank) [default: the index\'s, 60]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l sparse-weight -d 'Weight of the sparse (BM25) list in the fusion [default: the index\'s]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l dense-weight -d 'Weight of the dense (embedding) list in the fusion [default: the index\'s]' -r
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l graph-weight -d 'Weight of the graph (entities and communities) list in the fusion [default: the index\'s, 0 (off) unless eval --save chose one; 0.2 when --mode names graph]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l window -d 'Candidates taken from each list before fusion [default: the index\'s, else max(50, 2 × top-k)]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
@@ -73,12 +76,14 @@ complete -c memidx -n "__fish_memidx_using_subcommand search" -s V -l version -d
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -s k -l top-k -d 'Number of results to explain' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l chunk -d 'Explain only this chunk (an id like `notes/db.md#3`), even when it is not a result' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -s f -l filter -d 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)' -r
-complete -c memidx -n "__fish_memidx_using_subcommand explain" -l mode -d 'Which lists to run' -r -f -a "hybrid\t'Both lists, fused with RRF'
-sparse\t'BM25 over the identifier-aware tokenizer only'
-dense\t'Embedding similarity only'"
+complete -c memidx -n "__fish_memidx_using_subcommand explain" -l mode -d 'Which lists to run, comma-separated (e.g. sparse,graph); hybrid is the default lists: sparse, dense, and graph when the index has one' -r -f -a "hybrid\t'The default lists: sparse, dense, and graph when the index has one'
+sparse\t'BM25 over the identifier-aware tokenizer'
+dense\t'Embedding similarity'
+graph\t'Chunks reached through the query\'s entities and their communities'"
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l rrf-k -d 'The RRF constant k in w / (k + rank) [default: the index\'s, 60]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l sparse-weight -d 'Weight of the sparse (BM25) list in the fusion [default: the index\'s]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l dense-weight -d 'Weight of the dense (embedding) list in the fusion [default: the index\'s]' -r
+complete -c memidx -n "__fish_memidx_using_subcommand explain" -l graph-weight -d 'Weight of the graph (entities and communities) list in the fusion [default: the index\'s, 0 (off) unless eval --save chose one; 0.2 when --mode names graph]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l window -d 'Candidates taken from each list before fusion [default: the index\'s, else max(50, 2 × top-k)]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
@@ -102,6 +107,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand eval" -l run-out -d 'Write
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l rrf-k -d 'The RRF constant k in w / (k + rank) [default: the index\'s, 60]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l sparse-weight -d 'Weight of the sparse (BM25) list in the fusion [default: the index\'s]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l dense-weight -d 'Weight of the dense (embedding) list in the fusion [default: the index\'s]' -r
+complete -c memidx -n "__fish_memidx_using_subcommand eval" -l graph-weight -d 'Weight of the graph (entities and communities) list in the fusion [default: the index\'s, 0 (off) unless eval --save chose one; 0.2 when --mode names graph]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l window -d 'Candidates taken from each list before fusion [default: the index\'s, else max(50, 2 × top-k)]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
@@ -113,6 +119,58 @@ complete -c memidx -n "__fish_memidx_using_subcommand eval" -l save -d 'With --s
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -s q -l quiet -d 'Print no progress bar'
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -s V -l version -d 'Print version'
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors help" -s n -l limit -d 'How many rows to show at most' -r
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors help" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors help" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
+always\t'Always'
+never\t'Never'"
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors help" -l json -d 'Print one JSON document instead of text'
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors help" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors help" -s V -l version -d 'Print version'
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors help" -f -a "entities" -d 'The entities mentioned by the most chunks, with their community'
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors help" -f -a "communities" -d 'The communities of one level, largest first, each with its extractive summary (central entities and the chunks covering them)'
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors help" -f -a "neighbors" -d 'An entity\'s strongest relations'
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from entities" -l kind -d 'Only entities of this kind' -r -f -a "identifier\t'A word the tokenizer keeps whole (`max_connections`, `getUserById`)'
+code\t'A plain word used as code (`malloc(`, a word alone in backticks)'
+error-code\t'An error or status code (`E1234`, `HTTP 504`)'
+heading\t'A heading'
+metadata\t'A front-matter value, `key: value`'
+document\t'A file'
+name\t'A capitalized name inside a sentence (`Patroni`)'"
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from entities" -s n -l limit -d 'How many rows to show at most' -r
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from entities" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
+always\t'Always'
+never\t'Never'"
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from entities" -l json -d 'Print one JSON document instead of text'
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from entities" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from entities" -s V -l version -d 'Print version'
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from communities" -l level -d 'The level: 0 is the finest; higher levels merge communities' -r
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from communities" -s n -l limit -d 'How many rows to show at most' -r
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from communities" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
+always\t'Always'
+never\t'Never'"
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from communities" -l json -d 'Print one JSON document instead of text'
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from communities" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from communities" -s V -l version -d 'Print version'
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from neighbors" -l kind -d 'Only the entity of this kind' -r -f -a "identifier\t'A word the tokenizer keeps whole (`max_connections`, `getUserById`)'
+code\t'A plain word used as code (`malloc(`, a word alone in backticks)'
+error-code\t'An error or status code (`E1234`, `HTTP 504`)'
+heading\t'A heading'
+metadata\t'A front-matter value, `key: value`'
+document\t'A file'
+name\t'A capitalized name inside a sentence (`Patroni`)'"
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from neighbors" -s n -l limit -d 'How many rows to show at most' -r
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from neighbors" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
+always\t'Always'
+never\t'Never'"
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from neighbors" -l json -d 'Print one JSON document instead of text'
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from neighbors" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from neighbors" -s V -l version -d 'Print version'
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from help" -f -a "entities" -d 'The entities mentioned by the most chunks, with their community'
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from help" -f -a "communities" -d 'The communities of one level, largest first, each with its extractive summary (central entities and the chunks covering them)'
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from help" -f -a "neighbors" -d 'An entity\'s strongest relations'
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c memidx -n "__fish_memidx_using_subcommand completions" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
 always\t'Always'
 never\t'Never'"
@@ -123,11 +181,15 @@ always\t'Always'
 never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand man" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c memidx -n "__fish_memidx_using_subcommand man" -s V -l version -d 'Print version'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval completions man help" -f -a "index" -d 'Build or update the index of a folder (written to DIR/.memidx)'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval completions man help" -f -a "search" -d 'Search the index and print the best chunks'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval completions man help" -f -a "explain" -d 'Show how every result\'s score was made: each list\'s rank, raw score, weight and contribution, or why a list did not contribute'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval completions man help" -f -a "status" -d 'Show what is indexed: files, chunks, model, settings, sizes, and which files changed since (--verify also checks every index file\'s checksum)'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval completions man help" -f -a "eval" -d 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval completions man help" -f -a "completions" -d 'Print a shell completion script to stdout'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval completions man help" -f -a "man" -d 'Print the man page (roff) to stdout'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval graph completions man help" -f -a "index" -d 'Build or update the index of a folder (written to DIR/.memidx)'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval graph completions man help" -f -a "search" -d 'Search the index and print the best chunks'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval graph completions man help" -f -a "explain" -d 'Show how every result\'s score was made: each list\'s rank, raw score, weight and contribution, or why a list did not contribute'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval graph completions man help" -f -a "status" -d 'Show what is indexed: files, chunks, model, settings, sizes, and which files changed since (--verify also checks every index file\'s checksum)'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval graph completions man help" -f -a "eval" -d 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval graph completions man help" -f -a "graph" -d 'Show what the entity graph holds: entities, communities (with their extractive summaries), an entity\'s neighbors'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval graph completions man help" -f -a "completions" -d 'Print a shell completion script to stdout'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval graph completions man help" -f -a "man" -d 'Print the man page (roff) to stdout'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval graph completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and __fish_seen_subcommand_from graph" -f -a "entities" -d 'The entities mentioned by the most chunks, with their community'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and __fish_seen_subcommand_from graph" -f -a "communities" -d 'The communities of one level, largest first, each with its extractive summary (central entities and the chunks covering them)'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and __fish_seen_subcommand_from graph" -f -a "neighbors" -d 'An entity\'s strongest relations'

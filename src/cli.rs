@@ -46,6 +46,9 @@ pub enum Command {
     Status(StatusArgs),
     /// Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode).
     Eval(EvalArgs),
+    /// Show what the entity graph holds: entities, communities (with their
+    /// extractive summaries), an entity's neighbors.
+    Graph(GraphArgs),
     /// Print a shell completion script to stdout.
     Completions(CompletionsArgs),
     /// Print the man page (roff) to stdout.
@@ -140,9 +143,10 @@ pub struct RetrievalArgs {
     /// keys, OR across values of one key).
     #[arg(short, long = "filter", value_name = "KEY=VALUE")]
     pub filters: Vec<String>,
-    /// Which lists to run.
-    #[arg(long, value_enum, default_value_t = Mode::Hybrid)]
-    pub mode: Mode,
+    /// Which lists to run, comma-separated (e.g. sparse,graph); hybrid is
+    /// the default lists: sparse, dense, and graph when the index has one.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "hybrid")]
+    pub mode: Vec<Mode>,
     /// Only chunks from files in the current folder and below.
     #[arg(long)]
     pub here: bool,
@@ -166,6 +170,11 @@ pub struct FusionArgs {
     /// Weight of the dense (embedding) list in the fusion [default: the index's].
     #[arg(long, value_name = "W", allow_negative_numbers = true)]
     pub dense_weight: Option<f64>,
+    /// Weight of the graph (entities and communities) list in the fusion
+    /// [default: the index's, 0 (off) unless eval --save chose one; 0.2 when
+    /// --mode names graph].
+    #[arg(long, value_name = "W", allow_negative_numbers = true)]
+    pub graph_weight: Option<f64>,
     /// Candidates taken from each list before fusion [default: the index's,
     /// else max(50, 2 × top-k)].
     #[arg(long, value_name = "N")]
@@ -230,15 +239,86 @@ pub struct EvalArgs {
     pub location: IndexLocation,
 }
 
-/// Which ranked lists a search runs.
+/// A ranked list a search runs (several are fused with RRF).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Mode {
-    /// Both lists, fused with RRF.
+    /// The default lists: sparse, dense, and graph when the index has one.
     Hybrid,
-    /// BM25 over the identifier-aware tokenizer only.
+    /// BM25 over the identifier-aware tokenizer.
     Sparse,
-    /// Embedding similarity only.
+    /// Embedding similarity.
     Dense,
+    /// Chunks reached through the query's entities and their communities.
+    Graph,
+}
+
+/// Arguments of `memidx graph`.
+#[derive(Debug, Args)]
+pub struct GraphArgs {
+    /// What to show.
+    #[command(subcommand)]
+    pub view: GraphView,
+    /// Print one JSON document instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// How many rows to show at most.
+    #[arg(
+        short = 'n',
+        long,
+        value_name = "N",
+        global = true,
+        default_value_t = 20
+    )]
+    pub limit: usize,
+    /// Where the index is.
+    #[command(flatten)]
+    pub location: IndexLocation,
+}
+
+/// What `memidx graph` shows.
+#[derive(Debug, Clone, Subcommand)]
+pub enum GraphView {
+    /// The entities mentioned by the most chunks, with their community.
+    Entities {
+        /// Only entities of this kind.
+        #[arg(long, value_enum)]
+        kind: Option<EntityKindArg>,
+    },
+    /// The communities of one level, largest first, each with its
+    /// extractive summary (central entities and the chunks covering them).
+    Communities {
+        /// The level: 0 is the finest; higher levels merge communities.
+        #[arg(long, value_name = "L", default_value_t = 0)]
+        level: usize,
+    },
+    /// An entity's strongest relations.
+    Neighbors {
+        /// The entity's name, as `graph entities` shows it (any kind with
+        /// that name; --kind picks one).
+        entity: String,
+        /// Only the entity of this kind.
+        #[arg(long, value_enum)]
+        kind: Option<EntityKindArg>,
+    },
+}
+
+/// An entity kind, as `memidx graph` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EntityKindArg {
+    /// A word the tokenizer keeps whole (`max_connections`, `getUserById`).
+    Identifier,
+    /// A plain word used as code (`malloc(`, a word alone in backticks).
+    Code,
+    /// An error or status code (`E1234`, `HTTP 504`).
+    ErrorCode,
+    /// A heading.
+    Heading,
+    /// A front-matter value, `key: value`.
+    Metadata,
+    /// A file.
+    Document,
+    /// A capitalized name inside a sentence (`Patroni`).
+    Name,
 }
 
 /// Arguments of `memidx completions`.

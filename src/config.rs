@@ -16,7 +16,7 @@ use crate::corpus::walk::WalkOptions;
 use crate::filter::Filter;
 use crate::indexer::IndexOptions;
 use crate::request::SearchRequest;
-use crate::retriever::{ListSelection, SearchParams};
+use crate::retriever::{GraphUse, ListSelection, SearchParams};
 use crate::store::{INDEX_DIR_NAME, MANIFEST_FILE};
 
 /// Default number of results.
@@ -110,6 +110,7 @@ impl SearchConfig {
             .sparse_weight
             .or(hybrid.and_then(|h| h.sparse_weight));
         let dense_weight = fusion.dense_weight.or(hybrid.and_then(|h| h.dense_weight));
+        let graph_weight = fusion.graph_weight.or(hybrid.and_then(|h| h.graph_weight));
         let rrf_k = fusion.rrf_k.or(hybrid.and_then(|h| h.rrf_k_constant));
         let params = SearchParams {
             top_k: check_top_k(top_k)?,
@@ -127,12 +128,12 @@ impl SearchConfig {
             query_id: request.and_then(|r| r.query_id),
             query,
             lists: ListSelection {
-                sparse: retrieval.mode != Mode::Dense,
-                dense: retrieval.mode != Mode::Sparse,
+                graph_weight: graph_weight.map(|w| check_weight("graph", w)).transpose()?,
                 sparse_weight: sparse_weight
                     .map(|w| check_weight("sparse", w))
                     .transpose()?,
                 dense_weight: dense_weight.map(|w| check_weight("dense", w)).transpose()?,
+                ..selected_lists(&retrieval.mode)
             },
             params,
             format,
@@ -177,7 +178,7 @@ pub struct EvalConfig {
     pub queries: PathBuf,
     /// Judgments file.
     pub qrels: PathBuf,
-    /// Weight overrides (both lists always run).
+    /// Weight overrides (every list the index has runs).
     pub lists: ListSelection,
     /// RRF constant override.
     pub rrf_k: Option<f64>,
@@ -206,6 +207,11 @@ impl EvalConfig {
             lists: ListSelection {
                 sparse: true,
                 dense: true,
+                graph: GraphUse::Available,
+                graph_weight: fusion
+                    .graph_weight
+                    .map(|w| check_weight("graph", w))
+                    .transpose()?,
                 sparse_weight: fusion
                     .sparse_weight
                     .map(|w| check_weight("sparse", w))
@@ -227,6 +233,24 @@ impl EvalConfig {
             },
             progress: !args.quiet,
         })
+    }
+}
+
+/// The lists `--mode` names: `hybrid` stands for the default lists (the
+/// graph only when the index has one); a list named on its own must exist.
+fn selected_lists(modes: &[Mode]) -> ListSelection {
+    let has = |mode| modes.contains(&mode);
+    ListSelection {
+        sparse: has(Mode::Hybrid) || has(Mode::Sparse),
+        dense: has(Mode::Hybrid) || has(Mode::Dense),
+        graph: if has(Mode::Graph) {
+            GraphUse::Required
+        } else if has(Mode::Hybrid) {
+            GraphUse::Default
+        } else {
+            GraphUse::Off
+        },
+        ..ListSelection::default()
     }
 }
 
@@ -388,6 +412,30 @@ mod tests {
     }
 
     #[test]
+    fn modes_combine_lists() {
+        let lists = |mode: &str| {
+            search_config(&["memidx", "search", "x", "--mode", mode], "")
+                .unwrap()
+                .lists
+        };
+        let picked = |l: ListSelection| (l.sparse, l.dense, l.graph);
+        assert_eq!(picked(lists("hybrid")), (true, true, GraphUse::Default));
+        assert_eq!(picked(lists("sparse")), (true, false, GraphUse::Off));
+        assert_eq!(picked(lists("dense")), (false, true, GraphUse::Off));
+        assert_eq!(picked(lists("graph")), (false, false, GraphUse::Required));
+        assert_eq!(
+            picked(lists("sparse,graph")),
+            (true, false, GraphUse::Required)
+        );
+        assert_eq!(
+            picked(lists("hybrid,graph")),
+            (true, true, GraphUse::Required)
+        );
+        let c = search_config(&["memidx", "search", "x", "--graph-weight", "0.7"], "").unwrap();
+        assert_eq!(c.lists.graph_weight, Some(0.7));
+    }
+
+    #[test]
     fn out_of_range_values_are_refused() {
         for argv in [
             &["memidx", "search", "x", "-k", "0"][..],
@@ -395,6 +443,7 @@ mod tests {
             &["memidx", "search", "x", "--rrf-k", "-1"],
             &["memidx", "search", "x", "--rrf-k", "NaN"],
             &["memidx", "search", "x", "--sparse-weight", "-0.5"],
+            &["memidx", "search", "x", "--graph-weight", "-1"],
             &["memidx", "search", "x", "--window", "0"],
         ] {
             assert!(search_config(argv, "").is_err(), "{argv:?}");

@@ -21,6 +21,7 @@ use crate::corpus::chunk::{ChunkOptions, parse_file};
 use crate::corpus::markdown::Metadata;
 use crate::corpus::walk::{SourceFile, WalkOptions, walk};
 use crate::embed::Embedder;
+use crate::graph::{self, GRAPH_FILE, GraphOptions};
 use crate::lists::dense;
 use crate::lists::sparse::{self, Bm25Params};
 use crate::output::progress;
@@ -28,7 +29,7 @@ use crate::store::generation::{
     self, ChunkRecord, ChunkTable, FileEntry, FileStamp, Generation, SPARSE_DIR, searchable_text,
 };
 use crate::store::lock::IndexLock;
-use crate::store::manifest::{Counts, FORMAT_VERSION, Manifest};
+use crate::store::manifest::{Counts, FORMAT_VERSION, GraphManifest, Manifest};
 use crate::store::vector_cache::{self, ReusableVectors};
 use crate::store::{self, INDEX_DIR_NAME, LOCK_FILE, atomic, checks};
 use crate::text::tokenize::Analyzer;
@@ -97,6 +98,9 @@ pub struct IndexReport {
     pub embedded: usize,
     /// Time spent embedding.
     pub embed_time: Duration,
+    /// Time spent building, checking and encoding the graph (alongside the
+    /// other lists).
+    pub graph_time: Duration,
     /// True when nothing changed, so no new generation was written.
     pub up_to_date: bool,
     /// Wall-clock time of the run.
@@ -157,6 +161,7 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
             warnings,
             embedded: 0,
             embed_time: Duration::ZERO,
+            graph_time: Duration::ZERO,
             up_to_date: true,
             elapsed: started.elapsed(),
         });
@@ -179,18 +184,28 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
             searchable_text(&c.heading_path, &String::from_utf8_lossy(bytes))
         })
         .collect();
-    // The two lists are built side by side: tantivy indexes while the model embeds.
+    // The lists are built side by side: tantivy indexes and the graph is
+    // built while the model embeds.
     let sparse_dir = gen_dir.join(SPARSE_DIR);
-    let (sparse_built, vectors) = std::thread::scope(|scope| {
+    let graph_options = GraphOptions {
+        analyzer: options.analyzer,
+        ..GraphOptions::default()
+    };
+    let (sparse_built, graph_built, vectors) = std::thread::scope(|scope| {
         let sparse = scope.spawn(|| sparse::build(&sparse_dir, options.analyzer, &searchable));
+        let graph = scope.spawn(|| write_graph(&gen_dir, &built, graph_options));
         let embed_started = Instant::now();
         let vectors = embed_chunks(&searchable, &previous, embedder, options.progress);
         let sparse = sparse
             .join()
             .unwrap_or_else(|_| bail!("the sparse index builder panicked"));
-        (sparse, vectors.map(|v| (v, embed_started.elapsed())))
+        let graph = graph
+            .join()
+            .unwrap_or_else(|_| bail!("the graph builder panicked"));
+        (sparse, graph, vectors.map(|v| (v, embed_started.elapsed())))
     });
     sparse_built?;
+    let (graph_manifest, graph_time) = graph_built?;
     let ((embedded_vectors, embedded), embed_time) = vectors?;
     for (ord, chunk) in built.table.chunks.iter_mut().enumerate() {
         chunk.has_vector = embedded_vectors.vectors.has_vector(ord);
@@ -225,6 +240,15 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
                 .to_string()
         }),
         fusion: embedder.fusion_defaults(),
+        graph: Some(GraphManifest {
+            // A weight chosen with `eval --save` survives re-indexing.
+            weight: previous
+                .manifest
+                .as_ref()
+                .and_then(|m| m.graph)
+                .map_or(graph::DEFAULT_WEIGHT, |g| g.weight),
+            ..graph_manifest
+        }),
         counts: Counts {
             files: built.table.files.len(),
             chunks: built.table.chunks.len(),
@@ -258,6 +282,7 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
         warnings,
         embedded,
         embed_time,
+        graph_time,
         up_to_date: false,
         elapsed: started.elapsed(),
     })
@@ -358,6 +383,10 @@ impl Previous {
             && self.vectors.is_some()
             && manifest.embedder == *embedder.info()
             && manifest.walk == options.walk
+            && manifest.graph.is_some_and(|g| {
+                g.format_version == graph::tables::FORMAT_VERSION
+                    && g.options.analyzer == options.analyzer
+            })
             && manifest.counts.skipped == 0
             && outcomes.len() == self.entries.len()
             && outcomes
@@ -583,6 +612,31 @@ fn push_chunk(built: &mut Built, chunk: NewChunk, text: &str) {
         has_vector: false,
     });
     built.texts.extend_from_slice(text.as_bytes());
+}
+
+/// Builds the graph of `built`, checks its invariants, and writes it as
+/// `graph.bin` into `gen_dir`; returns what the manifest records about it
+/// (with the default weight) and the time taken.
+fn write_graph(
+    gen_dir: &Path,
+    built: &Built,
+    options: GraphOptions,
+) -> Result<(GraphManifest, Duration)> {
+    let started = Instant::now();
+    let graph = graph::build_generation(&built.table, &built.texts, options)?;
+    let view = graph.tables.view(&graph.header);
+    view.validate()
+        .context("the graph just built is inconsistent")?;
+    let bytes = graph::tables::encode(&graph.header, &graph.tables)?;
+    atomic::write_synced(&gen_dir.join(GRAPH_FILE), &bytes)?;
+    let manifest = GraphManifest {
+        format_version: graph::tables::FORMAT_VERSION,
+        options,
+        weight: graph::DEFAULT_WEIGHT,
+        entities: view.entity_count(),
+        communities: view.community_sizes.len(),
+    };
+    Ok((manifest, started.elapsed()))
 }
 
 /// Texts embedded per call of the embedder.

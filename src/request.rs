@@ -40,6 +40,8 @@ pub struct HybridParams {
     pub dense_weight: Option<f64>,
     /// Weight of the sparse list.
     pub sparse_weight: Option<f64>,
+    /// Weight of the graph list.
+    pub graph_weight: Option<f64>,
     /// The RRF constant k.
     pub rrf_k_constant: Option<f64>,
 }
@@ -95,6 +97,7 @@ mod tests {
                 "metadata_filter": {"environment": "production", "service": ["billing-service"]}}"#,
         )
         .unwrap();
+        assert_eq!(r.hybrid_params.unwrap().graph_weight, None);
         assert_eq!(r.query_id.as_deref(), Some("mem_req_99214"));
         assert_eq!(r.top_k, Some(5));
         assert_eq!(r.hybrid_params.unwrap().rrf_k_constant, Some(60.0));

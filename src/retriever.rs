@@ -10,7 +10,9 @@ use crate::embed::Embedder;
 use crate::embed::static_model::StaticEmbedder;
 use crate::filter::{AllowSet, Filter};
 use crate::fusion::{self, Contribution, Fused, WeightedList};
+use crate::graph::{self, QueryOptions};
 use crate::lists::dense::DenseIndex;
+use crate::lists::graph::{GraphIndex, no_graph};
 use crate::lists::sparse::SparseIndex;
 use crate::lists::{RankedList, SearchIndex};
 use crate::store::generation::{ChunkOrd, Generation, SPARSE_DIR};
@@ -48,6 +50,21 @@ pub struct SearchParams {
     pub filter: Filter,
 }
 
+/// Whether a search runs the graph list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GraphUse {
+    /// Not run.
+    Off,
+    /// As one of the default lists: run when the index has a graph and its
+    /// weight (the search's, else the index's) is positive.
+    Default,
+    /// Run when the index has a graph (`eval` measures it with and without).
+    Available,
+    /// Asked for by name: run, and an index without a graph is an error
+    /// saying how to add one.
+    Required,
+}
+
 /// Which lists a search runs, and weights that override the index defaults.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ListSelection {
@@ -55,19 +72,26 @@ pub struct ListSelection {
     pub sparse: bool,
     /// Run the dense (embedding) list.
     pub dense: bool,
+    /// Whether to run the graph list.
+    pub graph: GraphUse,
     /// Weight of the sparse list; `None` uses the index's default.
     pub sparse_weight: Option<f64>,
     /// Weight of the dense list; `None` uses the index's default.
     pub dense_weight: Option<f64>,
+    /// Weight of the graph list; `None` uses the index's default.
+    pub graph_weight: Option<f64>,
 }
 
 impl Default for ListSelection {
+    /// The default lists (`--mode hybrid`) at the index's weights.
     fn default() -> Self {
         Self {
             sparse: true,
             dense: true,
+            graph: GraphUse::Default,
             sparse_weight: None,
             dense_weight: None,
+            graph_weight: None,
         }
     }
 }
@@ -107,8 +131,11 @@ pub enum Absence {
         /// Its raw score there.
         score: f32,
     },
-    /// The list does not match it at all (no query term occurs in it).
-    NoMatch,
+    /// The list does not match it at all.
+    NoMatch {
+        /// What that means in this list ("no query term matched").
+        reason: &'static str,
+    },
     /// A metadata filter removed it before the lists ran.
     Filtered {
         /// The condition it fails, `key=value`.
@@ -136,6 +163,9 @@ pub struct ExplainedChunk {
     pub score: f64,
     /// One standing per list, in fusion order.
     pub standings: Vec<Standing>,
+    /// Per list, in fusion order: why it ranks the chunk, for a list that
+    /// says (the graph list), when it ranks it at all.
+    pub reasons: Vec<Option<String>>,
 }
 
 /// What `explain` reports: the search itself and the explained chunks.
@@ -236,9 +266,29 @@ impl Retriever {
                 weight,
             });
         }
+        let graph_weight = match (selection.graph, &manifest.graph) {
+            (GraphUse::Off, _) | (GraphUse::Default | GraphUse::Available, None) => None,
+            (GraphUse::Default, Some(graph)) => {
+                Some(selection.graph_weight.unwrap_or(graph.weight)).filter(|&w| w > 0.0)
+            }
+            (GraphUse::Available | GraphUse::Required, Some(graph)) => Some(
+                selection
+                    .graph_weight
+                    .unwrap_or_else(|| graph::named_weight(graph.weight)),
+            ),
+            (GraphUse::Required, None) => return Err(no_graph(&manifest)),
+        };
+        if let Some(weight) = graph_weight {
+            let graph =
+                GraphIndex::open(generation.dir(), generation.len(), QueryOptions::default())?;
+            lists.push(WeightedIndex {
+                index: Box::new(graph),
+                weight,
+            });
+        }
         ensure!(
             !lists.is_empty(),
-            "no list selected; choose --mode hybrid, sparse or dense"
+            "no list selected; choose --mode hybrid, or a combination of sparse, dense and graph"
         );
         ensure!(
             lists.iter().any(|l| l.weight > 0.0),
@@ -366,18 +416,33 @@ impl Retriever {
                     .contributions
                     .iter()
                     .zip(&complete)
-                    .map(|(contribution, full)| match contribution {
+                    .zip(&self.lists)
+                    .map(|((contribution, full), list)| match contribution {
                         Some(c) => Ok(Standing::Ranked(*c)),
                         None => self
-                            .absence(fused.chunk, full, &allow, &params.filter)
+                            .absence(
+                                fused.chunk,
+                                full,
+                                list.index.no_match_reason(),
+                                &allow,
+                                &params.filter,
+                            )
                             .map(Standing::Absent),
                     })
                     .collect::<Result<Vec<_>>>()?;
+                let reasons = complete
+                    .iter()
+                    .map(|full| {
+                        let position = full.hits.iter().position(|h| h.chunk == fused.chunk)?;
+                        full.reasons.get(position).cloned()
+                    })
+                    .collect();
                 Ok(ExplainedChunk {
                     chunk: fused.chunk,
                     fused_rank,
                     score: fused.score,
                     standings,
+                    reasons,
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -394,6 +459,7 @@ impl Retriever {
         &self,
         chunk: ChunkOrd,
         complete: &RankedList,
+        no_match: &'static str,
         allow: &AllowSet,
         filter: &Filter,
     ) -> Result<Absence> {
@@ -408,7 +474,7 @@ impl Retriever {
                 rank: i + 1,
                 score: complete.hits[i].score,
             },
-            None => Absence::NoMatch,
+            None => Absence::NoMatch { reason: no_match },
         })
     }
 

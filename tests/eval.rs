@@ -50,7 +50,7 @@ fn eval_measures_match_score_py_on_its_own_runs() {
             .iter()
             .map(|m| m["mode"].as_str().unwrap())
             .collect::<Vec<_>>(),
-        ["sparse", "dense", "hybrid"]
+        ["sparse", "dense", "hybrid", "graph", "hybrid+graph"]
     );
     let script = score_py();
     assert!(
@@ -93,7 +93,8 @@ fn sweep_reports_a_held_out_check_and_save_changes_the_defaults() {
     corpus.index();
     let report = eval_json(&corpus, &["--sweep", "--save"]);
     let sweep = &report["sweep"];
-    assert_eq!(sweep["settings_tried"], 150);
+    // 150 sparse + dense settings, then 6 graph weights at the best of them.
+    assert_eq!(sweep["settings_tried"], 156);
     assert_eq!(sweep["top"].as_array().unwrap().len(), 5);
     assert_eq!(sweep["top"][0], sweep["best"]);
     let best = &sweep["best"]["setting"];

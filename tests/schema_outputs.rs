@@ -95,8 +95,8 @@ fn eval_json(corpus: &Corpus, extra: &[&str]) -> Value {
 fn the_output_schemas_are_valid_documented_closed_draft_2020_12_schemas() {
     // (file, text, properties, objects with properties)
     for (file, text, property_count, object_count) in [
-        ("explain-response.schema.json", EXPLAIN_SCHEMA, 28, 4),
-        ("eval-report.schema.json", EVAL_SCHEMA, 23, 6),
+        ("explain-response.schema.json", EXPLAIN_SCHEMA, 29, 4),
+        ("eval-report.schema.json", EVAL_SCHEMA, 24, 6),
         ("status-report.schema.json", STATUS_SCHEMA, 30, 6),
     ] {
         let schema = parse(text);
@@ -193,7 +193,8 @@ fn explain_output_validates_and_edits_are_refused_where_they_are() {
         assert_eq!(
             part,
             &json!({"list": list, "rank": null, "score": null, "weight": part["weight"],
-                    "contribution": 0.0, "absent": "removed by filter environment=production"})
+                    "contribution": 0.0, "absent": "removed by filter environment=production",
+                    "reason": null})
         );
     }
 
@@ -319,12 +320,13 @@ fn eval_output_validates_and_edits_are_refused_where_they_are() {
     assert_eq!(plain["sweep"], Value::Null);
     assert_eq!(
         plain["setting"],
-        json!({"rrf_k": 60.0, "sparse_weight": 1.0, "dense_weight": 0.3, "window": 200})
+        json!({"rrf_k": 60.0, "sparse_weight": 1.0, "dense_weight": 0.3, "graph_weight": 0.2,
+               "window": 200})
     );
 
     let swept = eval_json(&corpus, &["--sweep"]);
     assert_valid(&schema, &swept, "eval --sweep");
-    assert_eq!(swept["sweep"]["settings_tried"], 150);
+    assert_eq!(swept["sweep"]["settings_tried"], 156);
     assert_eq!(swept["sweep"]["top"].as_array().unwrap().len(), 5);
     assert_eq!(swept["sweep"]["top"][0], swept["sweep"]["best"]);
     assert_eq!(swept["sweep"]["default"]["setting"], swept["setting"]);
@@ -362,7 +364,7 @@ fn eval_output_validates_and_edits_are_refused_where_they_are() {
             (
                 "two modes",
                 edited(&plain, |r| {
-                    r["modes"].as_array_mut().unwrap().pop();
+                    r["modes"].as_array_mut().unwrap().truncate(2);
                 }),
                 "/modes",
             ),

@@ -25,6 +25,11 @@ pub fn run(config: &EvalConfig, out: &mut dyn Write) -> Result<Status> {
         rrf_k: config.rrf_k.unwrap_or(defaults.rrf_k),
         sparse_weight: config.lists.sparse_weight.unwrap_or(defaults.sparse_weight),
         dense_weight: config.lists.dense_weight.unwrap_or(defaults.dense_weight),
+        graph_weight: retriever
+            .list_weights()
+            .into_iter()
+            .find_map(|(name, weight)| (name == "graph").then_some(weight))
+            .unwrap_or(0.0),
         window: config
             .window
             .or(defaults.window)
@@ -88,5 +93,8 @@ fn save_defaults(config: &EvalConfig, setting: FusionSetting) -> Result<()> {
         rrf_k: setting.rrf_k,
         window: Some(setting.window),
     };
+    if let Some(graph) = &mut manifest.graph {
+        graph.weight = setting.graph_weight;
+    }
     manifest.write(&config.index_dir)
 }

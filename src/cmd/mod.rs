@@ -4,6 +4,7 @@
 pub mod completions;
 pub mod eval;
 pub mod explain;
+pub mod graph;
 pub mod index;
 pub mod search;
 pub mod status;
@@ -63,6 +64,16 @@ pub fn run(cli: Cli) -> Result<Status> {
         Command::Eval(args) => {
             let cwd = std::env::current_dir().context("cannot read the current folder")?;
             eval::run(&EvalConfig::from_args(&args, &cwd)?, &mut out)
+        }
+        Command::Graph(args) => {
+            let cwd = std::env::current_dir().context("cannot read the current folder")?;
+            let request = graph::GraphRequest {
+                index_dir: config::resolve_index_dir(&args.location, &cwd)?,
+                view: args.view,
+                limit: args.limit,
+                json: args.json,
+            };
+            graph::run(&request, &mut out)
         }
         Command::Completions(args) => completions::run(args.shell, &mut out),
         Command::Man => completions::man(&mut out),

@@ -2,9 +2,9 @@
 //! a sweep of the fusion settings with a held-out check.
 //!
 //! Every query runs each list once, with the largest window any setting
-//! needs; the modes (sparse alone, dense alone, hybrid) and every sweep
-//! setting are then fused from those same rankings, so a sweep costs one
-//! retrieval pass. Chunk hits become document hits by their best chunk
+//! needs; the modes (sparse alone, dense alone, hybrid, and with a graph,
+//! graph alone and hybrid+graph) and every sweep setting are then fused from
+//! those same rankings, so a sweep costs one retrieval pass. Chunk hits become document hits by their best chunk
 //! (a document id is its file name without `.md`, as in `shared/eval`), and
 //! the measures follow `score.py` (trec_eval 9) exactly.
 
@@ -37,13 +37,13 @@ pub struct EvalOptions {
     pub qrels: PathBuf,
     /// Fusion settings of the default run.
     pub setting: FusionSetting,
-    /// Also sweep k, the dense weight and the window.
+    /// Also sweep k, the dense weight, the window and the graph weight.
     pub sweep: bool,
     /// Show a progress bar over queries on stderr.
     pub progress: bool,
 }
 
-/// One fusion setting: k, the two weights and the window.
+/// One fusion setting: k, the lists' weights and the window.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct FusionSetting {
     /// The RRF constant.
@@ -52,6 +52,8 @@ pub struct FusionSetting {
     pub sparse_weight: f64,
     /// Weight of the dense list.
     pub dense_weight: f64,
+    /// Weight of the graph list (where it runs).
+    pub graph_weight: f64,
     /// Candidates per list.
     pub window: usize,
 }
@@ -59,7 +61,7 @@ pub struct FusionSetting {
 /// The measures of one mode.
 #[derive(Debug, Clone, Serialize)]
 pub struct ModeResult {
-    /// `sparse`, `dense` or `hybrid`.
+    /// `sparse`, `dense`, `hybrid`, `graph` or `hybrid+graph`.
     pub mode: &'static str,
     /// Mean measures.
     pub metrics: Metrics,
@@ -102,7 +104,8 @@ pub struct EvalReport {
     pub judged_queries: usize,
     /// The default setting.
     pub setting: FusionSetting,
-    /// Sparse, dense and hybrid measures.
+    /// Sparse, dense and hybrid measures; with a graph, graph and
+    /// hybrid+graph too.
     pub modes: Vec<ModeResult>,
     /// The sweep, when asked for.
     pub sweep: Option<SweepReport>,
@@ -122,6 +125,9 @@ const SWEEP_K: [f64; 5] = [1.0, 10.0, 30.0, 60.0, 100.0];
 const SWEEP_DENSE_WEIGHTS: [f64; 10] = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0, 1.5, 2.0];
 /// The windows the sweep tries.
 const SWEEP_WINDOWS: [usize; 3] = [50, 100, 200];
+/// The graph weights the sweep tries, at the best sparse + dense setting
+/// (a second stage, so the grid grows by 7 settings rather than 7 times).
+const SWEEP_GRAPH_WEIGHTS: [f64; 7] = [0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0];
 
 /// Runs the evaluation.
 pub fn run(retriever: &Retriever, options: &EvalOptions) -> Result<EvalReport> {
@@ -142,12 +148,20 @@ pub fn run(retriever: &Retriever, options: &EvalOptions) -> Result<EvalReport> {
     let fuse_run = |setting: &FusionSetting, lists: &[&str]| {
         fuse_run(&queries, &rankings, &docs, &names, lists, setting)
     };
+    let has_graph = names.contains(&"graph");
+    let all_lists = if has_graph {
+        &["sparse", "dense", "graph"][..]
+    } else {
+        &["sparse", "dense"]
+    };
+    let graph_modes = [("graph", &["graph"][..]), ("hybrid+graph", all_lists)];
     let modes = [
         ("sparse", &["sparse"][..]),
         ("dense", &["dense"]),
         ("hybrid", &["sparse", "dense"]),
     ]
     .into_iter()
+    .chain(graph_modes.into_iter().filter(|_| has_graph))
     .map(|(mode, lists)| {
         let run = fuse_run(&options.setting, lists);
         ModeResult {
@@ -158,8 +172,13 @@ pub fn run(retriever: &Retriever, options: &EvalOptions) -> Result<EvalReport> {
     })
     .collect();
     let sweep = options.sweep.then(|| {
-        sweep(&qrels, options.setting, |setting| {
-            fuse_run(setting, &["sparse", "dense"])
+        sweep(&qrels, options.setting, has_graph, |setting| {
+            let lists = if setting.graph_weight > 0.0 {
+                all_lists
+            } else {
+                &["sparse", "dense"]
+            };
+            fuse_run(setting, lists)
         })
     });
     let judged = evaluate(&qrels, &Run::new());
@@ -226,10 +245,10 @@ fn fuse_run(
                 .filter(|(_, name)| lists.contains(name))
                 .map(|(list, name)| WeightedList {
                     hits: &list.hits[..list.hits.len().min(setting.window)],
-                    weight: if *name == "dense" {
-                        setting.dense_weight
-                    } else {
-                        setting.sparse_weight
+                    weight: match *name {
+                        "dense" => setting.dense_weight,
+                        "graph" => setting.graph_weight,
+                        _ => setting.sparse_weight,
                     },
                 })
                 .collect();
@@ -244,10 +263,13 @@ fn fuse_run(
         .collect()
 }
 
-/// Tries the grid on the tuning half, reports the best and its held-out score.
+/// Tries the grid on the tuning half (k, dense weight and window without
+/// the graph; then, when there is a graph, its weights at the best of
+/// those), reports the best and its held-out score.
 fn sweep(
     qrels: &Qrels,
     default: FusionSetting,
+    has_graph: bool,
     run_for: impl Fn(&FusionSetting) -> Run + Sync,
 ) -> SweepReport {
     let score = |setting: FusionSetting| {
@@ -271,16 +293,34 @@ fn sweep(
                     rrf_k,
                     sparse_weight: 1.0,
                     dense_weight,
+                    graph_weight: 0.0,
                     window,
                 })
             })
         })
         .collect();
-    let mut scores: Vec<SweepScore> = grid.par_iter().map(|s| score(*s)).collect();
     // Best on the tuning half; ties to the earlier (smaller k, weight, window) setting.
-    scores.sort_by(|a, b| b.tune_ndcg_10.total_cmp(&a.tune_ndcg_10));
+    let best_first = |scores: &mut Vec<SweepScore>| {
+        scores.sort_by(|a, b| b.tune_ndcg_10.total_cmp(&a.tune_ndcg_10));
+    };
+    let mut scores: Vec<SweepScore> = grid.par_iter().map(|s| score(*s)).collect();
+    best_first(&mut scores);
+    let mut settings_tried = grid.len();
+    if has_graph {
+        let base = scores[0].setting;
+        let graph_grid: Vec<FusionSetting> = SWEEP_GRAPH_WEIGHTS[1..]
+            .iter()
+            .map(|&graph_weight| FusionSetting {
+                graph_weight,
+                ..base
+            })
+            .collect();
+        settings_tried += graph_grid.len();
+        scores.par_extend(graph_grid.par_iter().map(|s| score(*s)));
+        best_first(&mut scores);
+    }
     SweepReport {
-        settings_tried: grid.len(),
+        settings_tried,
         default: score(default),
         best: scores[0],
         top: scores.into_iter().take(5).collect(),

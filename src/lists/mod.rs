@@ -2,10 +2,11 @@
 //!
 //! Each list implements [`SearchIndex`]: given a query, the set of chunks the
 //! filters allow, and a window size, it returns its best `window` allowed
-//! chunks in rank order. A new list (titles, a link graph, …) joins the
-//! fusion by implementing this trait; nothing else changes.
+//! chunks in rank order. A new list joins the fusion by implementing this
+//! trait, as the graph list ([`graph`]) does; nothing else changes.
 
 pub mod dense;
+pub mod graph;
 pub mod sparse;
 
 use std::cmp::{Ordering, Reverse};
@@ -37,6 +38,9 @@ pub struct RankedList {
     pub matched: usize,
     /// How many chunks matched but were removed by the filters.
     pub filtered_out: usize,
+    /// Per hit, in the same order, why the list ranks it (for `explain`);
+    /// empty for a list whose score needs no reason.
+    pub reasons: Vec<String>,
     /// Time spent preparing the query (tokenizing, embedding).
     pub prepare_time: Duration,
     /// Time the list took, query preparation included.
@@ -51,6 +55,7 @@ impl RankedList {
             hits: Vec::new(),
             matched: 0,
             filtered_out: 0,
+            reasons: Vec::new(),
             prepare_time: Duration::ZERO,
             elapsed: Duration::ZERO,
         }
@@ -65,6 +70,11 @@ pub trait SearchIndex: Sync {
     /// Returns the best `window` chunks of `allow` for `query`, best first,
     /// ties broken by chunk ordinal.
     fn search(&self, query: &str, window: usize, allow: &AllowSet) -> Result<RankedList>;
+
+    /// Why this list may not match a chunk at all, for `explain`.
+    fn no_match_reason(&self) -> &'static str {
+        "no query term matched"
+    }
 }
 
 /// A scored chunk, ordered so that "greater" means "ranks higher": higher

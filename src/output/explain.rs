@@ -89,6 +89,9 @@ pub struct ListPart {
     pub contribution: f64,
     /// Why the list did not contribute, or null.
     pub absent: Option<String>,
+    /// Why the list ranks the chunk, from a list that says (the graph list:
+    /// the query entities and community members the chunk mentions), or null.
+    pub reason: Option<String>,
 }
 
 impl ExplainReport {
@@ -119,9 +122,11 @@ impl ExplainReport {
             let parts = explained
                 .standings
                 .iter()
+                .zip(&explained.reasons)
                 .zip(&outcome.lists)
-                .map(|(standing, run)| {
-                    list_part(run.ranked.name, run.weight, standing, explanation.window)
+                .map(|((standing, reason), run)| ListPart {
+                    reason: reason.clone(),
+                    ..list_part(run.ranked.name, run.weight, standing, explanation.window)
                 })
                 .collect();
             results.push(ExplainedResult {
@@ -159,6 +164,7 @@ fn list_part(list: &'static str, weight: f64, standing: &Standing, window: usize
         weight,
         contribution,
         absent,
+        reason: None,
     };
     match standing {
         Standing::Ranked(c) => part(Some(c.rank), Some(c.raw_score), c.value, None),
@@ -168,8 +174,8 @@ fn list_part(list: &'static str, weight: f64, standing: &Standing, window: usize
             0.0,
             Some(format!("outside the window of {window} at rank {rank}")),
         ),
-        Standing::Absent(Absence::NoMatch) => {
-            part(None, None, 0.0, Some("no query term matched".to_string()))
+        Standing::Absent(Absence::NoMatch { reason }) => {
+            part(None, None, 0.0, Some(reason.to_string()))
         }
         Standing::Absent(Absence::Filtered { condition }) => part(
             None,

@@ -160,16 +160,20 @@ pub fn print_explain(out: &mut dyn Write, report: &ExplainReport) -> Result<()> 
             let rank = part.rank.map_or("-".to_string(), |r| r.to_string());
             let score = part.score.map_or("-".to_string(), |s| format!("{s:.4}"));
             match &part.absent {
-                None => writeln!(
+                None => write!(
                     out,
                     "      {:<8} {rank:>6} {score:>10} {:>7.2} {:>11.6}",
                     part.list, part.weight, part.contribution
                 )?,
-                Some(why) => writeln!(
+                Some(why) => write!(
                     out,
                     "      {:<8} {rank:>6} {score:>10} {:>7.2} {:>11}  ({why})",
                     part.list, part.weight, "-"
                 )?,
+            }
+            match &part.reason {
+                Some(reason) => writeln!(out, "  [{reason}]")?,
+                None => writeln!(out)?,
             }
         }
         writeln!(out, "      {:<8} {:>36.6}", "sum", result.rrf_score)?;
@@ -300,7 +304,7 @@ pub fn print_index_summary(out: &mut dyn Write, report: &IndexReport) -> Result<
     }
     writeln!(
         out,
-        "indexed {} files ({} unchanged), {} chunks, {} skipped in {:.2} s (embedding {} chunks: {:.2} s) -> {}",
+        "indexed {} files ({} unchanged), {} chunks, {} skipped in {:.2} s (embedding {} chunks: {:.2} s; graph: {:.2} s) -> {}",
         report.files,
         report.reused,
         report.chunks,
@@ -308,6 +312,7 @@ pub fn print_index_summary(out: &mut dyn Write, report: &IndexReport) -> Result<
         report.elapsed.as_secs_f64(),
         report.embedded,
         report.embed_time.as_secs_f64(),
+        report.graph_time.as_secs_f64(),
         report.index_dir.display()
     )?;
     Ok(())
@@ -332,14 +337,14 @@ pub fn print_index_warnings(
 pub fn print_eval(out: &mut dyn Write, report: &EvalReport, saved: bool) -> Result<()> {
     writeln!(
         out,
-        "{:<8} {:>8} {:>10} {:>11} {:>8}",
+        "{:<12} {:>8} {:>10} {:>11} {:>8}",
         "mode", "nDCG@10", "Recall@10", "Recall@100", "MRR@10"
     )?;
     for mode in &report.modes {
         let m = &mode.metrics;
         writeln!(
             out,
-            "{:<8} {:>8.4} {:>10.4} {:>11.4} {:>8.4}",
+            "{:<12} {:>8.4} {:>10.4} {:>11.4} {:>8.4}",
             mode.mode, m.ndcg_10, m.recall_10, m.recall_100, m.mrr_10
         )?;
     }
@@ -357,11 +362,11 @@ pub fn print_eval(out: &mut dyn Write, report: &EvalReport, saved: bool) -> Resu
             "\nsweep: {} settings, tuned on one half of the queries, checked on the held-out half",
             sweep.settings_tried
         )?;
-        writeln!(out, "{:<48} {:>10} {:>10}", "setting", "tune", "held-out")?;
+        writeln!(out, "{:<58} {:>10} {:>10}", "setting", "tune", "held-out")?;
         let row = |out: &mut dyn Write, label: &str, s: &crate::eval::SweepScore| {
             writeln!(
                 out,
-                "{:<48} {:>10.4} {:>10.4}",
+                "{:<58} {:>10.4} {:>10.4}",
                 format!("{label}{}", describe(&s.setting)),
                 s.tune_ndcg_10,
                 s.held_out_ndcg_10
@@ -385,10 +390,16 @@ pub fn print_eval(out: &mut dyn Write, report: &EvalReport, saved: bool) -> Resu
     Ok(())
 }
 
-/// `k 60, sparse 1, dense 0.3, window 100`.
+/// `k 60, sparse 1, dense 0.3, window 100`, then `, graph 0.2` when the
+/// graph list takes part.
 fn describe(s: &FusionSetting) -> String {
+    let graph = if s.graph_weight > 0.0 {
+        format!(", graph {}", s.graph_weight)
+    } else {
+        String::new()
+    };
     format!(
-        "k {}, sparse {}, dense {}, window {}",
+        "k {}, sparse {}, dense {}, window {}{graph}",
         s.rrf_k, s.sparse_weight, s.dense_weight, s.window
     )
 }

@@ -3,6 +3,7 @@
 //! [`human`] or [`json`] printer renders them. Nothing else writes to stdout.
 
 pub mod explain;
+pub mod graph;
 pub mod human;
 pub mod json;
 pub mod progress;

@@ -617,6 +617,7 @@ mod tests {
                 rrf_k: 60.0,
                 window: None,
             },
+            graph: None,
             counts: Counts::default(),
             checksums,
         }

@@ -19,17 +19,19 @@ use serde::{Deserialize, Serialize};
 use crate::corpus::chunk::ChunkOptions;
 use crate::corpus::walk::WalkOptions;
 use crate::embed::{EmbedderInfo, FusionDefaults};
+use crate::graph::GraphOptions;
 use crate::lists::sparse::Bm25Params;
 use crate::text::tokenize::Analyzer;
 
 use super::checks::Checksums;
 use super::{MANIFEST_FILE, atomic, damaged};
 
-/// The on-disk format this build writes.
-pub const FORMAT_VERSION: u32 = 12;
+/// The on-disk format this build writes (13 added the graph, `graph.bin`).
+pub const FORMAT_VERSION: u32 = 13;
 
-/// The on-disk formats this build can read.
-pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 12..=12;
+/// The on-disk formats this build can read. Format 12 is format 13 without
+/// a graph: such an index searches without the graph list.
+pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 12..=13;
 
 /// The manifest of one complete index.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -60,11 +62,31 @@ pub struct Manifest {
     pub model_dir: Option<String>,
     /// Fusion weights and k that searches use unless told otherwise.
     pub fusion: FusionDefaults,
+    /// The graph list's build settings and default weight; `None` for an
+    /// index written before memidx had a graph (format 12).
+    #[serde(default)]
+    pub graph: Option<GraphManifest>,
     /// Totals of the last run.
     pub counts: Counts,
     /// Size and CRC-32 of every generation file, by its path inside the
     /// generation folder.
     pub checksums: Checksums,
+}
+
+/// What the manifest records about the graph of the generation (`graph.bin`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GraphManifest {
+    /// Format of `graph.bin` ([`crate::graph::tables::FORMAT_VERSION`]).
+    pub format_version: u32,
+    /// The settings it was built with.
+    pub options: GraphOptions,
+    /// The graph list's fusion weight unless a search sets one.
+    pub weight: f64,
+    /// Entities kept in the graph.
+    pub entities: usize,
+    /// Communities, all levels.
+    pub communities: usize,
 }
 
 /// Totals shown by the index summary and `status`.
@@ -150,6 +172,13 @@ mod tests {
                 rrf_k: 60.0,
                 window: None,
             },
+            graph: Some(GraphManifest {
+                format_version: crate::graph::tables::FORMAT_VERSION,
+                options: GraphOptions::default(),
+                weight: 0.5,
+                entities: 3,
+                communities: 1,
+            }),
             counts: Counts {
                 files: 1,
                 chunks: 2,

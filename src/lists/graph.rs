@@ -1,0 +1,86 @@
+//! The graph list: chunks ranked through the query's entities and their
+//! communities ([`crate::graph::query`]), as one more [`SearchIndex`].
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Result, ensure};
+
+use super::{ListHit, RankedList, SearchIndex};
+use crate::filter::AllowSet;
+use crate::graph::query::{self, QueryOptions};
+use crate::graph::{GRAPH_FILE, GraphFile, GraphView};
+use crate::store::damaged;
+use crate::store::manifest::Manifest;
+
+/// The error for an index that has no graph (built before memidx had one).
+pub fn no_graph(manifest: &Manifest) -> anyhow::Error {
+    anyhow::anyhow!(
+        "this index has no graph (it was built by an older memidx); add one with 'memidx index --full {}'",
+        manifest.root
+    )
+}
+
+/// The graph list of one generation.
+#[derive(Debug)]
+pub struct GraphIndex {
+    file: GraphFile,
+    options: QueryOptions,
+}
+
+impl GraphIndex {
+    /// Opens the graph of the generation folder `gen_dir`, whose chunk table
+    /// holds `chunk_count` chunks.
+    pub fn open(gen_dir: &Path, chunk_count: usize, options: QueryOptions) -> Result<Self> {
+        let path = gen_dir.join(GRAPH_FILE);
+        let file = GraphFile::open(&path)?;
+        let built_for = file.view()?.header.chunk_count as usize;
+        ensure!(
+            built_for == chunk_count,
+            damaged(
+                &path,
+                &format!("was built for {built_for} chunks, the index has {chunk_count}")
+            )
+        );
+        Ok(Self { file, options })
+    }
+
+    /// The graph's tables, for `memidx graph`.
+    pub fn view(&self) -> Result<GraphView<'_>> {
+        self.file.view()
+    }
+}
+
+impl SearchIndex for GraphIndex {
+    fn name(&self) -> &'static str {
+        "graph"
+    }
+
+    fn search(&self, query: &str, window: usize, allow: &AllowSet) -> Result<RankedList> {
+        let started = Instant::now();
+        let view = self.view()?;
+        let ranking = query::rank(&view, query, window, &self.options, |chunk| {
+            allow.allows(chunk)
+        });
+        let mut list = RankedList::empty(self.name());
+        (list.hits, list.reasons) = ranking
+            .hits
+            .into_iter()
+            .map(|hit| {
+                let listed = ListHit {
+                    chunk: hit.chunk,
+                    score: hit.score,
+                };
+                (listed, hit.reason)
+            })
+            .unzip();
+        list.matched = ranking.matched;
+        list.filtered_out = ranking.filtered_out;
+        list.elapsed = started.elapsed();
+        Ok(list)
+    }
+
+    fn no_match_reason(&self) -> &'static str {
+        "no query entity, nor a central entity of their communities, is in it"
+    }
+}
