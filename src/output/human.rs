@@ -228,6 +228,24 @@ pub fn print_status(out: &mut dyn Write, r: &StatusReport) -> Result<()> {
         "fusion     k {}, sparse {}, dense {}, window {}",
         r.fusion.rrf_k, r.fusion.sparse_weight, r.fusion.dense_weight, window
     )?;
+    match &r.graph {
+        Some(g) => writeln!(
+            out,
+            "graph      {} entities, {} communities; weight {}{}",
+            g.entities,
+            g.communities,
+            g.weight,
+            if g.weight > 0.0 {
+                ""
+            } else {
+                " (off unless --mode names it or --graph-weight is given)"
+            }
+        )?,
+        None => writeln!(
+            out,
+            "graph      none (an older index); 'memidx index --full' adds it"
+        )?,
+    }
     writeln!(
         out,
         "sparse     BM25 k1 {}, b {}; chunks of ~{} tokens",

@@ -34,6 +34,8 @@ pub struct StatusReport {
     pub embedder: EmbedderInfo,
     /// Fusion defaults searches use.
     pub fusion: FusionDefaults,
+    /// The graph list, or `None` for an index written before memidx had one.
+    pub graph: Option<GraphStatus>,
     /// BM25 parameters.
     pub bm25: Bm25Params,
     /// Target chunk size in tokens.
@@ -47,6 +49,17 @@ pub struct StatusReport {
     /// With `--verify`: the damaged files (empty when all are intact).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub damaged: Option<Vec<String>>,
+}
+
+/// What the index's graph holds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct GraphStatus {
+    /// Entities kept in the graph.
+    pub entities: usize,
+    /// Communities, all levels.
+    pub communities: usize,
+    /// The graph list's weight in the default lists (0: off by default).
+    pub weight: f64,
 }
 
 /// Files whose disk state differs from the index.
@@ -110,6 +123,11 @@ impl StatusReport {
             counts: manifest.counts,
             embedder: manifest.embedder.clone(),
             fusion: manifest.fusion,
+            graph: manifest.graph.map(|g| GraphStatus {
+                entities: g.entities,
+                communities: g.communities,
+                weight: g.weight,
+            }),
             bm25: manifest.bm25,
             chunk_tokens: manifest.chunker.budget_tokens,
             index_bytes: manifest_bytes + manifest.checksums.values().map(|c| c.size).sum::<u64>(),
