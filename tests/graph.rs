@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{Corpus, chunk_ids, copy_dir, fixtures_dir};
+use common::{Corpus, check_schema_document, chunk_ids, copy_dir, fixtures_dir};
 use predicates::prelude::*;
 use serde_json::Value;
 
@@ -140,8 +140,13 @@ fn explain_gives_the_graph_lists_reasons_and_absences() {
         .stdout(predicate::str::contains("[name 'patroni' (terms 1.00"));
 }
 
+const GRAPH_SCHEMA: &str = include_str!("../schemas/graph-report.schema.json");
+
 #[test]
 fn the_graph_command_shows_entities_communities_and_neighbors() {
+    let schema: Value = serde_json::from_str(GRAPH_SCHEMA).unwrap();
+    check_schema_document("graph-report.schema.json", &schema, 29);
+    let validator = jsonschema::validator_for(&schema).unwrap();
     let corpus = graph_corpus();
     let entities = corpus.json(&["graph", "entities", "--kind", "metadata", "--json"]);
     let names: Vec<&str> = entities["entities"]
@@ -164,6 +169,10 @@ fn the_graph_command_shows_entities_communities_and_neighbors() {
         .code(0)
         .stdout(predicate::str::contains("extractive summary:"));
     let neighbors = corpus.json(&["graph", "neighbors", "pg_ctl", "--json"]);
+    for report in [&entities, &communities, &neighbors] {
+        let errors = validator.iter_errors(report).into_errors();
+        assert!(errors.is_empty(), "{errors}\n{report:#}");
+    }
     let block = &neighbors["matches"][0];
     assert_eq!(block["entity"]["kind"], "identifier");
     assert!(
