@@ -10,6 +10,7 @@
 #[cfg(feature = "bert")]
 pub mod bert;
 pub mod static_model;
+mod wordpiece;
 
 use std::path::Path;
 

@@ -8,21 +8,31 @@
 //! them — no transformer at run time, so embedding is fast on any CPU and
 //! nothing is ever downloaded. The files under `assets/model/` are made by
 //! `scripts/distill_model.py` (see `assets/model/NOTICE` for provenance and
-//! license). Inference uses the `model2vec-rs` crate, the reference Rust
-//! implementation by the model2vec authors, built with pure-Rust features.
+//! license).
+//!
+//! The bundled model starts in no time: its vocabulary was digested by
+//! `build.rs` into tries searched in place ([`super::wordpiece`]), and its
+//! int8 matrix is read where it lies in the binary (`safetensors` views it
+//! without copying), so a search touches only the rows of its query's
+//! tokens. Parsing the tokenizer and copying the matrix at every start used
+//! to cost a search more than its dense scan. Folders run with the
+//! `model2vec-rs` crate (the model2vec authors' Rust implementation,
+//! pure-Rust features), which is also the reference the bundled runtime is
+//! tested against: same tokens, same vectors.
 
 use std::path::Path;
 use std::sync::LazyLock;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail, ensure};
 use model2vec_rs::model::StaticModel;
+use rayon::prelude::*;
+use safetensors::{Dtype, SafeTensors};
 
+use super::wordpiece::WordPiece;
 use super::{Embedder, EmbedderInfo, FusionDefaults};
 use crate::fusion::DEFAULT_RRF_K;
 
-static TOKENIZER: &[u8] = include_bytes!("../../assets/model/tokenizer.json");
 static WEIGHTS: &[u8] = include_bytes!("../../assets/model/model.safetensors");
-static CONFIG: &[u8] = include_bytes!("../../assets/model/config.json");
 
 /// Longest input, in model tokens, that is embedded (the rest is cut, as the
 /// Python model2vec does by default).
@@ -30,17 +40,102 @@ const MAX_TOKENS: usize = 512;
 
 /// A static (model2vec) embedder: the bundled model, or a folder's.
 pub struct StaticEmbedder {
-    model: StaticModel,
+    runtime: Runtime,
     info: EmbedderInfo,
+}
+
+/// How a static model runs.
+enum Runtime {
+    /// The bundled model, digested at build time.
+    Bundled(BundledModel),
+    /// A model2vec folder.
+    Folder(StaticModel),
+}
+
+/// The bundled model: its tokenizer and its int8 embedding matrix, in place.
+struct BundledModel {
+    vocab: WordPiece,
+    /// `rows × dim`, one row per token id.
+    weights: &'static [i8],
+    dim: usize,
+}
+
+impl BundledModel {
+    /// Views the compiled-in matrix (no copy).
+    fn new() -> Result<Self> {
+        let tensors = SafeTensors::deserialize(WEIGHTS)?;
+        let embeddings = tensors.tensor("embeddings")?;
+        ensure!(
+            embeddings.dtype() == Dtype::I8,
+            "the bundled matrix is not int8"
+        );
+        let &[rows, dim] = embeddings.shape() else {
+            bail!("the bundled matrix is not 2-D");
+        };
+        let data: &'static [u8] = embeddings.data();
+        ensure!(data.len() == rows * dim, "the bundled matrix is truncated");
+        Ok(Self {
+            vocab: WordPiece::bundled(),
+            weights: bytemuck::cast_slice(data),
+            dim,
+        })
+    }
+
+    /// Embeds one text into `out` (`dim` zeros): model2vec's steps — cut
+    /// the text to a character budget, tokenize, keep [`MAX_TOKENS`] ids,
+    /// average the rows of the known ones, scale to unit length. The rows
+    /// are integers, so the sum is exact in any order.
+    fn embed_into(&self, text: &str, out: &mut [f32]) {
+        let budget = self.vocab.truncation_chars(MAX_TOKENS);
+        let text = text
+            .char_indices()
+            .nth(budget)
+            .map_or(text, |(at, _)| &text[..at]);
+        let mut ids = Vec::new();
+        self.vocab.encode(text, &mut ids);
+        ids.truncate(MAX_TOKENS);
+        let mut count = 0usize;
+        for &id in ids.iter().filter(|&&id| id != self.vocab.unk_id()) {
+            let Some(row) = self
+                .weights
+                .get(id as usize * self.dim..(id as usize + 1) * self.dim)
+            else {
+                continue;
+            };
+            for (sum, value) in out.iter_mut().zip(row) {
+                *sum += f32::from(*value);
+            }
+            count += 1;
+        }
+        let denominator = count.max(1) as f32;
+        let mut squares = 0.0f32;
+        for x in out.iter_mut() {
+            *x /= denominator;
+            squares += *x * *x;
+        }
+        let norm = squares.sqrt().max(1e-12);
+        for x in out.iter_mut() {
+            *x /= norm;
+        }
+    }
 }
 
 /// The id recorded for the bundled model.
 const BUNDLED_ID: &str = "memidx-static-minilm-l6-v2-256d-int8";
 
+include!(concat!(env!("OUT_DIR"), "/bundled_fingerprint.rs"));
+
 static BUNDLED: LazyLock<StaticEmbedder> = LazyLock::new(|| {
-    // The assets are compiled in and tested; failing to load them is a build defect.
-    StaticEmbedder::from_parts(BUNDLED_ID, TOKENIZER, WEIGHTS, CONFIG)
-        .expect("the bundled embedding model is valid")
+    // The assets are compiled in and tested; failing to view them is a build defect.
+    let model = BundledModel::new().expect("the bundled embedding model is valid");
+    StaticEmbedder {
+        info: EmbedderInfo {
+            id: BUNDLED_ID.to_string(),
+            dim: model.dim,
+            fingerprint: FINGERPRINT.to_string(),
+        },
+        runtime: Runtime::Bundled(model),
+    }
 });
 
 /// The files of a model2vec folder.
@@ -62,24 +157,23 @@ impl StaticEmbedder {
         let id = canonical
             .file_name()
             .map_or("model2vec".into(), |n| n.to_string_lossy().into_owned());
-        Self::from_parts(&id, &tokenizer?, &weights?, &config?)
-            .with_context(|| format!("cannot load the model2vec model in {}", dir.display()))
-    }
-
-    /// Builds the model from its three files' bytes; the fingerprint hashes all three.
-    fn from_parts(id: &str, tokenizer: &[u8], weights: &[u8], config: &[u8]) -> Result<Self> {
-        let model = StaticModel::from_bytes(tokenizer, weights, config, None)?;
+        let (tokenizer, weights, config) = (tokenizer?, weights?, config?);
+        let model = StaticModel::from_bytes(&tokenizer, &weights, &config, None)
+            .with_context(|| format!("cannot load the model2vec model in {}", dir.display()))?;
+        // The same fingerprint as build.rs computes for the bundled model.
         let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-        for part in [tokenizer, weights, config] {
+        for part in [&tokenizer, &weights, &config] {
             hasher.update(&(part.len() as u64).to_le_bytes());
             hasher.update(part);
         }
-        let info = EmbedderInfo {
-            id: id.to_string(),
-            dim: model.dim(),
-            fingerprint: format!("xxh3:{:016x}", hasher.digest()),
-        };
-        Ok(Self { model, info })
+        Ok(Self {
+            info: EmbedderInfo {
+                id,
+                dim: model.dim(),
+                fingerprint: format!("xxh3:{:016x}", hasher.digest()),
+            },
+            runtime: Runtime::Folder(model),
+        })
     }
 }
 
@@ -114,7 +208,16 @@ impl Embedder for StaticEmbedder {
     }
 
     fn embed(&self, texts: &[String]) -> anyhow::Result<Vec<f32>> {
-        Ok(self.model.encode_flat_with_args(texts, Some(MAX_TOKENS)))
+        Ok(match &self.runtime {
+            Runtime::Bundled(model) => {
+                let mut out = vec![0.0f32; texts.len() * model.dim];
+                out.par_chunks_mut(model.dim.max(1))
+                    .zip(texts)
+                    .for_each(|(row, text)| model.embed_into(text, row));
+                out
+            }
+            Runtime::Folder(model) => model.encode_flat_with_args(texts, Some(MAX_TOKENS)),
+        })
     }
 }
 
@@ -142,14 +245,26 @@ mod tests {
     #[test]
     fn the_bundled_assets_load_as_a_folder_with_the_same_vectors() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/model");
-        assert!(is_model2vec_config(CONFIG));
+        assert!(is_model2vec_config(include_bytes!(
+            "../../assets/model/config.json"
+        )));
         assert!(!is_model2vec_config(br#"{"model_type": "bert"}"#));
         let folder = StaticEmbedder::load(&dir).unwrap();
         let bundled = StaticEmbedder::bundled();
         assert_eq!(folder.info().fingerprint, bundled.info().fingerprint);
         assert_eq!(folder.info().id, "model");
-        let text = ["max_connections exhausted".to_string()];
-        assert_eq!(folder.embed(&text).unwrap(), bundled.embed(&text).unwrap());
+        // The digested runtime gives model2vec-rs's vectors, bit for bit,
+        // on text that exercises every tokenizer step and the truncation.
+        let long = "connection pool exhausted again; ".repeat(400);
+        let texts: Vec<String> = super::super::wordpiece::tests::TRICKY
+            .iter()
+            .map(|t| t.to_string())
+            .chain([long, "max_connections exhausted".to_string()])
+            .collect();
+        assert_eq!(
+            folder.embed(&texts).unwrap(),
+            bundled.embed(&texts).unwrap()
+        );
         let err = StaticEmbedder::load(&dir.join("missing")).err().unwrap();
         assert!(format!("{err:#}").contains("tokenizer.json"), "{err:#}");
     }
