@@ -195,14 +195,15 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
         let sparse = scope.spawn(|| sparse::build(&sparse_dir, options.analyzer, &searchable));
         let graph = scope.spawn(|| write_graph(&gen_dir, &built, graph_options));
         let embed_started = Instant::now();
-        let vectors = embed_chunks(&searchable, &previous, embedder, options.progress);
+        let vectors = embed_chunks(&searchable, &previous, embedder, options.progress)
+            .map(|v| (v, embed_started.elapsed()));
         let sparse = sparse
             .join()
             .unwrap_or_else(|_| bail!("the sparse index builder panicked"));
         let graph = graph
             .join()
             .unwrap_or_else(|_| bail!("the graph builder panicked"));
-        (sparse, graph, vectors.map(|v| (v, embed_started.elapsed())))
+        (sparse, graph, vectors)
     });
     sparse_built?;
     let (graph_manifest, graph_time) = graph_built?;
