@@ -87,7 +87,7 @@ impl WordPiece {
             match trie.common_prefix_search(&word.as_bytes()[start..]).last() {
                 Some((id, len)) => {
                     ids.push(id);
-                    start += len as usize;
+                    start += len;
                 }
                 None => {
                     ids.truncate(mark);
