@@ -47,6 +47,8 @@ Register-ArgumentCompleter -Native -CommandName 'memidx' -ScriptBlock {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)')
             [CompletionResult]::new('--full', '--full', [CompletionResultType]::ParameterName, 'Re-read every file instead of reusing unchanged ones')
             [CompletionResult]::new('--no-ignore', '--no-ignore', [CompletionResultType]::ParameterName, 'Index files that .gitignore or .memidxignore rules exclude')
+            [CompletionResult]::new('--graph', '--graph', [CompletionResultType]::ParameterName, 'Also build the entity graph (the `graph` list and `memidx graph`); later runs keep building it until --no-graph. It costs about as much time as the rest of indexing and a quarter more disk')
+            [CompletionResult]::new('--no-graph', '--no-graph', [CompletionResultType]::ParameterName, 'Stop building the entity graph (drops it from the index)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print no progress bar and no summary (warnings are still printed)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print no progress bar and no summary (warnings are still printed)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')

@@ -43,6 +43,8 @@ set edit:completion:arg-completer[memidx] = {|@words|
             cand --color 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)'
             cand --full 'Re-read every file instead of reusing unchanged ones'
             cand --no-ignore 'Index files that .gitignore or .memidxignore rules exclude'
+            cand --graph 'Also build the entity graph (the `graph` list and `memidx graph`); later runs keep building it until --no-graph. It costs about as much time as the rest of indexing and a quarter more disk'
+            cand --no-graph 'Stop building the entity graph (drops it from the index)'
             cand -q 'Print no progress bar and no summary (warnings are still printed)'
             cand --quiet 'Print no progress bar and no summary (warnings are still printed)'
             cand -h 'Print help (see more with ''--help'')'

@@ -84,6 +84,14 @@ pub struct IndexArgs {
     /// tokenizer.json, model.safetensors) instead of the bundled model.
     #[arg(long, value_name = "DIR", env = "MEMIDX_MODEL")]
     pub model: Option<PathBuf>,
+    /// Also build the entity graph (the `graph` list and `memidx graph`);
+    /// later runs keep building it until --no-graph. It costs about as much
+    /// time as the rest of indexing and a quarter more disk.
+    #[arg(long, overrides_with = "no_graph")]
+    pub graph: bool,
+    /// Stop building the entity graph (drops it from the index).
+    #[arg(long, overrides_with = "graph")]
+    pub no_graph: bool,
     /// Where to write the index [default: DIR/.memidx]; keeps it out of
     /// read-only or shared folders.
     #[arg(long, value_name = "PATH", env = "MEMIDX_INDEX")]

@@ -267,6 +267,11 @@ pub fn index_options(args: &IndexArgs) -> IndexOptions {
         exclude: args.exclude.clone(),
     };
     options.full = args.full;
+    options.graph = match (args.graph, args.no_graph) {
+        (true, _) => Some(true),
+        (_, true) => Some(false),
+        _ => None,
+    };
     options.max_file_size = args.max_file_size;
     options.progress = !args.quiet;
     if let Some(tokens) = args.chunk_tokens {

@@ -55,6 +55,9 @@ pub struct IndexOptions {
     pub walk: WalkOptions,
     /// The transformer model folder (`--model`), or `None` for the bundled model.
     pub model_dir: Option<PathBuf>,
+    /// Build the entity graph (`--graph`, `--no-graph`); `None` keeps what
+    /// the previous index did (no graph for a new index).
+    pub graph: Option<bool>,
 }
 
 impl IndexOptions {
@@ -70,7 +73,14 @@ impl IndexOptions {
             analyzer: Analyzer::default(),
             walk: WalkOptions::default(),
             model_dir: None,
+            graph: None,
         }
+    }
+
+    /// Whether this run builds the graph, given the previous manifest.
+    fn builds_graph(&self, previous: Option<&Manifest>) -> bool {
+        self.graph
+            .unwrap_or_else(|| previous.is_some_and(|m| m.graph.is_some()))
     }
 }
 
@@ -191,9 +201,14 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
         analyzer: options.analyzer,
         ..GraphOptions::default()
     };
+    let build_graph = options.builds_graph(previous.manifest.as_ref());
     let (sparse_built, graph_built, vectors) = std::thread::scope(|scope| {
         let sparse = scope.spawn(|| sparse::build(&sparse_dir, options.analyzer, &searchable));
-        let graph = scope.spawn(|| write_graph(&gen_dir, &built, graph_options));
+        let graph = scope.spawn(|| {
+            build_graph
+                .then(|| write_graph(&gen_dir, &built, graph_options))
+                .transpose()
+        });
         let embed_started = Instant::now();
         let vectors = embed_chunks(&searchable, &previous, embedder, options.progress)
             .map(|v| (v, embed_started.elapsed()));
@@ -206,7 +221,8 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
         (sparse, graph, vectors)
     });
     sparse_built?;
-    let (graph_manifest, graph_time) = graph_built?;
+    let graph_built = graph_built?;
+    let graph_time = graph_built.as_ref().map_or(Duration::ZERO, |(_, t)| *t);
     let ((embedded_vectors, embedded), embed_time) = vectors?;
     for (ord, chunk) in built.table.chunks.iter_mut().enumerate() {
         chunk.has_vector = embedded_vectors.vectors.has_vector(ord);
@@ -241,7 +257,7 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
                 .to_string()
         }),
         fusion: embedder.fusion_defaults(),
-        graph: Some(GraphManifest {
+        graph: graph_built.map(|(graph_manifest, _)| GraphManifest {
             // A weight chosen with `eval --save` survives re-indexing.
             weight: previous
                 .manifest
@@ -384,10 +400,14 @@ impl Previous {
             && self.vectors.is_some()
             && manifest.embedder == *embedder.info()
             && manifest.walk == options.walk
-            && manifest.graph.is_some_and(|g| {
-                g.format_version == graph::tables::FORMAT_VERSION
-                    && g.options.analyzer == options.analyzer
-            })
+            && match manifest.graph {
+                Some(g) => {
+                    options.builds_graph(Some(manifest))
+                        && g.format_version == graph::tables::FORMAT_VERSION
+                        && g.options.analyzer == options.analyzer
+                }
+                None => !options.builds_graph(Some(manifest)),
+            }
             && manifest.counts.skipped == 0
             && outcomes.len() == self.entries.len()
             && outcomes

@@ -38,7 +38,7 @@ fn eval_json(corpus: &Corpus, extra: &[&str]) -> Value {
 #[test]
 fn eval_measures_match_score_py_on_its_own_runs() {
     let corpus = Corpus::fixtures();
-    corpus.index();
+    corpus.index_with(&["--graph"]);
     let eval = fixtures_dir().join("eval");
     let runs = corpus.path().join("runs");
     let report = eval_json(&corpus, &["--run-out", runs.to_str().unwrap()]);
@@ -90,7 +90,7 @@ fn eval_measures_match_score_py_on_its_own_runs() {
 #[test]
 fn sweep_reports_a_held_out_check_and_save_changes_the_defaults() {
     let corpus = Corpus::fixtures();
-    corpus.index();
+    corpus.index_with(&["--graph"]);
     let report = eval_json(&corpus, &["--sweep", "--save"]);
     let sweep = &report["sweep"];
     // 150 sparse + dense settings, then 6 graph weights at the best of them.

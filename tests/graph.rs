@@ -11,11 +11,11 @@ use common::{Corpus, check_schema_document, chunk_ids, copy_dir, fixtures_dir};
 use predicates::prelude::*;
 use serde_json::Value;
 
-/// A copy of `fixtures/graph`, indexed.
+/// A copy of `fixtures/graph`, indexed with its graph.
 fn graph_corpus() -> Corpus {
     let corpus = Corpus::empty();
     copy_dir(&fixtures_dir().join("graph"), corpus.path());
-    corpus.index();
+    corpus.index_with(&["--graph"]);
     corpus
 }
 
@@ -189,20 +189,10 @@ fn the_graph_command_shows_entities_communities_and_neighbors() {
 
 #[test]
 fn an_index_without_a_graph_searches_without_it_and_says_how_to_add_one() {
-    let corpus = graph_corpus();
-    // Make it look like an index written before the graph (format 12).
-    let index = corpus.path().join(".memidx");
-    let meta = index.join("meta.json");
-    let mut manifest: Value = serde_json::from_slice(&std::fs::read(&meta).unwrap()).unwrap();
-    let generation = manifest["generation"].as_u64().unwrap();
-    manifest["format_version"] = 12.into();
-    manifest.as_object_mut().unwrap().remove("graph");
-    manifest["checksums"]
-        .as_object_mut()
-        .unwrap()
-        .remove("graph.bin");
-    std::fs::write(&meta, serde_json::to_vec(&manifest).unwrap()).unwrap();
-    std::fs::remove_file(index.join(format!("gen-{generation}/graph.bin"))).unwrap();
+    let corpus = Corpus::empty();
+    copy_dir(&fixtures_dir().join("graph"), corpus.path());
+    corpus.index();
+    assert!(!graph_file_exists(&corpus));
     let hybrid = corpus.search_json("patroni leader switchover", &["-k", "3"]);
     let ranks = hybrid["results"][0]["ranks"].as_object().unwrap();
     assert_eq!(ranks.keys().collect::<Vec<_>>(), ["dense", "sparse"]);
@@ -216,11 +206,27 @@ fn an_index_without_a_graph_searches_without_it_and_says_how_to_add_one() {
             .assert()
             .code(2)
             .stderr(predicate::str::contains(
-                "this index has no graph (it was built by an older memidx); add one with 'memidx index --full",
+                "this index has no graph; build one with 'memidx index --graph",
             ));
     }
-    // A plain re-index adds it.
-    corpus.index();
+    // --graph adds it; later runs keep it; --no-graph drops it.
+    corpus.index_with(&["--graph"]);
     let graph = corpus.search_json("patroni leader switchover", &["--mode", "graph", "-k", "1"]);
     assert_eq!(chunk_ids(&graph), ["services/ledger-worker-runbook.md#1"]);
+    std::fs::write(corpus.path().join("new.md"), "# New\n\nA new note.\n").unwrap();
+    corpus.index();
+    assert!(graph_file_exists(&corpus));
+    corpus.index_with(&["--no-graph"]);
+    assert!(!graph_file_exists(&corpus));
+}
+
+/// True when the live generation holds a graph.
+fn graph_file_exists(corpus: &Corpus) -> bool {
+    let index = corpus.path().join(".memidx");
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(index.join("meta.json")).unwrap()).unwrap();
+    let generation = manifest["generation"].as_u64().unwrap();
+    let exists = index.join(format!("gen-{generation}/graph.bin")).exists();
+    assert_eq!(exists, !manifest["graph"].is_null());
+    exists
 }

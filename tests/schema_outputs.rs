@@ -313,7 +313,7 @@ fn explain_output_validates_and_edits_are_refused_where_they_are() {
 fn eval_output_validates_and_edits_are_refused_where_they_are() {
     let schema = validator(EVAL_SCHEMA);
     let corpus = Corpus::fixtures();
-    corpus.index();
+    corpus.index_with(&["--graph"]);
 
     let plain = eval_json(&corpus, &[]);
     assert_valid(&schema, &plain, "eval");

@@ -13,10 +13,10 @@ use crate::graph::{GRAPH_FILE, GraphFile, GraphView};
 use crate::store::damaged;
 use crate::store::manifest::Manifest;
 
-/// The error for an index that has no graph (built before memidx had one).
+/// The error for an index built without a graph (`index --graph` builds one).
 pub fn no_graph(manifest: &Manifest) -> anyhow::Error {
     anyhow::anyhow!(
-        "this index has no graph (it was built by an older memidx); add one with 'memidx index --full {}'",
+        "this index has no graph; build one with 'memidx index --graph {}'",
         manifest.root
     )
 }

@@ -44,9 +44,14 @@ impl Corpus {
 
     /// Runs `memidx index .` and asserts it succeeded.
     pub fn index(&self) -> std::process::Output {
+        self.index_with(&[])
+    }
+
+    /// Runs `memidx index . EXTRA…` and asserts it succeeded.
+    pub fn index_with(&self, extra: &[&str]) -> std::process::Output {
         let output = self
             .memidx()
-            .args(["index", ".", "--quiet"])
+            .args([&["index", ".", "--quiet"][..], extra].concat())
             .output()
             .expect("run");
         assert!(
