@@ -1,6 +1,7 @@
 //! `memidx explain`: how every fused score was made.
 
 use std::io::Write;
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 
@@ -13,7 +14,9 @@ use crate::retriever::Retriever;
 /// Explains the search in `config` and prints the breakdown.
 pub fn run(config: &ExplainConfig, out: &mut dyn Write) -> Result<Status> {
     let search = &config.search;
+    let started = Instant::now();
     let retriever = Retriever::open(&search.index_dir, &search.lists)?;
+    let open_time = started.elapsed();
     let focus = match &config.chunk {
         Some(id) => Some(retriever.generation().find(id).with_context(|| {
             format!("no chunk '{id}' in the index; chunk ids look like 'notes/db.md#3' (see search --json)")
@@ -26,6 +29,7 @@ pub fn run(config: &ExplainConfig, out: &mut dyn Write) -> Result<Status> {
         &search.params.filter,
         &explanation,
         retriever.generation(),
+        open_time,
     )?;
     match search.format {
         OutputFormat::Human => human::print_explain(out, &report)?,

@@ -6,7 +6,7 @@
 //! `lists` of a result is an array in fusion order: adding its
 //! `contribution`s left to right gives `rrf_score` exactly.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use serde::Serialize;
@@ -28,10 +28,16 @@ pub struct ExplainReport {
     pub filter: Vec<String>,
     /// Per list: weight, counts, timings.
     pub lists: Vec<ListSummary>,
-    /// Time spent on the filter and on fusion, milliseconds.
+    /// Time spent opening the index (manifest, memory maps, lists and
+    /// model), milliseconds.
+    pub open_ms: f64,
+    /// Time spent evaluating the filter, milliseconds.
     pub filter_ms: f64,
     /// Time spent fusing, milliseconds.
     pub fuse_ms: f64,
+    /// Time spent reading the results' texts and metadata for printing,
+    /// milliseconds.
+    pub report_ms: f64,
     /// The explained chunks.
     pub results: Vec<ExplainedResult>,
 }
@@ -96,12 +102,15 @@ pub struct ListPart {
 
 impl ExplainReport {
     /// Builds the report from an explanation.
+    /// `open_time` is how long opening the index took.
     pub fn build(
         query: &str,
         filter: &Filter,
         explanation: &Explanation,
         generation: &Generation,
+        open_time: Duration,
     ) -> Result<Self> {
+        let started = Instant::now();
         let outcome = &explanation.outcome;
         let lists = outcome
             .lists
@@ -149,8 +158,10 @@ impl ExplainReport {
                 .flat_map(|(k, vs)| vs.iter().map(move |v| format!("{k}={v}")))
                 .collect(),
             lists,
+            open_ms: millis(open_time),
             filter_ms: millis(outcome.filter_time),
             fuse_ms: millis(outcome.fuse_time),
+            report_ms: millis(started.elapsed()),
             results,
         })
     }

@@ -191,8 +191,8 @@ pub fn print_explain(out: &mut dyn Write, report: &ExplainReport) -> Result<()> 
     writeln!(out, "lists: {}", lists.join("; "))?;
     writeln!(
         out,
-        "filter {:.2} ms, fuse {:.2} ms",
-        report.filter_ms, report.fuse_ms
+        "open {:.2} ms, filter {:.2} ms, fuse {:.2} ms, report {:.2} ms",
+        report.open_ms, report.filter_ms, report.fuse_ms, report.report_ms
     )?;
     Ok(())
 }
