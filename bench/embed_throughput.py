@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-SUMMARY = re.compile(r"\(embedding (\d+) chunks: ([0-9.]+) s\)")
+SUMMARY = re.compile(r"\(embedding (\d+) chunks: ([0-9.]+) s[;)]")
 
 
 def memidx_run(binary, corpus, model):
