@@ -109,8 +109,8 @@ pub struct IndexReport {
     /// Time spent embedding.
     pub embed_time: Duration,
     /// Time spent building, checking and encoding the graph (alongside the
-    /// other lists).
-    pub graph_time: Duration,
+    /// other lists), when one was built.
+    pub graph_time: Option<Duration>,
     /// True when nothing changed, so no new generation was written.
     pub up_to_date: bool,
     /// Wall-clock time of the run.
@@ -171,7 +171,7 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
             warnings,
             embedded: 0,
             embed_time: Duration::ZERO,
-            graph_time: Duration::ZERO,
+            graph_time: None,
             up_to_date: true,
             elapsed: started.elapsed(),
         });
@@ -222,7 +222,7 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
     });
     sparse_built?;
     let graph_built = graph_built?;
-    let graph_time = graph_built.as_ref().map_or(Duration::ZERO, |(_, t)| *t);
+    let graph_time = graph_built.as_ref().map(|(_, t)| *t);
     let ((embedded_vectors, embedded), embed_time) = vectors?;
     for (ord, chunk) in built.table.chunks.iter_mut().enumerate() {
         chunk.has_vector = embedded_vectors.vectors.has_vector(ord);

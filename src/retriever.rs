@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
+use rayon::prelude::*;
 
 use crate::embed::Embedder;
 use crate::embed::static_model::StaticEmbedder;
@@ -549,20 +550,15 @@ impl Retriever {
         if let [only] = self.lists.as_slice() {
             return Ok(vec![only.index.search(query, window, allow)?]);
         }
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = self
-                .lists
-                .iter()
-                .map(|l| scope.spawn(move || l.index.search(query, window, allow)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| bail!("a list's search thread panicked"))
-                })
-                .collect()
-        })
+        // On rayon's pool, not on threads of their own: a list that itself
+        // runs in parallel (the dense scan, a transformer's matrix products)
+        // then never waits on a pool whose workers are all blocked joining
+        // list threads — which deadlocked `eval` (itself parallel over
+        // queries) with a transformer model.
+        self.lists
+            .par_iter()
+            .map(|l| l.index.search(query, window, allow))
+            .collect()
     }
 }
 

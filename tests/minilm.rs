@@ -60,6 +60,29 @@ fn an_index_built_with_a_model_folder_searches_with_it() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&output.stdout).contains("(embedding 107 chunks: "));
+    // Back to the transformer: its vectors were kept, nothing is embedded.
+    let output = corpus
+        .memidx()
+        .args(["index", ".", "--model"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&output.stdout).contains("(embedding 0 chunks: "));
+    // eval runs its queries in parallel while the transformer multiplies in
+    // parallel; the two once deadlocked.
+    let eval = common::fixtures_dir().join("eval");
+    let report = corpus
+        .memidx()
+        .args(["eval", "--json", "--quiet", "--queries"])
+        .arg(eval.join("queries.jsonl"))
+        .arg("--qrels")
+        .arg(eval.join("qrels.tsv"))
+        .timeout(std::time::Duration::from_secs(300))
+        .output()
+        .unwrap();
+    assert_eq!(report.status.code(), Some(0), "{report:?}");
+    let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    assert_eq!(report["modes"][1]["mode"], "dense");
 }
 
 #[test]

@@ -243,7 +243,7 @@ pub fn print_status(out: &mut dyn Write, r: &StatusReport) -> Result<()> {
         )?,
         None => writeln!(
             out,
-            "graph      none (an older index); 'memidx index --full' adds it"
+            "graph      none; 'memidx index --graph' builds one"
         )?,
     }
     writeln!(
@@ -322,7 +322,7 @@ pub fn print_index_summary(out: &mut dyn Write, report: &IndexReport) -> Result<
     }
     writeln!(
         out,
-        "indexed {} files ({} unchanged), {} chunks, {} skipped in {:.2} s (embedding {} chunks: {:.2} s; graph: {:.2} s) -> {}",
+        "indexed {} files ({} unchanged), {} chunks, {} skipped in {:.2} s (embedding {} chunks: {:.2} s{}) -> {}",
         report.files,
         report.reused,
         report.chunks,
@@ -330,7 +330,9 @@ pub fn print_index_summary(out: &mut dyn Write, report: &IndexReport) -> Result<
         report.elapsed.as_secs_f64(),
         report.embedded,
         report.embed_time.as_secs_f64(),
-        report.graph_time.as_secs_f64(),
+        report
+            .graph_time
+            .map_or(String::new(), |t| format!("; graph: {:.2} s", t.as_secs_f64())),
         report.index_dir.display()
     )?;
     Ok(())
