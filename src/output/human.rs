@@ -241,10 +241,7 @@ pub fn print_status(out: &mut dyn Write, r: &StatusReport) -> Result<()> {
                 " (off unless --mode names it or --graph-weight is given)"
             }
         )?,
-        None => writeln!(
-            out,
-            "graph      none; 'memidx index --graph' builds one"
-        )?,
+        None => writeln!(out, "graph      none; 'memidx index --graph' builds one")?,
     }
     writeln!(
         out,
@@ -330,9 +327,10 @@ pub fn print_index_summary(out: &mut dyn Write, report: &IndexReport) -> Result<
         report.elapsed.as_secs_f64(),
         report.embedded,
         report.embed_time.as_secs_f64(),
-        report
-            .graph_time
-            .map_or(String::new(), |t| format!("; graph: {:.2} s", t.as_secs_f64())),
+        report.graph_time.map_or(String::new(), |t| format!(
+            "; graph: {:.2} s",
+            t.as_secs_f64()
+        )),
         report.index_dir.display()
     )?;
     Ok(())
