@@ -8,7 +8,6 @@ use anyhow::{Context, Result, bail, ensure};
 use rayon::prelude::*;
 
 use crate::embed::Embedder;
-use crate::embed::static_model::StaticEmbedder;
 use crate::filter::{AllowSet, Filter};
 use crate::fusion::{self, Contribution, Fused, WeightedList};
 use crate::graph::{self, QueryOptions};
@@ -239,10 +238,6 @@ impl Retriever {
     }
 
     fn open_lists(index_dir: &Path, manifest: Manifest, selection: &ListSelection) -> Result<Self> {
-        if selection.dense && manifest.model_dir.is_none() {
-            // Load the bundled model (≈ 20 ms) on another core while the index opens.
-            std::thread::spawn(StaticEmbedder::bundled);
-        }
         let generation = Generation::open(index_dir, &manifest)?;
         let defaults = manifest.fusion;
         let mut lists = Vec::new();
