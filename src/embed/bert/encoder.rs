@@ -1,0 +1,345 @@
+//! The BERT encoder's forward pass over packed texts.
+
+use anyhow::{Context, Result, bail, ensure};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{Config as BertConfig, HiddenAct};
+use rayon::prelude::*;
+use tokenizers::Encoding;
+
+use super::kernels::{self, Backend, Rhs};
+
+/// A fully connected layer, `x · Wᵀ + b`, with `W` (`n × k`) packed for
+/// the backend's product.
+struct Linear {
+    /// Output features.
+    n: usize,
+    /// Input features.
+    k: usize,
+    /// `Wᵀ` as [`Rhs`] panels of `width` columns.
+    packed: Vec<f32>,
+    width: usize,
+    bias: Vec<f32>,
+}
+
+impl Linear {
+    /// Packs the row-major `n × k` `weight`.
+    fn new(weight: &[f32], bias: Vec<f32>, n: usize, k: usize, backend: Backend) -> Self {
+        let width = backend.panel_width(n);
+        Self {
+            n,
+            k,
+            packed: kernels::pack_transposed(weight, n, k, width),
+            width,
+            bias,
+        }
+    }
+
+    /// Loads `{prefix}.weight` and `{prefix}.bias` of the layers named
+    /// in `parts`, concatenated along the output (one fused product).
+    fn load(vb: &VarBuilder, parts: &[&str], n: usize, k: usize, backend: Backend) -> Result<Self> {
+        let mut weight = Vec::with_capacity(parts.len() * n * k);
+        let mut bias = Vec::with_capacity(parts.len() * n);
+        for part in parts {
+            let vb = vb.pp(part);
+            weight.extend(tensor(&vb, &[n, k], "weight")?);
+            bias.extend(tensor(&vb, &[n], "bias")?);
+        }
+        Ok(Self::new(&weight, bias, parts.len() * n, k, backend))
+    }
+
+    /// `out` (`t × n`) = `x` (`t × k`) · Wᵀ + b, plus `residual`
+    /// (`t × n`) when given.
+    fn forward(&self, backend: Backend, x: &[f32], residual: Option<&[f32]>, out: &mut [f32]) {
+        let (n, k) = (self.n, self.k);
+        let t = x.len() / k;
+        let out = &mut out[..t * n];
+        match residual {
+            Some(residual) => out
+                .par_chunks_mut(n)
+                .zip(residual.par_chunks(n))
+                .for_each(|(o, r)| kernels::add(o, r, &self.bias)),
+            None => out
+                .par_chunks_mut(n)
+                .for_each(|o| o.copy_from_slice(&self.bias)),
+        }
+        let rhs = Rhs::panels(&self.packed, self.k, self.width);
+        kernels::matmul(backend, (t, n, k), (x, k), rhs, (out, n), true, true);
+    }
+}
+
+/// A layer normalisation's scale and shift.
+struct Norm {
+    weight: Vec<f32>,
+    bias: Vec<f32>,
+}
+
+impl Norm {
+    fn load(vb: &VarBuilder, h: usize) -> Result<Self> {
+        let vb = vb.pp("LayerNorm");
+        Ok(Self {
+            weight: tensor(&vb, &[h], "weight")?,
+            bias: tensor(&vb, &[h], "bias")?,
+        })
+    }
+
+    /// Normalises every `h`-wide row of `x`.
+    fn forward(&self, x: &mut [f32], eps: f32) {
+        x.par_chunks_mut(self.weight.len())
+            .for_each(|row| kernels::layer_norm(row, &self.weight, &self.bias, eps));
+    }
+}
+
+/// One transformer layer.
+struct Layer {
+    /// Q, K and V in one product (`3h × h`).
+    qkv: Linear,
+    attention_out: Linear,
+    attention_norm: Norm,
+    up: Linear,
+    down: Linear,
+    out_norm: Norm,
+}
+
+/// A BERT encoder's weights and sizes.
+pub(super) struct Encoder {
+    backend: Backend,
+    word: Vec<f32>,
+    position: Vec<f32>,
+    token_type: Vec<f32>,
+    embedding_norm: Norm,
+    layers: Vec<Layer>,
+    hidden: usize,
+    heads: usize,
+    intermediate: usize,
+    act: HiddenAct,
+    eps: f32,
+    vocab: usize,
+    type_vocab: usize,
+    max_positions: usize,
+}
+
+/// The tensor `name` under `vb` with `shape`, as f32s.
+fn tensor(vb: &VarBuilder, shape: &[usize], name: &str) -> Result<Vec<f32>> {
+    let tensor = vb
+        .get(shape, name)
+        .with_context(|| format!("tensor {}.{name}", vb.prefix()))?;
+    Ok(tensor.flatten_all()?.to_vec1::<f32>()?)
+}
+
+impl Encoder {
+    /// Reads the weights from `vb` (a checkpoint with or without the
+    /// `bert.` prefix), sized by `config`.
+    pub(super) fn load(vb: &VarBuilder, config: &BertConfig) -> Result<Self> {
+        let h = config.hidden_size;
+        let heads = config.num_attention_heads;
+        ensure!(
+            heads > 0 && h.is_multiple_of(heads),
+            "hidden_size {h} is not a multiple of num_attention_heads {heads}"
+        );
+        let prefixes = ["", "bert"].into_iter().chain(config.model_type.as_deref());
+        let Some(vb) = prefixes
+            .map(|p| if p.is_empty() { vb.clone() } else { vb.pp(p) })
+            .find(|vb| vb.contains_tensor("embeddings.word_embeddings.weight"))
+        else {
+            bail!("no tensor embeddings.word_embeddings.weight (nor bert.embeddings…)");
+        };
+        let backend = Backend::detect();
+        let i = config.intermediate_size;
+        let embeddings = vb.pp("embeddings");
+        let layers = (0..config.num_hidden_layers)
+            .map(|l| -> Result<Layer> {
+                let vb = vb.pp(format!("encoder.layer.{l}"));
+                let attention = vb.pp("attention");
+                Ok(Layer {
+                    qkv: Linear::load(
+                        &attention.pp("self"),
+                        &["query", "key", "value"],
+                        h,
+                        h,
+                        backend,
+                    )?,
+                    attention_out: Linear::load(
+                        &attention.pp("output"),
+                        &["dense"],
+                        h,
+                        h,
+                        backend,
+                    )?,
+                    attention_norm: Norm::load(&attention.pp("output"), h)?,
+                    up: Linear::load(&vb.pp("intermediate"), &["dense"], i, h, backend)?,
+                    down: Linear::load(&vb.pp("output"), &["dense"], h, i, backend)?,
+                    out_norm: Norm::load(&vb.pp("output"), h)?,
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Self {
+            backend,
+            word: tensor(
+                &embeddings,
+                &[config.vocab_size, h],
+                "word_embeddings.weight",
+            )?,
+            position: tensor(
+                &embeddings,
+                &[config.max_position_embeddings, h],
+                "position_embeddings.weight",
+            )?,
+            token_type: tensor(
+                &embeddings,
+                &[config.type_vocab_size, h],
+                "token_type_embeddings.weight",
+            )?,
+            embedding_norm: Norm::load(&embeddings, h)?,
+            layers,
+            hidden: h,
+            heads,
+            intermediate: i,
+            act: config.hidden_act,
+            eps: config.layer_norm_eps as f32,
+            vocab: config.vocab_size,
+            type_vocab: config.type_vocab_size,
+            max_positions: config.max_position_embeddings,
+        })
+    }
+
+    /// The hidden size: floats per token vector.
+    pub(super) fn hidden(&self) -> usize {
+        self.hidden
+    }
+
+    /// The last layer's token vectors of `texts`, packed: the rows of
+    /// `texts[0]`'s tokens, then `texts[1]`'s, … (`Σ len × hidden`).
+    pub(super) fn forward(&self, texts: &[&Encoding]) -> Result<Vec<f32>> {
+        for enc in texts {
+            ensure!(
+                enc.len() <= self.max_positions
+                    && enc.get_ids().iter().all(|&id| (id as usize) < self.vocab)
+                    && enc
+                        .get_type_ids()
+                        .iter()
+                        .all(|&ty| (ty as usize) < self.type_vocab),
+                "a tokenized text does not fit the model (over {} tokens, or a token \
+                 id outside its vocabulary of {})",
+                self.max_positions,
+                self.vocab
+            );
+        }
+        let (h, backend) = (self.hidden, self.backend);
+        let lens: Vec<usize> = texts.iter().map(|e| e.len()).collect();
+        let t: usize = lens.iter().sum();
+        let mut x = vec![0f32; t * h];
+        split_rows(&mut x, &lens, h)
+            .into_par_iter()
+            .zip(texts)
+            .for_each(|(rows, enc)| self.embed_tokens(enc, rows));
+
+        let mut qkv = vec![0f32; t * 3 * h];
+        let mut context = vec![0f32; t * h];
+        let mut mid = vec![0f32; t * h];
+        let mut inner = vec![0f32; t * self.intermediate];
+        for layer in &self.layers {
+            layer.qkv.forward(backend, &x, None, &mut qkv);
+            self.attention(&qkv, &lens, &mut context);
+            layer
+                .attention_out
+                .forward(backend, &context, Some(&x), &mut mid);
+            layer.attention_norm.forward(&mut mid, self.eps);
+            layer.up.forward(backend, &mid, None, &mut inner);
+            inner
+                .par_chunks_mut(16 * 1024)
+                .for_each(|xs| match self.act {
+                    HiddenAct::Gelu => kernels::gelu_erf(xs),
+                    HiddenAct::GeluApproximate => kernels::gelu_tanh(xs),
+                    HiddenAct::Relu => xs.iter_mut().for_each(|v| *v = v.max(0.0)),
+                });
+            layer.down.forward(backend, &inner, Some(&mid), &mut x);
+            layer.out_norm.forward(&mut x, self.eps);
+        }
+        Ok(x)
+    }
+
+    /// Word + position + token-type embeddings of one text's tokens,
+    /// normalised, into its `len × h` rows.
+    fn embed_tokens(&self, enc: &Encoding, rows: &mut [f32]) {
+        let h = self.hidden;
+        let tokens = enc.get_ids().iter().zip(enc.get_type_ids());
+        for (position, (row, (&id, &ty))) in rows.chunks_exact_mut(h).zip(tokens).enumerate() {
+            let word = &self.word[id as usize * h..][..h];
+            let pos = &self.position[position * h..][..h];
+            let ty = &self.token_type[ty as usize * h..][..h];
+            kernels::add(row, word, pos);
+            kernels::add_assign(row, ty);
+            kernels::layer_norm(
+                row,
+                &self.embedding_norm.weight,
+                &self.embedding_norm.bias,
+                self.eps,
+            );
+        }
+    }
+
+    /// Multi-head self-attention of each text over its own tokens:
+    /// `context` (`t × h`) from the packed `qkv` rows (`t × 3h`: Q, K, V).
+    fn attention(&self, qkv: &[f32], lens: &[usize], context: &mut [f32]) {
+        let h = self.hidden;
+        let hd = h / self.heads;
+        let scale = 1.0 / (hd as f32).sqrt();
+        let backend = self.backend;
+        let mut starts = Vec::with_capacity(lens.len());
+        lens.iter().fold(0, |start, &len| {
+            starts.push(start);
+            start + len
+        });
+        split_rows(context, lens, h)
+            .into_par_iter()
+            .zip(starts)
+            .for_each(|(out, start)| {
+                let len = out.len() / h;
+                let rows = &qkv[start * 3 * h..(start + len) * 3 * h];
+                let mut scores = vec![0f32; len * len];
+                let mut keys_t = vec![0f32; hd * len];
+                for head in 0..self.heads {
+                    let q = head * hd;
+                    let (k, v) = (h + q, 2 * h + q);
+                    for (j, row) in rows.chunks_exact(3 * h).enumerate() {
+                        for (d, &x) in row[k..k + hd].iter().enumerate() {
+                            keys_t[d * len + j] = x;
+                        }
+                    }
+                    kernels::matmul(
+                        backend,
+                        (len, len, hd),
+                        (&rows[q..], 3 * h),
+                        Rhs::dense(&keys_t, len),
+                        (&mut scores, len),
+                        false,
+                        false,
+                    );
+                    for row in scores.chunks_exact_mut(len) {
+                        kernels::softmax(row, scale);
+                    }
+                    kernels::matmul(
+                        backend,
+                        (len, hd, len),
+                        (&scores, len),
+                        Rhs::dense(&rows[v..], 3 * h),
+                        (&mut out[q..], h),
+                        false,
+                        false,
+                    );
+                }
+            });
+    }
+}
+
+/// `buf` cut into consecutive blocks of `len × width` floats, one per
+/// entry of `lens`.
+fn split_rows<'a>(mut buf: &'a mut [f32], lens: &[usize], width: usize) -> Vec<&'a mut [f32]> {
+    lens.iter()
+        .map(|&len| {
+            let (block, rest) = std::mem::take(&mut buf).split_at_mut(len * width);
+            buf = rest;
+            block
+        })
+        .collect()
+}
