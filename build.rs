@@ -8,14 +8,17 @@
 //! compiled into the binary): one for word-initial pieces and one for
 //! `##` continuations. The tokenizer settings the runtime reproduces are
 //! checked here, so a model with another pipeline fails the build instead
-//! of embedding differently. The model's fingerprint (xxh3 of its three
-//! files) is computed here too.
+//! of embedding differently. The model's fingerprint
+//! (`src/embed/fingerprint.rs`, shared with the crate) is computed here too.
 
 use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+
+#[path = "src/embed/fingerprint.rs"]
+mod fingerprint;
 use yada::builder::DoubleArrayBuilder;
 
 const MODEL_DIR: &str = "assets/model";
@@ -25,6 +28,7 @@ fn main() {
     for name in MODEL_FILES {
         println!("cargo::rerun-if-changed={MODEL_DIR}/{name}");
     }
+    println!("cargo::rerun-if-changed=src/embed/fingerprint.rs");
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let files = MODEL_FILES.map(|name| {
         fs::read(Path::new(MODEL_DIR).join(name))
@@ -61,11 +65,6 @@ fn main() {
     let mut lengths: Vec<usize> = vocab.keys().map(String::len).collect();
     lengths.sort_unstable();
     let median = lengths.get(lengths.len() / 2).copied().unwrap_or(1);
-    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-    for part in &files {
-        hasher.update(&(part.len() as u64).to_le_bytes());
-        hasher.update(part);
-    }
     let added: Vec<String> = settings
         .added
         .iter()
@@ -85,12 +84,13 @@ fn main() {
         added = added.join(", "),
     );
     fs::write(out.join("wordpiece_settings.rs"), tokenizer_settings).expect("OUT_DIR is writable");
-    let fingerprint = format!(
-        "/// xxh3 over the model's three files (length-prefixed).\n\
-         const FINGERPRINT: &str = \"xxh3:{:016x}\";\n",
-        hasher.digest()
+    let parts: Vec<Option<&[u8]>> = files.iter().map(|f| Some(f.as_slice())).collect();
+    let constant = format!(
+        "/// The model's fingerprint (src/embed/fingerprint.rs).\n\
+         const FINGERPRINT: &str = {:?};\n",
+        fingerprint::fingerprint(&parts)
     );
-    fs::write(out.join("bundled_fingerprint.rs"), fingerprint).expect("OUT_DIR is writable");
+    fs::write(out.join("bundled_fingerprint.rs"), constant).expect("OUT_DIR is writable");
 }
 
 /// What the runtime needs besides the vocabulary.

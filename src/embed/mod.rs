@@ -9,6 +9,7 @@
 
 #[cfg(feature = "bert")]
 pub mod bert;
+mod fingerprint;
 pub mod static_model;
 mod wordpiece;
 

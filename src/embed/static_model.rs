@@ -30,6 +30,7 @@ use model2vec_rs::model::StaticModel;
 use rayon::prelude::*;
 use safetensors::{Dtype, SafeTensors};
 
+use super::fingerprint::fingerprint;
 use super::wordpiece::WordPiece;
 use super::{Embedder, EmbedderInfo, FusionDefaults};
 use crate::fusion::DEFAULT_RRF_K;
@@ -162,17 +163,12 @@ impl StaticEmbedder {
         let (tokenizer, weights, config) = (tokenizer?, weights?, config?);
         let model = StaticModel::from_bytes(&tokenizer, &weights, &config, None)
             .with_context(|| format!("cannot load the model2vec model in {}", dir.display()))?;
-        // The same fingerprint as build.rs computes for the bundled model.
-        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-        for part in [&tokenizer, &weights, &config] {
-            hasher.update(&(part.len() as u64).to_le_bytes());
-            hasher.update(part);
-        }
         Ok(Self {
             info: EmbedderInfo {
                 id,
                 dim: model.dim(),
-                fingerprint: format!("xxh3:{:016x}", hasher.digest()),
+                // As build.rs fingerprints the bundled model.
+                fingerprint: fingerprint(&[Some(&tokenizer), Some(&weights), Some(&config)]),
             },
             runtime: Runtime::Folder(model),
         })

@@ -36,7 +36,7 @@
 //!   kernels need a nightly compiler. Both spread large products over all
 //!   cores with rayon (`RAYON_NUM_THREADS` or the core count); attention
 //!   runs one text per core.
-//! - `xxhash-rust` (xxh3) fingerprints the files that decide the vectors.
+//! - [`super::fingerprint`] (xxh3) fingerprints the files that decide the vectors.
 
 mod encoder;
 mod kernels;
@@ -49,8 +49,8 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::bert::Config as BertConfig;
 use serde::Deserialize;
 use tokenizers::{Encoding, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
-use xxhash_rust::xxh3::Xxh3;
 
+use super::fingerprint::fingerprint;
 use super::{Embedder, EmbedderInfo, FusionDefaults};
 use encoder::Encoder;
 
@@ -468,22 +468,6 @@ fn normalize(v: &mut [f32]) {
             *x = (f64::from(*x) / norm) as f32;
         }
     }
-}
-
-/// `xxh3:` + xxh3-64 over the parts, each prefixed by its length (an absent
-/// part by a marker), so moving bytes between files changes the hash.
-fn fingerprint(parts: &[Option<&[u8]>]) -> String {
-    let mut hasher = Xxh3::new();
-    for part in parts {
-        match part {
-            Some(bytes) => {
-                hasher.update(&(bytes.len() as u64).to_le_bytes());
-                hasher.update(bytes);
-            }
-            None => hasher.update(&u64::MAX.to_le_bytes()),
-        }
-    }
-    format!("xxh3:{:016x}", hasher.digest())
 }
 
 /// Fails, listing the expected files, when `dir` lacks a required one.
