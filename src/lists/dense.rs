@@ -168,11 +168,6 @@ impl StoredVectors {
         })
     }
 
-    /// Number of rows.
-    pub fn rows(&self) -> usize {
-        self.rows
-    }
-
     /// The rows as an `rows × dim` matrix view of the mapped file.
     fn matrix(&self) -> Result<ArrayView2<'_, i8>> {
         let bytes = self.values.as_deref().unwrap_or_default();
@@ -204,20 +199,8 @@ impl StoredVectors {
 
     /// The vector of row `ord`, dequantized.
     pub fn row(&self, ord: ChunkOrd) -> Result<Vec<f32>> {
-        let matrix = self.matrix()?;
-        let scale = *self
-            .scales()?
-            .get(ord as usize)
-            .context("chunk ordinal beyond the vector file")?;
-        ensure!(
-            (ord as usize) < self.rows,
-            "chunk ordinal beyond the vector file"
-        );
-        Ok(matrix
-            .row(ord as usize)
-            .iter()
-            .map(|v| f32::from(*v) * scale)
-            .collect())
+        let (values, scale) = self.quantized_row(ord)?;
+        Ok(values.iter().map(|v| f32::from(*v) * scale).collect())
     }
 
     /// Similarity of the query vector to every row, by ordinal.

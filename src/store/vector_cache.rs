@@ -50,8 +50,6 @@ const VECTOR_FILES: [&str; 3] = [VECTORS_FILE, SCALES_FILE, KEYS_FILE];
 struct CacheMeta {
     /// The model that made the vectors.
     embedder: EmbedderInfo,
-    /// Number of vectors.
-    rows: usize,
     /// Checks of the vector files.
     checksums: Checksums,
 }
@@ -180,10 +178,8 @@ pub fn keep(
             .with_context(|| format!("cannot move {} into the cache", name))?;
         kept.insert(name.to_string(), *check);
     }
-    let rows = kept[KEYS_FILE].size as usize / 8;
     let meta = CacheMeta {
         embedder: embedder.clone(),
-        rows,
         checksums: kept,
     };
     atomic::write_atomic(
