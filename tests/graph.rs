@@ -7,14 +7,14 @@
 
 mod common;
 
-use common::{Corpus, check_schema_document, chunk_ids, copy_dir, fixtures_dir};
+use common::{Corpus, check_schema_document, chunk_ids, copy_fixture, fixtures_dir};
 use predicates::prelude::*;
 use serde_json::Value;
 
 /// A copy of `fixtures/graph`, indexed with its graph.
 fn graph_corpus() -> Corpus {
     let corpus = Corpus::empty();
-    copy_dir(&fixtures_dir().join("graph"), corpus.path());
+    copy_fixture(&fixtures_dir().join("graph"), corpus.path());
     corpus.index_with(&["--graph"]);
     corpus
 }
@@ -192,7 +192,7 @@ fn the_graph_command_shows_entities_communities_and_neighbors() {
 #[test]
 fn an_index_without_a_graph_searches_without_it_and_says_how_to_add_one() {
     let corpus = Corpus::empty();
-    copy_dir(&fixtures_dir().join("graph"), corpus.path());
+    copy_fixture(&fixtures_dir().join("graph"), corpus.path());
     corpus.index();
     assert!(!graph_file_exists(&corpus));
     let hybrid = corpus.search_json("patroni leader switchover", &["-k", "3"]);

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
-use common::{Corpus, chunk_ids, copy_dir, fixtures_dir};
+use common::{Corpus, chunk_ids, copy_fixture, fixtures_dir};
 use predicates::prelude::*;
 
 /// Every file under `dir` outside `.memidx`, with its bytes.
@@ -88,7 +88,7 @@ fn summary_reports_files_chunks_and_reuse() {
 #[test]
 fn bad_files_are_skipped_by_name_and_the_rest_is_indexed() {
     let corpus = Corpus::fixtures();
-    copy_dir(&fixtures_dir().join("bad"), &corpus.path().join("bad"));
+    copy_fixture(&fixtures_dir().join("bad"), &corpus.path().join("bad"));
     let output = corpus.memidx().args(["index", "."]).output().unwrap();
     assert!(output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -236,7 +236,7 @@ fn indexing_a_missing_folder_is_an_error() {
 #[test]
 fn the_users_files_are_never_written() {
     let corpus = Corpus::fixtures();
-    copy_dir(&fixtures_dir().join("bad"), &corpus.path().join("bad"));
+    copy_fixture(&fixtures_dir().join("bad"), &corpus.path().join("bad"));
     let before = snapshot(corpus.path());
     corpus.index();
     corpus.index();

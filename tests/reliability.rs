@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command as StdCommand, Output, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
-use common::{Corpus, copy_dir, fixtures_dir};
+use common::{Corpus, copy_dir, copy_fixture, fixtures_dir};
 use serde_json::Value;
 
 /// Queries whose `search --json` output stands for "the index's results".
@@ -43,7 +43,7 @@ fn big_corpus(copies: usize) -> Corpus {
     let corpus = Corpus::empty();
     let fixtures = fixtures_dir().join("corpus");
     for i in 0..copies {
-        copy_dir(&fixtures, &corpus.path().join(format!("c{i:02}")));
+        copy_fixture(&fixtures, &corpus.path().join(format!("c{i:02}")));
     }
     corpus
 }

@@ -18,7 +18,7 @@ impl Corpus {
     /// A fresh copy of `fixtures/corpus`.
     pub fn fixtures() -> Self {
         let corpus = Self::empty();
-        copy_dir(&fixtures_dir().join("corpus"), corpus.path());
+        copy_fixture(&fixtures_dir().join("corpus"), corpus.path());
         corpus
     }
 
@@ -87,12 +87,27 @@ pub fn fixtures_dir() -> PathBuf {
 
 /// Copies a folder tree (files and folders only).
 pub fn copy_dir(from: &Path, to: &Path) {
+    copy_tree(from, to, |_| true);
+}
+
+/// Copies a folder of `fixtures/` to `to`, leaving out any `.memidx` in it
+/// (the README's first command indexes `fixtures/corpus` in place; tests
+/// start from the markdown alone).
+pub fn copy_fixture(from: &Path, to: &Path) {
+    copy_tree(from, to, |name| name != memidx::store::INDEX_DIR_NAME);
+}
+
+/// Copies `from` to `to` recursively, entries whose name passes `keep` only.
+fn copy_tree(from: &Path, to: &Path, keep: fn(&std::ffi::OsStr) -> bool) {
     fs::create_dir_all(to).unwrap();
     for entry in fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
+        if !keep(&entry.file_name()) {
+            continue;
+        }
         let target = to.join(entry.file_name());
         if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
+            copy_tree(&entry.path(), &target, keep);
         } else {
             fs::copy(entry.path(), &target).unwrap();
         }
