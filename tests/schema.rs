@@ -10,9 +10,7 @@
 
 mod common;
 
-use std::collections::BTreeSet;
-
-use common::Corpus;
+use common::{Corpus, error_paths, parse, validator};
 use jsonschema::Validator;
 use serde_json::{Value, json};
 
@@ -23,22 +21,6 @@ const RESPONSE_SCHEMA: &str = include_str!("../schemas/search-response.schema.js
 const DESIGN_REQUEST: &str = r#"{"query_id": "mem_req_99214", "search_text": "HTTP 504 gateway timeout postgres connection pool",
  "top_k": 5, "hybrid_params": {"dense_weight": 0.6, "sparse_weight": 0.4, "rrf_k_constant": 60},
  "metadata_filter": {"environment": "production", "service": "billing-service"}}"#;
-
-fn parse(text: &str) -> Value {
-    serde_json::from_str(text).expect("valid JSON")
-}
-
-fn validator(schema: &str) -> Validator {
-    jsonschema::validator_for(&parse(schema)).expect("schema compiles")
-}
-
-/// The instance locations (JSON pointers) of every schema error, deduplicated.
-fn error_paths(validator: &Validator, instance: &Value) -> BTreeSet<String> {
-    validator
-        .iter_errors(instance)
-        .map(|e| e.instance_path().as_str().to_string())
-        .collect()
-}
 
 /// Asserts that `response` validates and that `total_retrieved` counts the results.
 fn assert_valid_response(validator: &Validator, response: &Value, what: &str) {

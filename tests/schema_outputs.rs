@@ -11,29 +11,13 @@ mod common;
 use std::collections::BTreeSet;
 use std::fs;
 
-use common::{Corpus, fixtures_dir};
+use common::{Corpus, error_paths, fixtures_dir, parse, validator};
 use jsonschema::Validator;
 use serde_json::{Value, json};
 
 const EXPLAIN_SCHEMA: &str = include_str!("../schemas/explain-response.schema.json");
 const EVAL_SCHEMA: &str = include_str!("../schemas/eval-report.schema.json");
 const STATUS_SCHEMA: &str = include_str!("../schemas/status-report.schema.json");
-
-fn parse(text: &str) -> Value {
-    serde_json::from_str(text).expect("valid JSON")
-}
-
-fn validator(schema: &str) -> Validator {
-    jsonschema::validator_for(&parse(schema)).expect("schema compiles")
-}
-
-/// The instance locations (JSON pointers) of every schema error, deduplicated.
-fn error_paths(validator: &Validator, instance: &Value) -> BTreeSet<String> {
-    validator
-        .iter_errors(instance)
-        .map(|e| e.instance_path().as_str().to_string())
-        .collect()
-}
 
 fn assert_valid(validator: &Validator, instance: &Value, what: &str) {
     let errors = validator.iter_errors(instance).into_errors();

@@ -254,3 +254,24 @@ pub fn check_schema_document<'a>(
     }
     documented
 }
+
+/// Parses JSON text (a schema or a document), panicking on bad JSON.
+pub fn parse(text: &str) -> Value {
+    serde_json::from_str(text).expect("valid JSON")
+}
+
+/// The compiled JSON Schema `schema`.
+pub fn validator(schema: &str) -> jsonschema::Validator {
+    jsonschema::validator_for(&parse(schema)).expect("schema compiles")
+}
+
+/// The instance locations (JSON pointers) of every schema error, deduplicated.
+pub fn error_paths(
+    validator: &jsonschema::Validator,
+    instance: &Value,
+) -> std::collections::BTreeSet<String> {
+    validator
+        .iter_errors(instance)
+        .map(|e| e.instance_path().as_str().to_string())
+        .collect()
+}
