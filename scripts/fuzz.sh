@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the property suite (tests/properties.rs: tokenizer, chunker, front
+# Runs the property suite (tests/integration/properties.rs: tokenizer, chunker, front
 # matter, request parser, fusion) with far more generated cases than CI does,
 # for a fixed time budget. cargo-fuzz needs a nightly toolchain, which this
 # project's machines do not have, so proptest is the fuzzer.
@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 budget=${1:-300}
 cases=${PROPTEST_CASES:-100000}
 cargo build --release --tests --quiet || exit 2
-PROPTEST_CASES=$cases timeout "$budget" cargo test --release --quiet --test properties
+PROPTEST_CASES=$cases timeout "$budget" cargo test --release --quiet --test integration properties::
 status=$?
 case $status in
   0) echo "fuzz: all properties held for $cases cases each" ;;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates the shell completions in completions/ and the man page in man/
-# from the current CLI (tests/completions.rs fails when they are out of date).
+# from the current CLI (tests/integration/completions.rs fails when they are out of date).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --quiet

@@ -1,6 +1,6 @@
 //! The graph layer on `fixtures/graph`: runbooks of several services that
 //! describe the same event (a database going away) in different words.
-//! (The same questions through the real binary: `tests/graph.rs`.)
+//! (The same questions through the real binary: `tests/integration/graph.rs`.)
 
 use std::collections::BTreeMap;
 use std::path::Path;

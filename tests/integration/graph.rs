@@ -5,7 +5,7 @@
 //! `explain`, `memidx graph` shows what it holds, and an index without a
 //! graph still searches.
 
-mod common;
+use crate::common;
 
 use common::{Corpus, check_schema_document, chunk_ids, copy_fixture, fixtures_dir};
 use predicates::prelude::*;
@@ -142,7 +142,7 @@ fn explain_gives_the_graph_lists_reasons_and_absences() {
         .stdout(predicate::str::contains("[name 'patroni' (terms 1.00"));
 }
 
-const GRAPH_SCHEMA: &str = include_str!("../schemas/graph-report.schema.json");
+const GRAPH_SCHEMA: &str = include_str!("../../schemas/graph-report.schema.json");
 
 #[test]
 fn the_graph_command_shows_entities_communities_and_neighbors() {

@@ -2,7 +2,7 @@
 //! piped, never with NO_COLOR), JSON Lines, `--here`, and the notice about
 //! results from files changed since indexing.
 
-mod common;
+use crate::common;
 
 use common::Corpus;
 use predicates::prelude::*;

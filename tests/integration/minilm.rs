@@ -4,7 +4,7 @@
 
 #![cfg(feature = "bert")]
 
-mod common;
+use crate::common;
 
 use common::Corpus;
 use predicates::prelude::*;

@@ -8,14 +8,14 @@
 //! (`"hybrid_params": [0.6, 0.4, 60]`); and where the schema is more lenient
 //! than the parser: `"top_k": 5.0` (JSON Schema calls it an integer).
 
-mod common;
+use crate::common;
 
 use common::{Corpus, error_paths, parse, validator};
 use jsonschema::Validator;
 use serde_json::{Value, json};
 
-const REQUEST_SCHEMA: &str = include_str!("../schemas/search-request.schema.json");
-const RESPONSE_SCHEMA: &str = include_str!("../schemas/search-response.schema.json");
+const REQUEST_SCHEMA: &str = include_str!("../../schemas/search-request.schema.json");
+const RESPONSE_SCHEMA: &str = include_str!("../../schemas/search-response.schema.json");
 
 /// The request of the design (§3) and the README.
 const DESIGN_REQUEST: &str = r#"{"query_id": "mem_req_99214", "search_text": "HTTP 504 gateway timeout postgres connection pool",

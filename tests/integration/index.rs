@@ -2,7 +2,7 @@
 //! never aborts the run, the user's files are never written, and a damaged,
 //! foreign or interrupted index is detected rather than misread.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::fs;

@@ -1,7 +1,7 @@
 //! End-to-end tests of `memidx search` on the fixture corpus: exact ranks,
 //! ids and scores, filters, the JSON shapes, determinism and exit codes.
 
-mod common;
+use crate::common;
 
 use common::{Corpus, chunk_ids};
 use predicates::prelude::*;

@@ -7,7 +7,7 @@
 //! count), so scores agree to f32 rounding: 1e-4 relative is allowed, and the
 //! rankings must agree.
 
-mod common;
+use crate::common;
 
 use bm25::{EmbedderBuilder, Scorer, Tokenizer};
 use common::Corpus;

@@ -1,7 +1,7 @@
 //! Shared helpers for the integration tests: a temporary copy of the
 //! fixtures and the real `memidx` binary run inside it.
 
-#![allow(dead_code)] // each test crate uses a different subset
+#![allow(dead_code)] // not every helper is used by every build (e.g. without the `bert` feature)
 
 use std::fs;
 use std::path::{Path, PathBuf};

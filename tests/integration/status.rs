@@ -1,7 +1,7 @@
 //! `memidx status`: contents, staleness, `--verify`, and an index kept
 //! outside the documents with `index --index PATH`.
 
-mod common;
+use crate::common;
 
 use std::fs;
 

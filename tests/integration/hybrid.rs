@@ -2,7 +2,7 @@
 //! paraphrases, fusion rewards agreement between lists, filters hold in
 //! both lists, and `explain` accounts for every score exactly.
 
-mod common;
+use crate::common;
 
 use common::{Corpus, chunk_ids};
 use predicates::prelude::*;

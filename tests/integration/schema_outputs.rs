@@ -6,7 +6,7 @@
 //! change its shape; and edited output is refused at the exact instance
 //! location of the edit.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -15,9 +15,9 @@ use common::{Corpus, error_paths, fixtures_dir, parse, validator};
 use jsonschema::Validator;
 use serde_json::{Value, json};
 
-const EXPLAIN_SCHEMA: &str = include_str!("../schemas/explain-response.schema.json");
-const EVAL_SCHEMA: &str = include_str!("../schemas/eval-report.schema.json");
-const STATUS_SCHEMA: &str = include_str!("../schemas/status-report.schema.json");
+const EXPLAIN_SCHEMA: &str = include_str!("../../schemas/explain-response.schema.json");
+const EVAL_SCHEMA: &str = include_str!("../../schemas/eval-report.schema.json");
+const STATUS_SCHEMA: &str = include_str!("../../schemas/status-report.schema.json");
 
 fn assert_valid(validator: &Validator, instance: &Value, what: &str) {
     let errors = validator.iter_errors(instance).into_errors();

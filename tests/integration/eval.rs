@@ -1,7 +1,7 @@
 //! `memidx eval` end to end: its table matches `shared/eval/score.py` run on
 //! the TREC files it writes, and `--sweep --save` changes later searches.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Command as Process;

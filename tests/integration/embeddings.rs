@@ -3,7 +3,7 @@
 //! `scripts/distill_model.py`), all-MiniLM-L6-v2 against sentence-transformers
 //! (`scripts/minilm_reference.py`).
 
-mod common;
+use crate::common;
 
 use common::assert_matches_reference;
 use memidx::embed::static_model::StaticEmbedder;

@@ -8,7 +8,7 @@
 //! test, so they hold on a slow machine too; absolute bounds are generous
 //! (debug builds, 2 cores, the other tests running in parallel).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::fs;

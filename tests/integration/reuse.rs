@@ -3,7 +3,7 @@
 //! switch to another model and back — is not embedded again, and the
 //! results equal those of a fresh full index, byte for byte.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

@@ -1,0 +1,26 @@
+//! memidx's integration tests, as one test binary.
+//!
+//! Each module below used to be its own file under `tests/`, and so its own
+//! binary: seventeen links of the whole dependency tree (candle, tantivy, …)
+//! took minutes and gigabytes of disk per build. One crate links once; the
+//! modules still run in parallel, and `cargo test --test integration search::`
+//! runs one of them.
+
+mod common;
+
+mod bm25_oracle;
+mod completions;
+mod embeddings;
+mod eval;
+mod graph;
+mod hybrid;
+mod index;
+mod minilm;
+mod properties;
+mod reliability;
+mod reuse;
+mod schema;
+mod schema_outputs;
+mod search;
+mod status;
+mod ux;
