@@ -194,6 +194,7 @@ mod tests {
             text_len: 0,
             text_crc: 0,
             has_vector: false,
+            uid: file,
         };
         ChunkTable {
             files: vec![

@@ -6,6 +6,16 @@
 //! file becomes a [`Skipped`] warning and never stops the run. The new
 //! generation is written beside the old one; the manifest switches to it
 //! atomically; the old generation is removed last.
+//!
+//! A re-index *carries* the unchanged files' chunks over rather than
+//! rewriting them: their texts stay in the copied text store (new texts
+//! are appended), their sparse documents stay in the hard-linked tantivy
+//! segments (new ones are added, removed ones marked dead through the uid
+//! map), and their vectors are copied by key. Only new and changed files
+//! are read, chunked, tokenized and embedded, so a one-file edit costs
+//! about as much as a walk of the folder. When carrying over would leave
+//! more dead data than live (many files changed or removed), the run
+//! writes everything anew instead, which also drops the garbage.
 
 use std::collections::HashMap;
 use std::fs;
@@ -25,8 +35,10 @@ use crate::graph::{self, GRAPH_FILE, GraphOptions};
 use crate::lists::dense;
 use crate::lists::sparse::{self, Bm25Params};
 use crate::output::progress;
+use crate::store::checks::Checksums;
 use crate::store::generation::{
-    self, ChunkRecord, ChunkTable, FileEntry, FileStamp, Generation, SPARSE_DIR, searchable_text,
+    self, ChunkOrd, ChunkRecord, ChunkTable, FileEntry, FileStamp, Generation, SPARSE_DIR,
+    TextAppender, TextStore, searchable_text,
 };
 use crate::store::lock::IndexLock;
 use crate::store::manifest::{Counts, FORMAT_VERSION, GraphManifest, Manifest};
@@ -177,7 +189,8 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
         });
     }
     let mut skipped = walked.skipped;
-    let mut built = assemble(outcomes, &previous, &mut skipped, &mut warnings)?;
+    let carry = previous.carry_for(&outcomes);
+    let mut built = assemble(outcomes, &previous, carry, &mut skipped, &mut warnings)?;
     let generation = previous.manifest.as_ref().map_or(1, |m| m.generation + 1);
     let gen_dir = store::generation_dir(&options.index_dir, generation);
     if gen_dir.exists() {
@@ -185,15 +198,9 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
             .with_context(|| format!("cannot remove leftover {}", gen_dir.display()))?;
     }
     fs::create_dir_all(&gen_dir).with_context(|| format!("cannot create {}", gen_dir.display()))?;
-    let searchable: Vec<String> = built
-        .table
-        .chunks
-        .iter()
-        .map(|c| {
-            let bytes = &built.texts[c.text_start as usize..][..c.text_len as usize];
-            searchable_text(&c.heading_path, &String::from_utf8_lossy(bytes))
-        })
-        .collect();
+    let old_dir = previous.generation.as_ref().map(Generation::dir);
+    built.texts.write(&gen_dir, old_dir.filter(|_| carry))?;
+    let sparse_input = built.sparse_input(old_dir.filter(|_| carry).map(|d| d.join(SPARSE_DIR)));
     // The lists are built side by side: tantivy indexes and the graph is
     // built while the model embeds.
     let sparse_dir = gen_dir.join(SPARSE_DIR);
@@ -203,14 +210,14 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
     };
     let build_graph = options.builds_graph(previous.manifest.as_ref());
     let (sparse_built, graph_built, vectors) = std::thread::scope(|scope| {
-        let sparse = scope.spawn(|| sparse::build(&sparse_dir, options.analyzer, &searchable));
+        let sparse = scope.spawn(|| sparse::write(&sparse_dir, options.analyzer, sparse_input));
         let graph = scope.spawn(|| {
             build_graph
-                .then(|| write_graph(&gen_dir, &built, graph_options))
+                .then(|| write_graph(&gen_dir, &built.table, graph_options))
                 .transpose()
         });
         let embed_started = Instant::now();
-        let vectors = embed_chunks(&searchable, &previous, embedder, options.progress)
+        let vectors = embed_chunks(&built, &previous, embedder, options.progress)
             .map(|v| (v, embed_started.elapsed()));
         let sparse = sparse
             .join()
@@ -220,19 +227,29 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
             .unwrap_or_else(|_| bail!("the graph builder panicked"));
         (sparse, graph, vectors)
     });
-    sparse_built?;
+    let sparse_built = sparse_built?;
     let graph_built = graph_built?;
     let graph_time = graph_built.as_ref().map(|(_, t)| *t);
     let ((embedded_vectors, embedded), embed_time) = vectors?;
     for (ord, chunk) in built.table.chunks.iter_mut().enumerate() {
         chunk.has_vector = embedded_vectors.vectors.has_vector(ord);
     }
-    generation::write(&gen_dir, &built.table, &built.texts)?;
+    generation::write_table(&gen_dir, &built.table)?;
     embedded_vectors
         .vectors
         .write(&gen_dir, &embedded_vectors.keys)?;
     atomic::sync_dir(&gen_dir)?;
-    let checksums = checks::compute(&gen_dir)?;
+    // Segment files linked from the previous generation keep its checks.
+    let linked: Checksums = match &previous.manifest {
+        Some(old) => sparse_built
+            .linked
+            .iter()
+            .map(|name| format!("{SPARSE_DIR}/{name}"))
+            .filter_map(|name| Some((name.clone(), *old.checksums.get(&name)?)))
+            .collect(),
+        None => Checksums::new(),
+    };
+    let checksums = checks::compute(&gen_dir, &linked)?;
 
     let manifest = Manifest {
         format_version: FORMAT_VERSION,
@@ -257,6 +274,7 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
                 .to_string()
         }),
         fusion: embedder.fusion_defaults(),
+        sparse: sparse_built.stats,
         graph: graph_built.map(|(graph_manifest, _)| GraphManifest {
             // A weight chosen with `eval --save` survives re-indexing.
             weight: previous
@@ -316,6 +334,31 @@ struct Previous {
     files: HashMap<String, usize>,
     /// The previous file entries, by index.
     entries: Vec<FileEntry>,
+    /// What a run needs to carry the previous generation's chunks over
+    /// instead of rewriting them; `None` when it cannot.
+    carried: Option<Carried>,
+}
+
+/// The parts of the previous generation a run carries over.
+struct Carried {
+    /// Per previous chunk, the key of its vector ([`dense::vector_key`]).
+    keys: Vec<u64>,
+    /// Uids the previous sparse list has given out (live and dead).
+    uid_count: u32,
+    /// Length of the previous text stream (live texts and garbage).
+    text_len: u64,
+}
+
+impl Carried {
+    /// Reads them from the previous generation `old`.
+    fn read(old: &Generation) -> Result<Self> {
+        let uid_count = fs::metadata(old.dir().join(SPARSE_DIR).join(sparse::ORDS_FILE))?.len() / 4;
+        Ok(Self {
+            keys: dense::read_keys(old.dir())?,
+            uid_count: u32::try_from(uid_count)?,
+            text_len: old.text_stream_len()?,
+        })
+    }
 }
 
 impl Previous {
@@ -332,6 +375,7 @@ impl Previous {
             vectors: None,
             files: HashMap::new(),
             entries: Vec::new(),
+            carried: None,
         };
         let manifest = match Manifest::read(&options.index_dir) {
             Ok(manifest) => manifest,
@@ -377,6 +421,7 @@ impl Previous {
                 .map(|(i, f)| (f.path.clone(), i))
                 .collect();
             previous.entries = entries;
+            previous.carried = Carried::read(&generation).ok();
             previous.generation = Some(generation);
         }
         previous.manifest = Some(manifest);
@@ -413,6 +458,36 @@ impl Previous {
             && outcomes
                 .iter()
                 .all(|o| matches!(o, FileOutcome::Reused { .. }))
+    }
+
+    /// Whether this run carries the previous generation's chunks over (their
+    /// texts, sparse documents and uids) rather than rewriting everything:
+    /// yes, unless there is nothing to carry or carrying would leave more
+    /// garbage (texts and sparse documents of removed chunks) than live data.
+    fn carry_for(&self, outcomes: &[FileOutcome]) -> bool {
+        let (Some(old), Some(carried)) = (&self.generation, &self.carried) else {
+            return false;
+        };
+        // (chunks, text bytes) carried over and added.
+        let (mut carried_now, mut added) = ((0u64, 0u64), (0u64, 0u64));
+        for outcome in outcomes {
+            match outcome {
+                FileOutcome::Reused { previous_file, .. } => {
+                    for ord in old.chunks_of_file(*previous_file as u32) {
+                        carried_now.0 += 1;
+                        carried_now.1 += old.text_len(ord).unwrap_or(0);
+                    }
+                }
+                FileOutcome::Fresh { chunks, .. } => {
+                    added.0 += chunks.len() as u64;
+                    added.1 += chunks.iter().map(|c| c.text.len() as u64).sum::<u64>();
+                }
+                FileOutcome::Skipped(_) => {}
+            }
+        }
+        let dead_chunks = u64::from(carried.uid_count).saturating_sub(carried_now.0);
+        let dead_bytes = carried.text_len.saturating_sub(carried_now.1);
+        dead_chunks <= carried_now.0 + added.0 && dead_bytes <= carried_now.1 + added.1
     }
 
     /// The previous entry for `path` when its stamp says the content is the same.
@@ -542,20 +617,58 @@ fn add_builtin_metadata(metadata: &mut Metadata, rel_path: &str, heading_title: 
 /// The new generation's content, assembled in path order.
 struct Built {
     table: ChunkTable,
-    texts: Vec<u8>,
+    /// Per chunk, what the lists need to know about where it comes from.
+    sources: Vec<ChunkSource>,
+    /// Texts appended to the (carried or new) text store.
+    texts: TextAppender,
+    /// Files whose chunks were kept from the previous index.
     reused: usize,
+    /// Uids given out, live and dead (the sparse list's uid map length).
+    uid_count: u32,
 }
 
+/// Where one chunk of the new generation comes from.
+struct ChunkSource {
+    /// Its ordinal in the previous generation, when carried over from it.
+    previous: Option<ChunkOrd>,
+    /// Its searchable text when the sparse list must (re)index it: a new
+    /// chunk, or any chunk when nothing is carried.
+    searchable: Option<String>,
+}
+
+impl Built {
+    /// The sparse list's input: the chunks to index and the uid map, over
+    /// `base` (the previous sparse folder) when chunks are carried.
+    fn sparse_input(&self, base: Option<PathBuf>) -> sparse::SparseInput<'_> {
+        let mut ords = vec![sparse::DEAD; self.uid_count as usize];
+        let mut added = Vec::new();
+        for (ord, (chunk, source)) in self.table.chunks.iter().zip(&self.sources).enumerate() {
+            ords[chunk.uid as usize] = ord as ChunkOrd;
+            if let Some(text) = &source.searchable {
+                added.push((chunk.uid, text.as_str()));
+            }
+        }
+        sparse::SparseInput { base, added, ords }
+    }
+}
+
+/// Puts the new generation together in walk (path) order. With `carry`,
+/// unchanged files keep their chunks' texts, uids and sparse documents;
+/// without, every chunk is written anew (uid = ordinal).
 fn assemble(
     outcomes: Vec<FileOutcome>,
     previous: &Previous,
+    carry: bool,
     skipped: &mut Vec<Skipped>,
     warnings: &mut Vec<String>,
 ) -> Result<Built> {
+    let carried = previous.carried.as_ref().filter(|_| carry);
     let mut built = Built {
         table: ChunkTable::default(),
-        texts: Vec::new(),
+        sources: Vec::new(),
+        texts: TextAppender::new(carried.map_or(0, |c| c.text_len)),
         reused: 0,
+        uid_count: carried.map_or(0, |c| c.uid_count),
     };
     for outcome in outcomes {
         let file = built.table.files.len() as u32;
@@ -575,14 +688,20 @@ fn assemble(
                 entry.stamp.mtime_ns = stamp.mtime_ns;
                 built.table.files.push(entry);
                 for old_ord in old.chunks_of_file(previous_file as u32) {
-                    let record = old.record(old_ord)?;
-                    let text = old.text(old_ord)?;
-                    let chunk = NewChunk {
-                        file,
-                        heading_path: record.heading_path,
-                        lines: record.lines,
-                    };
-                    push_chunk(&mut built, chunk, &text);
+                    let mut record = old.record(old_ord)?;
+                    record.file = file;
+                    if carry {
+                        built.push_carried(record, old_ord);
+                    } else {
+                        let text = old.text(old_ord)?;
+                        let chunk = NewChunk {
+                            file,
+                            heading_path: record.heading_path,
+                            lines: record.lines,
+                            previous: Some(old_ord),
+                        };
+                        built.push_new(chunk, &text);
+                    }
                 }
                 built.reused += 1;
             }
@@ -594,13 +713,13 @@ fn assemble(
                 warnings.extend(warning);
                 built.table.files.push(entry);
                 for draft in chunks {
-                    let lines = (draft.lines.0 as u32, draft.lines.1 as u32);
                     let chunk = NewChunk {
                         file,
                         heading_path: draft.heading_path,
-                        lines,
+                        lines: (draft.lines.0 as u32, draft.lines.1 as u32),
+                        previous: None,
                     };
-                    push_chunk(&mut built, chunk, &draft.text);
+                    built.push_new(chunk, &draft.text);
                 }
             }
         }
@@ -608,43 +727,73 @@ fn assemble(
     Ok(built)
 }
 
-/// Where a chunk of the new generation comes from.
+impl Built {
+    /// Appends a chunk carried over from the previous generation as it was
+    /// (its text stays where it is in the carried store).
+    fn push_carried(&mut self, record: ChunkRecord, old_ord: ChunkOrd) {
+        self.table.chunks.push(record);
+        self.sources.push(ChunkSource {
+            previous: Some(old_ord),
+            searchable: None,
+        });
+    }
+
+    /// Appends a chunk whose text is written anew, numbering it within its
+    /// file and giving it the next uid.
+    fn push_new(&mut self, chunk: NewChunk, text: &str) {
+        let n = match self.table.chunks.last() {
+            Some(last) if last.file == chunk.file => last.n + 1,
+            _ => 1,
+        };
+        let searchable = searchable_text(&chunk.heading_path, text);
+        self.table.chunks.push(ChunkRecord {
+            file: chunk.file,
+            n,
+            heading_path: chunk.heading_path,
+            lines: chunk.lines,
+            text_start: self.texts.push(text),
+            text_len: text.len() as u32,
+            text_crc: crc32fast::hash(text.as_bytes()),
+            has_vector: false,
+            uid: self.uid_count,
+        });
+        self.uid_count += 1;
+        self.sources.push(ChunkSource {
+            previous: chunk.previous,
+            searchable: Some(searchable),
+        });
+    }
+}
+
+/// A chunk whose text is written anew.
 struct NewChunk {
     file: u32,
     heading_path: Vec<String>,
     lines: (u32, u32),
+    /// Its ordinal in the previous generation, if it was there (its vector
+    /// key is known).
+    previous: Option<ChunkOrd>,
 }
 
-/// Appends a chunk with its text, numbering it within its file and noting
-/// the previous ordinal whose vector it may reuse.
-fn push_chunk(built: &mut Built, chunk: NewChunk, text: &str) {
-    let n = match built.table.chunks.last() {
-        Some(last) if last.file == chunk.file => last.n + 1,
-        _ => 1,
-    };
-    built.table.chunks.push(ChunkRecord {
-        file: chunk.file,
-        n,
-        heading_path: chunk.heading_path,
-        lines: chunk.lines,
-        text_start: built.texts.len() as u64,
-        text_len: text.len() as u32,
-        text_crc: crc32fast::hash(text.as_bytes()),
-        has_vector: false,
-    });
-    built.texts.extend_from_slice(text.as_bytes());
-}
-
-/// Builds the graph of `built`, checks its invariants, and writes it as
-/// `graph.bin` into `gen_dir`; returns what the manifest records about it
-/// (with the default weight) and the time taken.
+/// Builds the graph of `table` (whose texts are already in `gen_dir`),
+/// checks its invariants, and writes it as `graph.bin` into `gen_dir`;
+/// returns what the manifest records about it (with the default weight)
+/// and the time taken.
 fn write_graph(
     gen_dir: &Path,
-    built: &Built,
+    table: &ChunkTable,
     options: GraphOptions,
 ) -> Result<(GraphManifest, Duration)> {
     let started = Instant::now();
-    let graph = graph::build_generation(&built.table, &built.texts, options)?;
+    let store = TextStore::open(gen_dir)?;
+    let mut compact = table.clone();
+    let mut texts = Vec::new();
+    for chunk in &mut compact.chunks {
+        let text = store.read(chunk.text_start, chunk.text_len, chunk.text_crc)?;
+        chunk.text_start = texts.len() as u64;
+        texts.extend_from_slice(text.as_bytes());
+    }
+    let graph = graph::build_generation(&compact, &texts, options)?;
     let view = graph.tables.view(&graph.header);
     view.validate()
         .context("the graph just built is inconsistent")?;
@@ -671,21 +820,29 @@ struct ChunkVectors {
     keys: Vec<u64>,
 }
 
-/// Vectors for every chunk: reused when this model embedded the same text
-/// before (see [`vector_cache`]), embedded in batches otherwise; also
-/// returns how many were embedded.
+/// Vectors for every chunk of `built`: reused when this model embedded the
+/// same text before (see [`vector_cache`]), embedded in batches otherwise;
+/// also returns how many were embedded.
 fn embed_chunks(
-    searchable: &[String],
+    built: &Built,
     previous: &Previous,
     embedder: &dyn Embedder,
     progress: bool,
 ) -> Result<(ChunkVectors, usize)> {
     let dim = embedder.info().dim;
-    let keys: Vec<u64> = searchable
+    let old_keys = previous.carried.as_ref().map(|c| &c.keys);
+    let keys: Vec<u64> = built
+        .sources
         .par_iter()
-        .map(|t| dense::vector_key(t))
-        .collect();
-    let mut vectors = dense::QuantizedVectors::zeros(searchable.len(), dim);
+        .map(
+            |source| match (source.previous, old_keys, &source.searchable) {
+                (Some(old), Some(keys), _) if (old as usize) < keys.len() => Ok(keys[old as usize]),
+                (_, _, Some(text)) => Ok(dense::vector_key(text)),
+                _ => bail!("a carried chunk has neither a vector key nor a text"),
+            },
+        )
+        .collect::<Result<_>>()?;
+    let mut vectors = dense::QuantizedVectors::zeros(keys.len(), dim);
     let mut todo = Vec::new();
     for (ord, key) in keys.iter().enumerate() {
         let known = match &previous.vectors {
@@ -699,7 +856,10 @@ fn embed_chunks(
     }
     let bar = progress::bar(progress, todo.len(), "embedding", "chunks");
     for batch in todo.chunks(EMBED_BATCH) {
-        let texts: Vec<String> = batch.iter().map(|&ord| searchable[ord].clone()).collect();
+        let texts: Vec<String> = batch
+            .iter()
+            .map(|&ord| built.searchable(ord, previous))
+            .collect::<Result<_>>()?;
         let flat = embedder.embed(&texts)?;
         for (&ord, row) in batch.iter().zip(flat.chunks_exact(dim)) {
             vectors.set(ord, row);
@@ -709,6 +869,23 @@ fn embed_chunks(
     bar.finish_and_clear();
     let embedded = todo.len();
     Ok((ChunkVectors { vectors, keys }, embedded))
+}
+
+impl Built {
+    /// The searchable text of chunk `ord`: kept when it was written anew,
+    /// else read back from the previous generation.
+    fn searchable(&self, ord: usize, previous: &Previous) -> Result<String> {
+        if let Some(text) = &self.sources[ord].searchable {
+            return Ok(text.clone());
+        }
+        let old = previous
+            .generation
+            .as_ref()
+            .zip(self.sources[ord].previous)
+            .context("a carried chunk without its previous generation")?;
+        let text = old.0.text(old.1)?;
+        Ok(searchable_text(&self.table.chunks[ord].heading_path, &text))
+    }
 }
 
 /// Removes generation folders other than the live one (left by a run that

@@ -246,6 +246,7 @@ impl Retriever {
                 &generation.dir().join(SPARSE_DIR),
                 manifest.tokenizer,
                 manifest.bm25,
+                manifest.sparse,
             )?;
             let weight = selection.sparse_weight.unwrap_or(defaults.sparse_weight);
             lists.push(WeightedIndex {

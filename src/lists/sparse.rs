@@ -14,13 +14,27 @@
 //! (`rayon`), and handed to tantivy pre-tokenized; the analyzer is also
 //! registered with tantivy as the tokenizer [`TOKENIZER_NAME`], so the index
 //! is self-describing. Queries use the same analyzer.
+//!
+//! **Updated, not rebuilt.** A document names its chunk by a *uid* that the
+//! chunk keeps from generation to generation ([`ChunkRecord::uid`]), and
+//! [`ORDS_FILE`] maps each uid to the chunk's ordinal in this generation.
+//! A re-index hard-links the previous generation's tantivy segments (they
+//! are immutable), adds the new chunks as a new segment, and writes a new
+//! map in which the uids of removed chunks are [`DEAD`]. Scoring skips dead
+//! documents and counts document frequencies over live ones, and the
+//! document count and total length come from the live chunks
+//! ([`SparseStats`]), so every score equals a fresh index's. The indexer
+//! rebuilds from scratch once dead documents outnumber live ones.
+//!
+//! [`ChunkRecord::uid`]: crate::store::generation::ChunkRecord::uid
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, ensure};
+use memmap2::Mmap;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use tantivy::postings::Postings;
@@ -32,16 +46,23 @@ use tantivy::{
 
 use super::{Candidate, ListHit, RankedList, SearchIndex, TopWindow};
 use crate::filter::AllowSet;
-use crate::store::damaged;
 use crate::store::generation::ChunkOrd;
+use crate::store::{atomic, damaged};
 use crate::text::tokenize::{Analyzer, Token};
 
 /// Name under which the analyzer is registered with tantivy.
 pub const TOKENIZER_NAME: &str = "memidx";
 
 const BODY_FIELD: &str = "body";
-const ORD_FIELD: &str = "ord";
+const UID_FIELD: &str = "uid";
 const LEN_FIELD: &str = "len";
+
+/// File, in the sparse folder, mapping each uid (`u32` little-endian, one
+/// per uid) to its chunk's ordinal, or to [`DEAD`].
+pub const ORDS_FILE: &str = "ords.u32";
+
+/// The ordinal of a uid whose chunk is gone.
+pub const DEAD: u32 = u32::MAX;
 
 /// Indexing memory budget for tantivy's writer, all threads together.
 const WRITER_MEMORY_BYTES: usize = 256 * 1024 * 1024;
@@ -71,31 +92,129 @@ impl Default for Bm25Params {
     }
 }
 
+/// The live documents of a sparse list: BM25's N and, divided by it, its
+/// average document length. Recorded in the manifest.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SparseStats {
+    /// Live documents (one per chunk).
+    pub docs: u64,
+    /// Tokens in all live documents.
+    pub tokens: u64,
+}
+
+/// What a new generation's sparse list is made of.
+pub struct SparseInput<'a> {
+    /// The previous generation's sparse folder, whose documents are carried
+    /// over (hard-linked); `None` starts empty.
+    pub base: Option<PathBuf>,
+    /// The documents to add: uid and searchable text.
+    pub added: Vec<(u32, &'a str)>,
+    /// Per uid, the ordinal of its chunk in the new generation, or [`DEAD`].
+    pub ords: Vec<u32>,
+}
+
+/// What [`write`] did.
+pub struct SparseWritten {
+    /// The live documents.
+    pub stats: SparseStats,
+    /// Files hard-linked from the base, by name in the sparse folder (their
+    /// content, and so their checksums, are the base's).
+    pub linked: Vec<String>,
+}
+
 /// The BM25 list of one generation.
 pub struct SparseIndex {
     reader: IndexReader,
     body: Field,
     analyzer: Analyzer,
     params: Bm25Params,
+    stats: SparseStats,
+    /// The [`ORDS_FILE`] map, memory-mapped (`None` when empty).
+    ords: Option<Mmap>,
+    ords_path: PathBuf,
 }
 
-/// Builds the sparse index in `dir` from the searchable texts, ordinal = position.
-pub fn build(dir: &Path, analyzer: Analyzer, texts: &[String]) -> Result<()> {
+/// Writes the sparse list of a generation into `dir`: the base's
+/// documents, plus `input.added`, with `input.ords` as the uid map.
+pub fn write(dir: &Path, analyzer: Analyzer, input: SparseInput<'_>) -> Result<SparseWritten> {
     fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let (schema, body, ord, len) = schema();
-    let index = Index::create_in_dir(dir, schema)
-        .with_context(|| format!("cannot create the sparse index in {}", dir.display()))?;
+    let (index, linked) = match &input.base {
+        Some(base) => {
+            let linked = link_segments(base, dir)?;
+            let index = Index::open_in_dir(dir)
+                .with_context(|| damaged(base, "cannot be opened to be updated"))?;
+            (index, linked)
+        }
+        None => {
+            let index = Index::create_in_dir(dir, schema())
+                .with_context(|| format!("cannot create the sparse index in {}", dir.display()))?;
+            (index, Vec::new())
+        }
+    };
     register(&index, analyzer);
+    if input.base.is_none() || !input.added.is_empty() {
+        add_documents(&index, analyzer, &input.added)?;
+    }
+    let ords: Vec<u8> = input.ords.iter().flat_map(|o| o.to_le_bytes()).collect();
+    atomic::write_synced(&dir.join(ORDS_FILE), &ords)?;
+    let stats = live_stats(&index, &input.ords)?;
+    Ok(SparseWritten { stats, linked })
+}
+
+/// Hard-links the files of the tantivy index in `base` into `dir`; its
+/// segment files never change once written. The two small files tantivy
+/// replaces on commit (`meta.json`, `.managed.json`) are copied, and its
+/// lock files and the uid map are left out. Returns the names linked.
+fn link_segments(base: &Path, dir: &Path) -> Result<Vec<String>> {
+    let mut linked = Vec::new();
+    let entries = fs::read_dir(base).with_context(|| damaged(base, "cannot be listed"))?;
+    for entry in entries {
+        let entry = entry.with_context(|| damaged(base, "cannot be listed"))?;
+        let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+            continue;
+        };
+        let (from, to) = (entry.path(), dir.join(&name));
+        if name == ORDS_FILE || (name.starts_with(".tantivy-") && name.ends_with(".lock")) {
+            continue;
+        }
+        let copy = || {
+            fs::copy(&from, &to)
+                .map(|_| ())
+                .with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))
+        };
+        if name == "meta.json" || name == ".managed.json" {
+            copy()?;
+        } else if fs::hard_link(&from, &to).is_ok() {
+            linked.push(name);
+        } else {
+            copy()?;
+        }
+    }
+    Ok(linked)
+}
+
+/// Analyzes `docs` and adds them to `index` in one commit.
+fn add_documents(index: &Index, analyzer: Analyzer, docs: &[(u32, &str)]) -> Result<()> {
+    let schema = index.schema();
+    let field = |name| {
+        schema
+            .get_field(name)
+            .context("the sparse schema lacks a field")
+    };
+    let (body, uid, len) = (field(BODY_FIELD)?, field(UID_FIELD)?, field(LEN_FIELD)?);
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, 4);
     let mut writer: IndexWriter = index.writer_with_num_threads(threads, WRITER_MEMORY_BYTES)?;
-    for (batch_index, batch) in texts.chunks(ANALYZE_BATCH).enumerate() {
-        let analyzed: Vec<Vec<Token>> = batch.par_iter().map(|t| analyzer.tokenize(t)).collect();
-        for (offset, tokens) in analyzed.into_iter().enumerate() {
-            let chunk = (batch_index * ANALYZE_BATCH + offset) as u64;
+    for batch in docs.chunks(ANALYZE_BATCH) {
+        let analyzed: Vec<Vec<Token>> = batch
+            .par_iter()
+            .map(|(_, text)| analyzer.tokenize(text))
+            .collect();
+        for ((chunk_uid, _), tokens) in batch.iter().zip(analyzed) {
             let mut doc = TantivyDocument::default();
-            doc.add_u64(ord, chunk);
+            doc.add_u64(uid, u64::from(*chunk_uid));
             doc.add_u64(len, tokens.len() as u64);
             doc.add_pre_tokenized_text(
                 body,
@@ -112,6 +231,35 @@ pub fn build(dir: &Path, analyzer: Analyzer, texts: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// Counts the live documents of `index` and their tokens, and checks that
+/// every live uid has exactly one document.
+fn live_stats(index: &Index, ords: &[u32]) -> Result<SparseStats> {
+    let reader = index.reader()?;
+    let searcher = reader.searcher();
+    let mut stats = SparseStats::default();
+    for segment in searcher.segment_readers() {
+        let uids = segment.fast_fields().u64(UID_FIELD)?;
+        let lengths = segment.fast_fields().u64(LEN_FIELD)?;
+        for doc in 0..segment.max_doc() {
+            let live = uids
+                .first(doc)
+                .and_then(|u| ords.get(usize::try_from(u).ok()?))
+                .is_some_and(|&o| o != DEAD);
+            if live {
+                stats.docs += 1;
+                stats.tokens += lengths.first(doc).unwrap_or(0);
+            }
+        }
+    }
+    let expected = ords.iter().filter(|&&o| o != DEAD).count() as u64;
+    ensure!(
+        stats.docs == expected,
+        "the sparse index holds {} live documents for {expected} chunks",
+        stats.docs
+    );
+    Ok(stats)
+}
+
 fn to_tantivy(t: Token) -> TantivyToken {
     TantivyToken {
         offset_from: t.offset_from,
@@ -123,10 +271,22 @@ fn to_tantivy(t: Token) -> TantivyToken {
 }
 
 impl SparseIndex {
-    /// Opens the sparse index in `dir`, scoring with `params`.
-    pub fn open(dir: &Path, analyzer: Analyzer, params: Bm25Params) -> Result<Self> {
+    /// Opens the sparse index in `dir`, scoring with `params` over the live
+    /// documents `stats` describes.
+    pub fn open(
+        dir: &Path,
+        analyzer: Analyzer,
+        params: Bm25Params,
+        stats: SparseStats,
+    ) -> Result<Self> {
         let damaged = || damaged(dir, "cannot be opened");
         let index = Index::open_in_dir(dir).with_context(damaged)?;
+        let ords_path = dir.join(ORDS_FILE);
+        let ords = map_file(&ords_path)?;
+        ensure!(
+            ords.as_deref().is_none_or(|m| m.len().is_multiple_of(4)),
+            crate::store::damaged(&ords_path, "has a bad length")
+        );
         register(&index, analyzer);
         let body = index.schema().get_field(BODY_FIELD).with_context(damaged)?;
         let reader = index
@@ -139,7 +299,18 @@ impl SparseIndex {
             body,
             analyzer,
             params,
+            stats,
+            ords,
+            ords_path,
         })
+    }
+
+    /// The ordinal of the chunk holding `uid`, unless it is gone.
+    fn ord(&self, uid: u64) -> Option<ChunkOrd> {
+        let ords: &[u32] = bytemuck::try_cast_slice(self.ords.as_deref()?).ok()?;
+        ords.get(usize::try_from(uid).ok()?)
+            .copied()
+            .filter(|&o| o != DEAD)
     }
 
     /// The query's terms as this list sees them.
@@ -179,83 +350,100 @@ impl SearchIndex for SparseIndex {
 }
 
 impl SparseIndex {
-    /// Scores every chunk that holds at least one of `terms` (term → its
-    /// count in the query) and hands each `(chunk, score)` to `emit`.
+    /// Scores every live chunk that holds at least one of `terms` (term →
+    /// its count in the query) and hands each `(chunk, score)` to `emit`.
     fn score(
         &self,
         terms: &BTreeMap<String, u32>,
         mut emit: impl FnMut(ChunkOrd, f32),
     ) -> Result<()> {
-        let searcher = self.reader.searcher();
-        let docs = searcher.num_docs() as f32;
-        let mut total_tokens = 0u64;
-        for segment in searcher.segment_readers() {
-            total_tokens += segment.inverted_index(self.body)?.total_num_tokens();
-        }
-        if docs == 0.0 {
+        let SparseStats { docs, tokens } = self.stats;
+        if docs == 0 {
             return Ok(());
         }
-        let avgdl = (total_tokens as f32 / docs).max(f32::MIN_POSITIVE);
+        let searcher = self.reader.searcher();
+        let mut segments = Vec::new();
+        for segment in searcher.segment_readers() {
+            segments.push((
+                segment.inverted_index(self.body)?,
+                segment.fast_fields().u64(UID_FIELD)?,
+                segment.fast_fields().u64(LEN_FIELD)?,
+            ));
+        }
+        let docs = docs as f32;
+        let avgdl = (tokens as f32 / docs).max(f32::MIN_POSITIVE);
         let Bm25Params { k1, b } = self.params;
-        let mut weighted = Vec::with_capacity(terms.len());
+        let mut scores = vec![0.0f32; self.stats.docs as usize];
+        let mut touched = Vec::new();
+        let mut live = Vec::new();
         for (text, count) in terms {
             let term = Term::from_field_text(self.body, text);
-            let df = searcher.doc_freq(&term)? as f32;
-            let idf = (1.0 + (docs - df + 0.5) / (df + 0.5)).ln();
-            weighted.push((term, idf * *count as f32));
-        }
-        for segment in searcher.segment_readers() {
-            let inverted = segment.inverted_index(self.body)?;
-            let lengths = segment.fast_fields().u64(LEN_FIELD)?;
-            let ords = segment.fast_fields().u64(ORD_FIELD)?;
-            let mut scores = vec![0.0f32; segment.max_doc() as usize];
-            let mut touched = Vec::new();
-            for (term, weight) in &weighted {
+            // The term's live postings as (chunk, tf, length); their count
+            // is the document frequency.
+            live.clear();
+            for (inverted, uids, lengths) in &segments {
                 let Some(mut postings) =
-                    inverted.read_postings(term, IndexRecordOption::WithFreqs)?
+                    inverted.read_postings(&term, IndexRecordOption::WithFreqs)?
                 else {
                     continue;
                 };
                 let mut doc = postings.doc();
                 while doc != TERMINATED {
-                    let tf = postings.term_freq() as f32;
-                    let dl = lengths.first(doc).unwrap_or(0) as f32;
-                    let slot = &mut scores[doc as usize];
-                    if *slot == 0.0 {
-                        touched.push(doc);
+                    if let Some(chunk) = uids.first(doc).and_then(|u| self.ord(u)) {
+                        let dl = lengths.first(doc).unwrap_or(0);
+                        live.push((chunk, postings.term_freq(), dl));
                     }
-                    *slot += weight * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * dl / avgdl));
                     doc = postings.advance();
                 }
             }
-            let alive = segment.alive_bitset();
-            for doc in touched {
-                if alive.is_some_and(|a| !a.is_alive(doc)) {
-                    continue;
+            let df = live.len() as f32;
+            let idf = (1.0 + (docs - df + 0.5) / (df + 0.5)).ln();
+            let weight = idf * *count as f32;
+            for &(chunk, tf, dl) in &live {
+                let (tf, dl) = (tf as f32, dl as f32);
+                let slot = scores.get_mut(chunk as usize).with_context(|| {
+                    crate::store::damaged(&self.ords_path, "names a chunk past the end")
+                })?;
+                if *slot == 0.0 {
+                    touched.push(chunk);
                 }
-                if let Some(chunk) = ords.first(doc).and_then(|o| ChunkOrd::try_from(o).ok()) {
-                    emit(chunk, scores[doc as usize]);
-                }
+                *slot += weight * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * dl / avgdl));
             }
+        }
+        for chunk in touched {
+            emit(chunk, scores[chunk as usize]);
         }
         Ok(())
     }
 }
 
+/// Maps `path` read-only (`None` for an empty file, which cannot be mapped).
+fn map_file(path: &Path) -> Result<Option<Mmap>> {
+    let file = fs::File::open(path).with_context(|| damaged(path, "cannot be opened"))?;
+    if file.metadata()?.len() == 0 {
+        return Ok(None);
+    }
+    // SAFETY: generation files are never modified after the manifest that
+    // names them is written; a re-index writes a new folder.
+    Ok(Some(
+        unsafe { Mmap::map(&file) }.with_context(|| damaged(path, "cannot be mapped"))?,
+    ))
+}
+
 /// The schema: the analyzed body (term frequencies, no positions), and the
-/// chunk ordinal and token count as fast fields.
-fn schema() -> (Schema, Field, Field, Field) {
+/// chunk's uid and token count as fast fields.
+fn schema() -> Schema {
     let mut builder = Schema::builder();
     let indexing = TextFieldIndexing::default()
         .set_tokenizer(TOKENIZER_NAME)
         .set_index_option(IndexRecordOption::WithFreqs);
-    let body = builder.add_text_field(
+    builder.add_text_field(
         BODY_FIELD,
         TextOptions::default().set_indexing_options(indexing),
     );
-    let ord = builder.add_u64_field(ORD_FIELD, FAST);
-    let len = builder.add_u64_field(LEN_FIELD, FAST);
-    (builder.build(), body, ord, len)
+    builder.add_u64_field(UID_FIELD, FAST);
+    builder.add_u64_field(LEN_FIELD, FAST);
+    builder.build()
 }
 
 fn register(index: &Index, analyzer: Analyzer) {

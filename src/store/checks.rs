@@ -61,12 +61,19 @@ fn mtime_ns(meta: &fs::Metadata) -> i128 {
 /// Every file under a generation folder, by `/`-separated relative path.
 pub type Checksums = BTreeMap<String, FileCheck>;
 
-/// Seals every file under `gen_dir` (see the module doc) and computes its checks.
-pub fn compute(gen_dir: &Path) -> Result<Checksums> {
+/// Seals every file under `gen_dir` (see the module doc) and computes its
+/// checks. Files hard-linked from the previous generation, given with
+/// their checks in `linked`, keep those checks without being re-read.
+pub fn compute(gen_dir: &Path, linked: &Checksums) -> Result<Checksums> {
     let mut checks = Checksums::new();
     for entry in WalkDir::new(gen_dir).sort_by_file_name() {
         let entry = entry.with_context(|| format!("cannot list {}", gen_dir.display()))?;
         if !entry.file_type().is_file() {
+            continue;
+        }
+        let name = relative(gen_dir, entry.path());
+        if let Some(check) = linked.get(&name) {
+            checks.insert(name, *check);
             continue;
         }
         seal(entry.path()).with_context(|| format!("cannot seal {}", entry.path().display()))?;
@@ -75,7 +82,7 @@ pub fn compute(gen_dir: &Path) -> Result<Checksums> {
         let meta = fs::metadata(entry.path())
             .with_context(|| format!("cannot stat {}", entry.path().display()))?;
         checks.insert(
-            relative(gen_dir, entry.path()),
+            name,
             FileCheck {
                 size: bytes.len() as u64,
                 crc32: crc32fast::hash(&bytes),
@@ -163,7 +170,7 @@ mod tests {
         fs::create_dir(dir.path().join("sub")).unwrap();
         fs::write(dir.path().join("a.bin"), b"hello").unwrap();
         fs::write(dir.path().join("sub/b.bin"), b"world!").unwrap();
-        let checks = compute(dir.path()).unwrap();
+        let checks = compute(dir.path(), &Checksums::new()).unwrap();
         assert_eq!(checks.keys().collect::<Vec<_>>(), ["a.bin", "sub/b.bin"]);
         assert_eq!(
             (checks["a.bin"].size, checks["a.bin"].crc32),

@@ -10,6 +10,10 @@
 //! texts.bin     every chunk's text, zstd-compressed in blocks of ~64 KiB
 //! texts.idx     u64 pairs (uncompressed start, compressed start) per block, plus the end
 //! ```
+//! The text store only grows: a re-index copies the previous generation's
+//! blocks and appends the texts of new chunks ([`TextAppender`]), so a
+//! carried chunk keeps its `text_start`. The texts of removed chunks stay
+//! behind as garbage until the indexer compacts (rewrites everything).
 //! `memmap2` maps the files and `bytemuck` views the records in place (it
 //! checks size and alignment); `zstd` compresses the texts (markdown shrinks
 //! about fourfold, and a search decompresses only the blocks it prints); `postcard` encodes the per-file entries —
@@ -17,7 +21,8 @@
 //! quick file checks of [`checks`]; each chunk's text also has its own CRC,
 //! checked when it is read.
 
-use std::fs::File;
+use std::fs::{self, File};
+use std::io::Write;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -116,6 +121,10 @@ pub struct ChunkRecord {
     /// True when the chunk's vector is non-zero (the model knew some of its
     /// tokens); lets a search tell a zeroed vector file from real zeros.
     pub has_vector: bool,
+    /// The chunk's identity in the sparse list: kept while the chunk is
+    /// carried from generation to generation, so the sparse index is
+    /// updated rather than rebuilt (see [`crate::lists::sparse`]).
+    pub uid: u32,
 }
 
 /// A chunk record as stored in `chunks.bin` (little-endian, 48 bytes).
@@ -132,14 +141,15 @@ pub struct RawChunk {
     heading_start: u32,
     heading_len: u32,
     flags: u32,
-    reserved: u32,
+    uid: u32,
 }
 
 /// `RawChunk::flags` bit: the chunk has a non-zero vector.
 const HAS_VECTOR: u32 = 1;
 
-/// Writes the chunk table and texts into `gen_dir`, fsynced.
-pub fn write(gen_dir: &Path, table: &ChunkTable, texts: &[u8]) -> Result<()> {
+/// Writes the chunk table into `gen_dir`, fsynced (the texts are written
+/// by a [`TextAppender`]).
+pub fn write_table(gen_dir: &Path, table: &ChunkTable) -> Result<()> {
     let mut headings = String::new();
     let mut raw = Vec::with_capacity(table.chunks.len());
     for c in &table.chunks {
@@ -156,7 +166,7 @@ pub fn write(gen_dir: &Path, table: &ChunkTable, texts: &[u8]) -> Result<()> {
             heading_start,
             heading_len: headings.len() as u32 - heading_start,
             flags: if c.has_vector { HAS_VECTOR } else { 0 },
-            reserved: 0,
+            uid: c.uid,
         });
     }
     let mut files = Vec::new();
@@ -169,38 +179,118 @@ pub fn write(gen_dir: &Path, table: &ChunkTable, texts: &[u8]) -> Result<()> {
     atomic::write_synced(&gen_dir.join(CHUNKS_FILE), bytemuck::cast_slice(&raw))?;
     atomic::write_synced(&gen_dir.join(HEADINGS_FILE), headings.as_bytes())?;
     atomic::write_synced(&gen_dir.join(FILE_INDEX_FILE), &offsets)?;
-    atomic::write_synced(&gen_dir.join(FILES_FILE), &files)?;
-    let (compressed, index) = compress_texts(table, texts)?;
-    atomic::write_synced(&gen_dir.join(TEXTS_FILE), &compressed)?;
-    atomic::write_synced(&gen_dir.join(TEXT_INDEX_FILE), &index)
+    atomic::write_synced(&gen_dir.join(FILES_FILE), &files)
 }
 
-/// Compresses the texts in blocks that end on chunk boundaries (so every
-/// chunk lies in one block); returns the blocks and their index.
-fn compress_texts(table: &ChunkTable, texts: &[u8]) -> Result<(Vec<u8>, Vec<u8>)> {
-    let mut compressed = Vec::new();
-    let mut index: Vec<u64> = Vec::new();
-    let mut block_start = 0usize;
-    let mut close = |start: usize, end: usize, compressed: &mut Vec<u8>| -> Result<()> {
-        index.extend([start as u64, compressed.len() as u64]);
-        compressed.extend(zstd::bulk::compress(&texts[start..end], TEXT_ZSTD_LEVEL)?);
-        Ok(())
-    };
-    for c in &table.chunks {
-        let end = (c.text_start + u64::from(c.text_len)) as usize;
-        if end - block_start >= TEXT_BLOCK_BYTES {
-            close(block_start, end, &mut compressed)?;
-            block_start = end;
+/// The texts a new generation adds to its text store: the previous
+/// generation's store is carried whole and these are appended after it.
+#[derive(Debug, Default)]
+pub struct TextAppender {
+    /// Length of the carried stream; appended texts start here.
+    base_len: u64,
+    /// The appended texts, uncompressed, one after the other.
+    bytes: Vec<u8>,
+    /// End of each appended text in `bytes` (blocks close only there, so
+    /// every chunk lies in one block).
+    ends: Vec<usize>,
+}
+
+impl TextAppender {
+    /// Appends after a carried stream of `base_len` bytes (0: a new store).
+    pub fn new(base_len: u64) -> Self {
+        Self {
+            base_len,
+            ..Self::default()
         }
     }
-    if block_start < texts.len() {
-        close(block_start, texts.len(), &mut compressed)?;
+
+    /// Appends one chunk's text; returns its start in the whole stream.
+    pub fn push(&mut self, text: &str) -> u64 {
+        let start = self.base_len + self.bytes.len() as u64;
+        self.bytes.extend_from_slice(text.as_bytes());
+        self.ends.push(self.bytes.len());
+        start
     }
-    index.extend([texts.len() as u64, compressed.len() as u64]);
-    Ok((
-        compressed,
-        index.iter().flat_map(|v| v.to_le_bytes()).collect(),
-    ))
+
+    /// The appended text starting at `start` (a value [`Self::push`]
+    /// returned), `len` bytes long.
+    pub fn get(&self, start: u64, len: u32) -> Option<&[u8]> {
+        let offset = usize::try_from(start.checked_sub(self.base_len)?).ok()?;
+        self.bytes.get(offset..offset + len as usize)
+    }
+
+    /// Writes `gen_dir`'s text store, fsynced: a copy of `base`'s (the
+    /// previous generation folder, whose stream must be `base_len` long)
+    /// followed by the appended texts in new blocks.
+    pub fn write(&self, gen_dir: &Path, base: Option<&Path>) -> Result<()> {
+        let texts_path = gen_dir.join(TEXTS_FILE);
+        let mut index: Vec<u64> = Vec::new();
+        let mut compressed_len = 0u64;
+        match base {
+            Some(base) => {
+                let store = TextStore::open(base)?;
+                let carried = store.index()?;
+                let (&end, starts) = carried
+                    .split_last_chunk::<2>()
+                    .map(|(starts, end)| (end, starts))
+                    .with_context(|| damaged(&store.index_path(), "is malformed"))?;
+                ensure!(
+                    end[0] == self.base_len,
+                    damaged(
+                        &store.index_path(),
+                        "does not end where the chunk table says"
+                    )
+                );
+                index.extend_from_slice(starts);
+                compressed_len = end[1];
+                fs::copy(base.join(TEXTS_FILE), &texts_path)
+                    .with_context(|| format!("cannot copy the texts into {}", gen_dir.display()))?;
+            }
+            None => {
+                ensure!(
+                    self.base_len == 0,
+                    "appending to a text store that is not there"
+                );
+                File::create(&texts_path)
+                    .with_context(|| format!("cannot create {}", texts_path.display()))?;
+            }
+        }
+        let mut blocks = Vec::new();
+        let mut block_start = 0usize;
+        let mut close = |start: usize, end: usize, blocks: &mut Vec<u8>| -> Result<()> {
+            index.extend([
+                self.base_len + start as u64,
+                compressed_len + blocks.len() as u64,
+            ]);
+            blocks.extend(zstd::bulk::compress(
+                &self.bytes[start..end],
+                TEXT_ZSTD_LEVEL,
+            )?);
+            Ok(())
+        };
+        for &end in &self.ends {
+            if end - block_start >= TEXT_BLOCK_BYTES {
+                close(block_start, end, &mut blocks)?;
+                block_start = end;
+            }
+        }
+        if block_start < self.bytes.len() {
+            close(block_start, self.bytes.len(), &mut blocks)?;
+        }
+        index.extend([
+            self.base_len + self.bytes.len() as u64,
+            compressed_len + blocks.len() as u64,
+        ]);
+        let mut file = fs::OpenOptions::new()
+            .append(true)
+            .open(&texts_path)
+            .with_context(|| format!("cannot open {}", texts_path.display()))?;
+        file.write_all(&blocks)
+            .and_then(|()| file.sync_all())
+            .with_context(|| format!("cannot write {}", texts_path.display()))?;
+        let index: Vec<u8> = index.iter().flat_map(|v| v.to_le_bytes()).collect();
+        atomic::write_synced(&gen_dir.join(TEXT_INDEX_FILE), &index)
+    }
 }
 
 /// The chunk records of a mapped `chunks.bin` (empty for an unmapped one).
@@ -249,10 +339,17 @@ pub struct Generation {
     headings: Option<Mmap>,
     file_index: Option<Mmap>,
     files: Option<Mmap>,
+    texts: TextStore,
+}
+
+/// The compressed chunk texts of one generation folder, memory-mapped.
+#[derive(Debug)]
+pub struct TextStore {
+    dir: PathBuf,
     texts: Option<Mmap>,
     text_index: Option<Mmap>,
-    /// The last decompressed text block (a re-index reads chunks in order).
-    text_cache: Mutex<Option<(usize, Arc<Vec<u8>>)>>,
+    /// The last decompressed block (a re-index reads chunks in order).
+    cache: Mutex<Option<(usize, Arc<Vec<u8>>)>>,
 }
 
 /// One chunk as shown in results.
@@ -325,9 +422,7 @@ impl Generation {
             headings: map(&dir.join(HEADINGS_FILE))?,
             file_index: map(&dir.join(FILE_INDEX_FILE))?,
             files: map(&dir.join(FILES_FILE))?,
-            texts: map(&dir.join(TEXTS_FILE))?,
-            text_index: map(&dir.join(TEXT_INDEX_FILE))?,
-            text_cache: Mutex::new(None),
+            texts: TextStore::open(&dir)?,
             dir,
         };
         generation.raw_chunks()?;
@@ -457,60 +552,29 @@ impl Generation {
             text_len: raw.text_len,
             text_crc: raw.text_crc,
             has_vector: raw.flags & HAS_VECTOR != 0,
+            uid: raw.uid,
         })
     }
 
     /// The text of chunk `ord`, checked against its CRC.
     pub fn text(&self, ord: ChunkOrd) -> Result<String> {
         let raw = self.raw(ord)?;
-        let path = self.dir.join(TEXTS_FILE);
-        let (block_start, block) = self.text_block(raw.text_start)?;
-        let start = (raw.text_start - block_start) as usize;
-        let bytes = block
-            .get(start..start + raw.text_len as usize)
-            .with_context(|| damaged(&path, "holds a block that is too short"))?;
-        ensure!(
-            crc32fast::hash(bytes) == raw.text_crc,
-            damaged(&path, "checksum mismatch")
-        );
-        String::from_utf8(bytes.to_vec()).with_context(|| damaged(&path, "holds invalid UTF-8"))
+        self.texts.read(raw.text_start, raw.text_len, raw.text_crc)
     }
 
-    /// The decompressed block holding uncompressed offset `offset`, with its start.
-    fn text_block(&self, offset: u64) -> Result<(u64, Arc<Vec<u8>>)> {
-        let index_path = self.dir.join(TEXT_INDEX_FILE);
-        let index: &[u64] = match self.text_index.as_deref() {
-            None => &[],
-            Some(bytes) => bytemuck::try_cast_slice(bytes)
-                .map_err(|_| anyhow::anyhow!(damaged(&index_path, "has a bad length")))?,
-        };
-        let blocks = index.len() / 2;
-        ensure!(
-            blocks >= 1 && index.len().is_multiple_of(2),
-            damaged(&index_path, "is malformed")
-        );
-        // Entries 0..blocks-1 start blocks; the last one marks the end.
-        let block = (0..blocks - 1).rev().find(|&b| index[2 * b] <= offset);
-        let block = block.with_context(|| damaged(&index_path, "does not cover a chunk"))?;
-        if let Ok(cache) = self.text_cache.lock()
-            && let Some((cached, bytes)) = cache.as_ref()
-            && *cached == block
-        {
-            return Ok((index[2 * block], Arc::clone(bytes)));
-        }
-        let (ustart, uend) = (index[2 * block], index[2 * block + 2]);
-        let (cstart, cend) = (index[2 * block + 1] as usize, index[2 * block + 3] as usize);
-        let path = self.dir.join(TEXTS_FILE);
-        let compressed = slice(&self.texts, cstart..cend, &path)?;
-        let capacity = usize::try_from(uend.saturating_sub(ustart)).unwrap_or(0);
-        let bytes = zstd::bulk::decompress(compressed, capacity).map_err(|_| {
-            anyhow::anyhow!(damaged(&path, "holds a block that does not decompress"))
-        })?;
-        let bytes = Arc::new(bytes);
-        if let Ok(mut cache) = self.text_cache.lock() {
-            *cache = Some((block, Arc::clone(&bytes)));
-        }
-        Ok((ustart, bytes))
+    /// The length in bytes of chunk `ord`'s text.
+    pub fn text_len(&self, ord: ChunkOrd) -> Result<u64> {
+        Ok(u64::from(self.raw(ord)?.text_len))
+    }
+
+    /// Length of the uncompressed text stream (live texts and garbage).
+    pub fn text_stream_len(&self) -> Result<u64> {
+        self.texts.stream_len()
+    }
+
+    /// Every chunk's uid ([`ChunkRecord::uid`]), in ordinal order.
+    pub fn uids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.raw_chunks().unwrap_or_default().iter().map(|c| c.uid)
     }
 
     /// The chunk at `ord`, with its file and text.
@@ -545,6 +609,88 @@ impl Generation {
     }
 }
 
+impl TextStore {
+    /// Maps the text store of generation folder `dir`.
+    pub fn open(dir: &Path) -> Result<Self> {
+        Ok(Self {
+            texts: map(&dir.join(TEXTS_FILE))?,
+            text_index: map(&dir.join(TEXT_INDEX_FILE))?,
+            cache: Mutex::new(None),
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    fn index_path(&self) -> PathBuf {
+        self.dir.join(TEXT_INDEX_FILE)
+    }
+
+    /// The block index: (uncompressed start, compressed start) per block,
+    /// then the end of both streams.
+    fn index(&self) -> Result<&[u64]> {
+        let index: &[u64] = match self.text_index.as_deref() {
+            None => &[],
+            Some(bytes) => bytemuck::try_cast_slice(bytes)
+                .map_err(|_| anyhow::anyhow!(damaged(&self.index_path(), "has a bad length")))?,
+        };
+        ensure!(
+            index.len() >= 2 && index.len().is_multiple_of(2),
+            damaged(&self.index_path(), "is malformed")
+        );
+        Ok(index)
+    }
+
+    /// Length of the uncompressed stream.
+    pub fn stream_len(&self) -> Result<u64> {
+        Ok(self.index()?[self.index()?.len() - 2])
+    }
+
+    /// The `len` bytes at `start` of the uncompressed stream, checked
+    /// against `crc`, as a string.
+    pub fn read(&self, start: u64, len: u32, crc: u32) -> Result<String> {
+        let path = self.dir.join(TEXTS_FILE);
+        let (block_start, block) = self.block(start)?;
+        let offset = (start - block_start) as usize;
+        let bytes = block
+            .get(offset..offset + len as usize)
+            .with_context(|| damaged(&path, "holds a block that is too short"))?;
+        ensure!(
+            crc32fast::hash(bytes) == crc,
+            damaged(&path, "checksum mismatch")
+        );
+        String::from_utf8(bytes.to_vec()).with_context(|| damaged(&path, "holds invalid UTF-8"))
+    }
+
+    /// The decompressed block holding uncompressed offset `offset`, with its start.
+    fn block(&self, offset: u64) -> Result<(u64, Arc<Vec<u8>>)> {
+        let index = self.index()?;
+        // Entries 0..blocks-1 start blocks; the last one marks the end.
+        let pairs: &[[u64; 2]] = bytemuck::cast_slice(index);
+        let block = pairs[..pairs.len() - 1].partition_point(|pair| pair[0] <= offset);
+        let block = block
+            .checked_sub(1)
+            .with_context(|| damaged(&self.index_path(), "does not cover a chunk"))?;
+        if let Ok(cache) = self.cache.lock()
+            && let Some((cached, bytes)) = cache.as_ref()
+            && *cached == block
+        {
+            return Ok((index[2 * block], Arc::clone(bytes)));
+        }
+        let (ustart, uend) = (index[2 * block], index[2 * block + 2]);
+        let (cstart, cend) = (index[2 * block + 1] as usize, index[2 * block + 3] as usize);
+        let path = self.dir.join(TEXTS_FILE);
+        let compressed = slice(&self.texts, cstart..cend, &path)?;
+        let capacity = usize::try_from(uend.saturating_sub(ustart)).unwrap_or(0);
+        let bytes = zstd::bulk::decompress(compressed, capacity).map_err(|_| {
+            anyhow::anyhow!(damaged(&path, "holds a block that does not decompress"))
+        })?;
+        let bytes = Arc::new(bytes);
+        if let Ok(mut cache) = self.cache.lock() {
+            *cache = Some((block, Arc::clone(&bytes)));
+        }
+        Ok((ustart, bytes))
+    }
+}
+
 /// The text a chunk is indexed under: its heading path, then its text.
 ///
 /// The path is added even when the text opens with the chunk's own heading,
@@ -562,6 +708,7 @@ pub fn searchable_text(heading_path: &[String], text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::checks::Checksums;
     use crate::store::manifest::{Counts, FORMAT_VERSION};
     use std::fs;
 
@@ -581,6 +728,7 @@ mod tests {
             text_len: len,
             text_crc: crc32fast::hash(&texts[start as usize..(start + u64::from(len)) as usize]),
             has_vector: n == 1,
+            uid: n,
         };
         let table = ChunkTable {
             files: vec![file("a.md"), file("b/c.md")],
@@ -593,8 +741,15 @@ mod tests {
         let (table, texts) = sample_table();
         let gen_dir = crate::store::generation_dir(index_dir, 1);
         fs::create_dir_all(&gen_dir).unwrap();
-        write(&gen_dir, &table, &texts).unwrap();
-        let checksums = checks::compute(&gen_dir).unwrap();
+        write_table(&gen_dir, &table).unwrap();
+        let mut appender = TextAppender::new(0);
+        for chunk in &table.chunks {
+            let text = &texts[chunk.text_start as usize..][..chunk.text_len as usize];
+            let start = appender.push(std::str::from_utf8(text).unwrap());
+            assert_eq!(start, chunk.text_start);
+        }
+        appender.write(&gen_dir, None).unwrap();
+        let checksums = checks::compute(&gen_dir, &Checksums::new()).unwrap();
         Manifest {
             format_version: FORMAT_VERSION,
             generation: 1,
@@ -617,6 +772,7 @@ mod tests {
                 rrf_k: 60.0,
                 window: None,
             },
+            sparse: Default::default(),
             graph: None,
             counts: Counts::default(),
             checksums,

@@ -20,18 +20,19 @@ use crate::corpus::chunk::ChunkOptions;
 use crate::corpus::walk::WalkOptions;
 use crate::embed::{EmbedderInfo, FusionDefaults};
 use crate::graph::GraphOptions;
-use crate::lists::sparse::Bm25Params;
+use crate::lists::sparse::{Bm25Params, SparseStats};
 use crate::text::tokenize::Analyzer;
 
 use super::checks::Checksums;
 use super::{MANIFEST_FILE, atomic, damaged};
 
-/// The on-disk format this build writes (13 added the graph, `graph.bin`).
-pub const FORMAT_VERSION: u32 = 13;
+/// The on-disk format this build writes (13 added the graph, `graph.bin`;
+/// 14 the sparse list's uids, so a re-index updates it instead of
+/// rebuilding it).
+pub const FORMAT_VERSION: u32 = 14;
 
-/// The on-disk formats this build can read. Format 12 is format 13 without
-/// a graph: such an index searches without the graph list.
-pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 12..=13;
+/// The on-disk formats this build can read.
+pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 14..=14;
 
 /// The manifest of one complete index.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -62,8 +63,11 @@ pub struct Manifest {
     pub model_dir: Option<String>,
     /// Fusion weights and k that searches use unless told otherwise.
     pub fusion: FusionDefaults,
+    /// The sparse list's live documents and their tokens (BM25's N and
+    /// average length).
+    pub sparse: SparseStats,
     /// The graph list's build settings and default weight; `None` for an
-    /// index written before memidx had a graph (format 12).
+    /// index built without the graph.
     #[serde(default)]
     pub graph: Option<GraphManifest>,
     /// Totals of the last run.
@@ -172,6 +176,7 @@ mod tests {
                 rrf_k: 60.0,
                 window: None,
             },
+            sparse: SparseStats { docs: 2, tokens: 9 },
             graph: Some(GraphManifest {
                 format_version: crate::graph::tables::FORMAT_VERSION,
                 options: GraphOptions::default(),

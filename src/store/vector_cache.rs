@@ -238,7 +238,7 @@ mod tests {
         vectors.set(0, &[1.0, 0.0]);
         vectors.set(1, &[0.0, 1.0]);
         vectors.write(dir, &keys).unwrap();
-        checks::compute(dir).unwrap()
+        checks::compute(dir, &Checksums::new()).unwrap()
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod embeddings;
 mod eval;
 mod graph;
 mod hybrid;
+mod incremental;
 mod index;
 mod minilm;
 mod properties;

@@ -35,29 +35,14 @@ fn embedded(corpus: &Corpus, args: &[&str]) -> usize {
     count.parse().unwrap()
 }
 
-/// Every query's `search --json` output, as bytes.
+/// Every query's hybrid `search --json` output, as bytes.
 fn answers(corpus: &Corpus) -> Vec<Vec<u8>> {
-    QUERIES
-        .iter()
-        .map(|query| {
-            let output = corpus
-                .memidx()
-                .args(["search", query, "--json", "-k", "20"])
-                .output()
-                .unwrap();
-            assert_eq!(output.status.code(), Some(0), "{output:?}");
-            output.stdout
-        })
-        .collect()
+    common::answers(corpus, &QUERIES, &["hybrid"])
 }
 
 /// The answers of a fresh full index of a copy of `corpus`.
 fn fresh_answers(corpus: &Corpus) -> Vec<Vec<u8>> {
-    let fresh = Corpus::empty();
-    copy_dir(corpus.path(), fresh.path());
-    fs::remove_dir_all(fresh.path().join(".memidx")).unwrap();
-    fresh.index();
-    answers(&fresh)
+    common::fresh_answers(corpus, &QUERIES, &["hybrid"])
 }
 
 #[test]

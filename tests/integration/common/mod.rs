@@ -80,6 +80,31 @@ impl Corpus {
     }
 }
 
+/// Every query's `search --json -k 20` output in every mode, as bytes.
+pub fn answers(corpus: &Corpus, queries: &[&str], modes: &[&str]) -> Vec<Vec<u8>> {
+    let mut answers = Vec::new();
+    for mode in modes {
+        for query in queries {
+            let output = corpus
+                .memidx()
+                .args(["search", query, "--json", "-k", "20", "--mode", mode])
+                .output()
+                .unwrap();
+            assert!(output.status.code() != Some(2), "{output:?}");
+            answers.push(output.stdout);
+        }
+    }
+    answers
+}
+
+/// The [`answers`] of a fresh full index of a copy of `corpus`.
+pub fn fresh_answers(corpus: &Corpus, queries: &[&str], modes: &[&str]) -> Vec<Vec<u8>> {
+    let fresh = Corpus::empty();
+    copy_fixture(corpus.path(), fresh.path());
+    fresh.index();
+    answers(&fresh, queries, modes)
+}
+
 /// The repository's `fixtures/` folder.
 pub fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")

@@ -1,0 +1,119 @@
+//! End-to-end tests of the incremental index (issue 5): a re-index after a
+//! file is changed, added or deleted carries the unchanged chunks over —
+//! their texts, sparse documents and vectors — instead of rebuilding, and
+//! every answer, in every mode, equals a fresh full index's byte for byte.
+//! A run that would leave more garbage than live data rewrites everything.
+
+use crate::common;
+
+use std::fs;
+
+use common::Corpus;
+use memidx::store::{self, manifest::Manifest};
+
+/// Queries compared between indexes: identifiers, paraphrases, and words
+/// of the changed files.
+const QUERIES: [&str; 6] = [
+    "postgres connection pool exhausted",
+    "INC-2023-Q4-011",
+    "how do we rotate the signing keys",
+    "max_connections",
+    "ledger snapshot reconciliation",
+    "invoice retry backoff",
+];
+
+/// Every list alone and fused: each must match a fresh index.
+const MODES: [&str; 3] = ["hybrid", "sparse", "dense"];
+
+/// (uids the sparse list has given out, chunks in the index): equal after
+/// a full rewrite, more uids than chunks once chunks were carried over
+/// past removed ones.
+fn uids_and_chunks(corpus: &Corpus) -> (u64, usize) {
+    let index_dir = corpus.path().join(".memidx");
+    let manifest = Manifest::read(&index_dir).unwrap().unwrap();
+    let ords = store::generation_dir(&index_dir, manifest.generation).join("sparse/ords.u32");
+    (
+        fs::metadata(ords).unwrap().len() / 4,
+        manifest.counts.chunks,
+    )
+}
+
+fn assert_matches_a_fresh_index(corpus: &Corpus, after: &str) {
+    let answers = common::answers(corpus, &QUERIES, &MODES);
+    let fresh = common::fresh_answers(corpus, &QUERIES, &MODES);
+    for (i, (ours, theirs)) in answers.iter().zip(&fresh).enumerate() {
+        assert!(
+            ours == theirs,
+            "after {after}, {} --mode {} differs from a fresh index:\n{}\n---\n{}",
+            QUERIES[i % QUERIES.len()],
+            MODES[i / QUERIES.len()],
+            String::from_utf8_lossy(ours),
+            String::from_utf8_lossy(theirs)
+        );
+    }
+}
+
+fn reindex(corpus: &Corpus) {
+    let output = corpus.index();
+    assert!(output.status.success(), "{output:?}");
+}
+
+#[test]
+fn changed_added_and_deleted_files_are_carried_over_and_match_a_fresh_index() {
+    let corpus = Corpus::fixtures();
+    reindex(&corpus);
+    let (uids, chunks) = uids_and_chunks(&corpus);
+    assert_eq!(uids, chunks as u64, "a first index gives uids 0..chunks");
+
+    // Changed: one section reworded, one added.
+    let billing = corpus.path().join("services/billing-service.md");
+    let text = fs::read_to_string(&billing).unwrap();
+    let text = text.replacen("retry", "retry with exponential backoff", 1)
+        + "\n## Ledger snapshots\n\nNightly ledger snapshot reconciliation compares invoices.\n";
+    fs::write(&billing, text).unwrap();
+    reindex(&corpus);
+    let (uids, chunks) = uids_and_chunks(&corpus);
+    assert!(
+        uids > chunks as u64,
+        "the other files' chunks were carried over"
+    );
+    assert_matches_a_fresh_index(&corpus, "a change");
+
+    // Added.
+    fs::write(
+        corpus.path().join("notes/ledger-audit.md"),
+        "---\nservice: billing-service\n---\n# Ledger audit\n\nQuarterly audit of the ledger \
+         snapshot and of invoice retry backoff settings.\n",
+    )
+    .unwrap();
+    reindex(&corpus);
+    assert_matches_a_fresh_index(&corpus, "an addition");
+
+    // Deleted: its chunks vanish from every list.
+    fs::remove_file(corpus.path().join("services/auth-service.md")).unwrap();
+    reindex(&corpus);
+    assert_matches_a_fresh_index(&corpus, "a deletion");
+    for answer in common::answers(&corpus, &QUERIES, &MODES) {
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(
+            !answer.contains("\"chunk_id\": \"services/auth-service.md#"),
+            "{answer}"
+        );
+    }
+    let (uids, chunks) = uids_and_chunks(&corpus);
+    assert!(uids > chunks as u64);
+}
+
+#[test]
+fn a_run_that_would_leave_more_garbage_than_data_rewrites_everything() {
+    let corpus = Corpus::fixtures();
+    reindex(&corpus);
+    // Most chunks go: carrying the rest over would keep mostly dead data.
+    for dir in ["incidents", "runbooks", "services", "adr"] {
+        fs::remove_dir_all(corpus.path().join(dir)).unwrap();
+    }
+    reindex(&corpus);
+    let (uids, chunks) = uids_and_chunks(&corpus);
+    assert_eq!(uids, chunks as u64, "compacted: uids renumbered 0..chunks");
+    assert_matches_a_fresh_index(&corpus, "removing most files");
+}
