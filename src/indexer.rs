@@ -32,13 +32,13 @@ use crate::corpus::markdown::Metadata;
 use crate::corpus::walk::{SourceFile, WalkOptions, walk};
 use crate::embed::Embedder;
 use crate::graph::{self, GRAPH_FILE, GraphOptions};
-use crate::lists::dense;
-use crate::lists::sparse::{self, Bm25Params};
+use crate::lists::dense::{self, VectorWriter};
+use crate::lists::sparse::{self, Bm25Params, SparseWriter};
 use crate::output::progress;
 use crate::store::checks::Checksums;
 use crate::store::generation::{
     self, ChunkOrd, ChunkRecord, ChunkTable, FileEntry, FileStamp, Generation, SPARSE_DIR,
-    TextAppender, TextStore, searchable_text,
+    TextStore, TextWriter, searchable_text,
 };
 use crate::store::lock::IndexLock;
 use crate::store::manifest::{Counts, FORMAT_VERSION, GraphManifest, Manifest};
@@ -156,19 +156,19 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
             root.display()
         ));
     }
-    let progress = progress::bar(options.progress, walked.files.len(), "reading", "files");
-    let outcomes: Vec<FileOutcome> = walked
+    let progress = progress::bar(options.progress, walked.files.len(), "checking", "files");
+    let states: Vec<FileState> = walked
         .files
         .par_iter()
         .map(|file| {
-            let outcome = examine(file, options, &previous);
+            let state = check(file, options, &previous);
             progress.inc(1);
-            outcome
+            state
         })
         .collect();
     progress.finish_and_clear();
 
-    if previous.is_current(options, embedder, &outcomes) && walked.skipped.is_empty() {
+    if previous.is_current(options, embedder, &states) && walked.skipped.is_empty() {
         let manifest = previous
             .manifest
             .as_ref()
@@ -176,8 +176,8 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
         return Ok(IndexReport {
             index_dir: options.index_dir.clone(),
             generation: manifest.generation,
-            files: outcomes.len(),
-            reused: outcomes.len(),
+            files: states.len(),
+            reused: states.len(),
             chunks: manifest.counts.chunks,
             skipped: Vec::new(),
             warnings,
@@ -189,8 +189,7 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
         });
     }
     let mut skipped = walked.skipped;
-    let carry = previous.carry_for(&outcomes);
-    let mut built = assemble(outcomes, &previous, carry, &mut skipped, &mut warnings)?;
+    let carry = previous.carry_for(&states);
     let generation = previous.manifest.as_ref().map_or(1, |m| m.generation + 1);
     let gen_dir = store::generation_dir(&options.index_dir, generation);
     if gen_dir.exists() {
@@ -198,46 +197,97 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
             .with_context(|| format!("cannot remove leftover {}", gen_dir.display()))?;
     }
     fs::create_dir_all(&gen_dir).with_context(|| format!("cannot create {}", gen_dir.display()))?;
-    let old_dir = previous.generation.as_ref().map(Generation::dir);
-    built.texts.write(&gen_dir, old_dir.filter(|_| carry))?;
-    let sparse_input = built.sparse_input(old_dir.filter(|_| carry).map(|d| d.join(SPARSE_DIR)));
-    // The lists are built side by side: tantivy indexes and the graph is
-    // built while the model embeds.
-    let sparse_dir = gen_dir.join(SPARSE_DIR);
+    let base_dir = previous
+        .generation
+        .as_ref()
+        .map(Generation::dir)
+        .filter(|_| carry);
+    let mut built = Built::new(previous.carried.as_ref().filter(|_| carry));
+    let mut texts = TextWriter::create(&gen_dir, base_dir)?;
+    let mut sparse = SparseWriter::create(
+        &gen_dir.join(SPARSE_DIR),
+        options.analyzer,
+        base_dir.map(|d| d.join(SPARSE_DIR)).as_deref(),
+    )?;
+    let mut vectors = VectorWriter::create(&gen_dir)?;
+    let (mut embedded, mut embed_time) = (0, Duration::ZERO);
+
+    // Files stream through in batches: read and chunk (in parallel), then
+    // the sparse list tokenizes and adds them while the model embeds.
+    // Only one batch's texts are in memory at a time.
+    let progress = progress::bar(options.progress, walked.files.len(), "indexing", "files");
+    for (files, states) in walked
+        .files
+        .chunks(FILE_BATCH)
+        .zip(states.chunks(FILE_BATCH))
+    {
+        let outcomes: Vec<FileOutcome> = files
+            .par_iter()
+            .zip(states)
+            .map(|(file, state)| examine(file, options, state.clone()))
+            .collect();
+        let first = built.table.chunks.len();
+        let sources = built.assemble(
+            outcomes,
+            &previous,
+            carry,
+            &mut texts,
+            &mut skipped,
+            &mut warnings,
+        )?;
+        let chunks = &built.table.chunks[first..];
+        let docs: Vec<(u32, &str)> = chunks
+            .iter()
+            .zip(&sources)
+            .filter_map(|(chunk, source)| Some((chunk.uid, source.searchable.as_deref()?)))
+            .collect();
+        let (added, batch) = std::thread::scope(|scope| {
+            let added = scope.spawn(|| sparse.add(&docs));
+            let embed_started = Instant::now();
+            let batch = embed_batch(chunks, &sources, &previous, embedder)
+                .map(|b| (b, embed_started.elapsed()));
+            let added = added
+                .join()
+                .unwrap_or_else(|_| bail!("the sparse index builder panicked"));
+            (added, batch)
+        });
+        added?;
+        let (batch, elapsed) = batch?;
+        embed_time += elapsed;
+        embedded += batch.embedded;
+        vectors.append(&batch.vectors, &batch.keys)?;
+        for (offset, chunk) in built.table.chunks[first..].iter_mut().enumerate() {
+            chunk.has_vector = batch.vectors.has_vector(offset);
+        }
+        progress.inc(files.len() as u64);
+        progress.set_message(format!("{embedded} chunks embedded"));
+    }
+    progress.finish_and_clear();
+    texts.finish()?;
+    vectors.finish()?;
+
+    // The graph is built over the whole table while tantivy commits.
     let graph_options = GraphOptions {
         analyzer: options.analyzer,
         ..GraphOptions::default()
     };
     let build_graph = options.builds_graph(previous.manifest.as_ref());
-    let (sparse_built, graph_built, vectors) = std::thread::scope(|scope| {
-        let sparse = scope.spawn(|| sparse::write(&sparse_dir, options.analyzer, sparse_input));
+    let (sparse_built, graph_built) = std::thread::scope(|scope| {
         let graph = scope.spawn(|| {
             build_graph
                 .then(|| write_graph(&gen_dir, &built.table, graph_options))
                 .transpose()
         });
-        let embed_started = Instant::now();
-        let vectors = embed_chunks(&built, &previous, embedder, options.progress)
-            .map(|v| (v, embed_started.elapsed()));
-        let sparse = sparse
-            .join()
-            .unwrap_or_else(|_| bail!("the sparse index builder panicked"));
+        let sparse = sparse.finish(&built.ords);
         let graph = graph
             .join()
             .unwrap_or_else(|_| bail!("the graph builder panicked"));
-        (sparse, graph, vectors)
+        (sparse, graph)
     });
     let sparse_built = sparse_built?;
     let graph_built = graph_built?;
     let graph_time = graph_built.as_ref().map(|(_, t)| *t);
-    let ((embedded_vectors, embedded), embed_time) = vectors?;
-    for (ord, chunk) in built.table.chunks.iter_mut().enumerate() {
-        chunk.has_vector = embedded_vectors.vectors.has_vector(ord);
-    }
     generation::write_table(&gen_dir, &built.table)?;
-    embedded_vectors
-        .vectors
-        .write(&gen_dir, &embedded_vectors.keys)?;
     atomic::sync_dir(&gen_dir)?;
     // Segment files linked from the previous generation keep its checks.
     let linked: Checksums = match &previous.manifest {
@@ -436,7 +486,7 @@ impl Previous {
         &self,
         options: &IndexOptions,
         embedder: &dyn Embedder,
-        outcomes: &[FileOutcome],
+        states: &[FileState],
     ) -> bool {
         let Some(manifest) = &self.manifest else {
             return false;
@@ -454,40 +504,33 @@ impl Previous {
                 None => !options.builds_graph(Some(manifest)),
             }
             && manifest.counts.skipped == 0
-            && outcomes.len() == self.entries.len()
-            && outcomes
+            && states.len() == self.entries.len()
+            && states
                 .iter()
-                .all(|o| matches!(o, FileOutcome::Reused { .. }))
+                .all(|s| matches!(s, FileState::Unchanged { .. }))
     }
 
     /// Whether this run carries the previous generation's chunks over (their
     /// texts, sparse documents and uids) rather than rewriting everything:
     /// yes, unless there is nothing to carry or carrying would leave more
-    /// garbage (texts and sparse documents of removed chunks) than live data.
-    fn carry_for(&self, outcomes: &[FileOutcome]) -> bool {
+    /// garbage (texts and sparse documents of removed or changed files'
+    /// chunks) than the data carried.
+    fn carry_for(&self, states: &[FileState]) -> bool {
         let (Some(old), Some(carried)) = (&self.generation, &self.carried) else {
             return false;
         };
-        // (chunks, text bytes) carried over and added.
-        let (mut carried_now, mut added) = ((0u64, 0u64), (0u64, 0u64));
-        for outcome in outcomes {
-            match outcome {
-                FileOutcome::Reused { previous_file, .. } => {
-                    for ord in old.chunks_of_file(*previous_file as u32) {
-                        carried_now.0 += 1;
-                        carried_now.1 += old.text_len(ord).unwrap_or(0);
-                    }
+        let (mut chunks, mut bytes) = (0u64, 0u64);
+        for state in states {
+            if let FileState::Unchanged { previous_file, .. } = state {
+                for ord in old.chunks_of_file(*previous_file as u32) {
+                    chunks += 1;
+                    bytes += old.text_len(ord).unwrap_or(0);
                 }
-                FileOutcome::Fresh { chunks, .. } => {
-                    added.0 += chunks.len() as u64;
-                    added.1 += chunks.iter().map(|c| c.text.len() as u64).sum::<u64>();
-                }
-                FileOutcome::Skipped(_) => {}
             }
         }
-        let dead_chunks = u64::from(carried.uid_count).saturating_sub(carried_now.0);
-        let dead_bytes = carried.text_len.saturating_sub(carried_now.1);
-        dead_chunks <= carried_now.0 + added.0 && dead_bytes <= carried_now.1 + added.1
+        let dead_chunks = u64::from(carried.uid_count).saturating_sub(chunks);
+        let dead_bytes = carried.text_len.saturating_sub(bytes);
+        dead_chunks <= chunks && dead_bytes <= bytes
     }
 
     /// The previous entry for `path` when its stamp says the content is the same.
@@ -515,14 +558,22 @@ enum FileOutcome {
     Skipped(Skipped),
 }
 
-/// Decides what to do with one file, reading and chunking it if needed.
-fn examine(file: &SourceFile, options: &IndexOptions, previous: &Previous) -> FileOutcome {
-    let skip = |reason: String| {
-        FileOutcome::Skipped(Skipped {
-            path: file.rel_path.clone(),
-            reason,
-        })
-    };
+/// What the first pass finds about one walked file.
+#[derive(Clone)]
+enum FileState {
+    /// Same content as in the previous index.
+    Unchanged {
+        stamp: FileStamp,
+        previous_file: usize,
+    },
+    /// New or changed: to be read and chunked.
+    Changed,
+}
+
+/// Compares one file with the previous index: by size and modification
+/// time, and when those differ for a file the index holds, by content hash
+/// (a file only touched is unchanged). Reads nothing for a new file.
+fn check(file: &SourceFile, options: &IndexOptions, previous: &Previous) -> FileState {
     if let Some(previous_file) = previous.unchanged(&file.rel_path, |s| {
         s.size == file.size && s.mtime_ns == file.mtime_ns
     }) {
@@ -531,6 +582,50 @@ fn examine(file: &SourceFile, options: &IndexOptions, previous: &Previous) -> Fi
             mtime_ns: file.mtime_ns,
             hash: String::new(),
         };
+        return FileState::Unchanged {
+            stamp,
+            previous_file,
+        };
+    }
+    if !previous.files.contains_key(&file.rel_path) || file.size > options.max_file_size {
+        return FileState::Changed;
+    }
+    let Ok(bytes) = read_bounded(&file.abs_path, options.max_file_size) else {
+        return FileState::Changed;
+    };
+    let stamp = stamp_of(file, &bytes);
+    match previous.unchanged(&file.rel_path, |s| s.hash == stamp.hash) {
+        Some(previous_file) => FileState::Unchanged {
+            stamp,
+            previous_file,
+        },
+        None => FileState::Changed,
+    }
+}
+
+/// The stamp of `file` whose content is `bytes`.
+fn stamp_of(file: &SourceFile, bytes: &[u8]) -> FileStamp {
+    FileStamp {
+        size: bytes.len() as u64,
+        mtime_ns: file.mtime_ns,
+        hash: format!("{:016x}", xxhash_rust::xxh3::xxh3_64(bytes)),
+    }
+}
+
+/// Reads and chunks a file the first pass found new or changed, or keeps
+/// an unchanged one's chunks.
+fn examine(file: &SourceFile, options: &IndexOptions, state: FileState) -> FileOutcome {
+    let skip = |reason: String| {
+        FileOutcome::Skipped(Skipped {
+            path: file.rel_path.clone(),
+            reason,
+        })
+    };
+    if let FileState::Unchanged {
+        stamp,
+        previous_file,
+    } = state
+    {
         return FileOutcome::Reused {
             stamp,
             previous_file,
@@ -546,17 +641,7 @@ fn examine(file: &SourceFile, options: &IndexOptions, previous: &Previous) -> Fi
         Ok(bytes) => bytes,
         Err(reason) => return skip(reason),
     };
-    let stamp = FileStamp {
-        size: bytes.len() as u64,
-        mtime_ns: file.mtime_ns,
-        hash: format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&bytes)),
-    };
-    if let Some(previous_file) = previous.unchanged(&file.rel_path, |s| s.hash == stamp.hash) {
-        return FileOutcome::Reused {
-            stamp,
-            previous_file,
-        };
-    }
+    let stamp = stamp_of(file, &bytes);
     if bytes.contains(&0) {
         return skip("looks binary (contains NUL bytes)".into());
     }
@@ -614,155 +699,28 @@ fn add_builtin_metadata(metadata: &mut Metadata, rel_path: &str, heading_title: 
     metadata.insert("dir".into(), vec![dir.to_string()]);
 }
 
-/// The new generation's content, assembled in path order.
+/// Files read and chunked per batch of the streaming pass (bounds the
+/// texts held at once).
+const FILE_BATCH: usize = 1024;
+
+/// The new generation's table, assembled batch by batch in walk (path)
+/// order; the texts go straight to a [`TextWriter`].
 struct Built {
     table: ChunkTable,
-    /// Per chunk, what the lists need to know about where it comes from.
-    sources: Vec<ChunkSource>,
-    /// Texts appended to the (carried or new) text store.
-    texts: TextAppender,
     /// Files whose chunks were kept from the previous index.
     reused: usize,
-    /// Uids given out, live and dead (the sparse list's uid map length).
-    uid_count: u32,
+    /// Per uid, the ordinal of its chunk, or [`sparse::DEAD`] (the sparse
+    /// list's uid map; its length is the number of uids given out).
+    ords: Vec<u32>,
 }
 
-/// Where one chunk of the new generation comes from.
+/// Where one chunk of a batch comes from.
 struct ChunkSource {
-    /// Its ordinal in the previous generation, when carried over from it.
+    /// Its ordinal in the previous generation, when it was there.
     previous: Option<ChunkOrd>,
     /// Its searchable text when the sparse list must (re)index it: a new
     /// chunk, or any chunk when nothing is carried.
     searchable: Option<String>,
-}
-
-impl Built {
-    /// The sparse list's input: the chunks to index and the uid map, over
-    /// `base` (the previous sparse folder) when chunks are carried.
-    fn sparse_input(&self, base: Option<PathBuf>) -> sparse::SparseInput<'_> {
-        let mut ords = vec![sparse::DEAD; self.uid_count as usize];
-        let mut added = Vec::new();
-        for (ord, (chunk, source)) in self.table.chunks.iter().zip(&self.sources).enumerate() {
-            ords[chunk.uid as usize] = ord as ChunkOrd;
-            if let Some(text) = &source.searchable {
-                added.push((chunk.uid, text.as_str()));
-            }
-        }
-        sparse::SparseInput { base, added, ords }
-    }
-}
-
-/// Puts the new generation together in walk (path) order. With `carry`,
-/// unchanged files keep their chunks' texts, uids and sparse documents;
-/// without, every chunk is written anew (uid = ordinal).
-fn assemble(
-    outcomes: Vec<FileOutcome>,
-    previous: &Previous,
-    carry: bool,
-    skipped: &mut Vec<Skipped>,
-    warnings: &mut Vec<String>,
-) -> Result<Built> {
-    let carried = previous.carried.as_ref().filter(|_| carry);
-    let mut built = Built {
-        table: ChunkTable::default(),
-        sources: Vec::new(),
-        texts: TextAppender::new(carried.map_or(0, |c| c.text_len)),
-        reused: 0,
-        uid_count: carried.map_or(0, |c| c.uid_count),
-    };
-    for outcome in outcomes {
-        let file = built.table.files.len() as u32;
-        match outcome {
-            FileOutcome::Skipped(s) => skipped.push(s),
-            FileOutcome::Reused {
-                stamp,
-                previous_file,
-            } => {
-                let old = previous
-                    .generation
-                    .as_ref()
-                    .context("reused a file without a previous index")?;
-                let mut entry = previous.entries[previous_file].clone();
-                // Same content: keep its hash, record the current size and mtime.
-                entry.stamp.size = stamp.size;
-                entry.stamp.mtime_ns = stamp.mtime_ns;
-                built.table.files.push(entry);
-                for old_ord in old.chunks_of_file(previous_file as u32) {
-                    let mut record = old.record(old_ord)?;
-                    record.file = file;
-                    if carry {
-                        built.push_carried(record, old_ord);
-                    } else {
-                        let text = old.text(old_ord)?;
-                        let chunk = NewChunk {
-                            file,
-                            heading_path: record.heading_path,
-                            lines: record.lines,
-                            previous: Some(old_ord),
-                        };
-                        built.push_new(chunk, &text);
-                    }
-                }
-                built.reused += 1;
-            }
-            FileOutcome::Fresh {
-                entry,
-                chunks,
-                warning,
-            } => {
-                warnings.extend(warning);
-                built.table.files.push(entry);
-                for draft in chunks {
-                    let chunk = NewChunk {
-                        file,
-                        heading_path: draft.heading_path,
-                        lines: (draft.lines.0 as u32, draft.lines.1 as u32),
-                        previous: None,
-                    };
-                    built.push_new(chunk, &draft.text);
-                }
-            }
-        }
-    }
-    Ok(built)
-}
-
-impl Built {
-    /// Appends a chunk carried over from the previous generation as it was
-    /// (its text stays where it is in the carried store).
-    fn push_carried(&mut self, record: ChunkRecord, old_ord: ChunkOrd) {
-        self.table.chunks.push(record);
-        self.sources.push(ChunkSource {
-            previous: Some(old_ord),
-            searchable: None,
-        });
-    }
-
-    /// Appends a chunk whose text is written anew, numbering it within its
-    /// file and giving it the next uid.
-    fn push_new(&mut self, chunk: NewChunk, text: &str) {
-        let n = match self.table.chunks.last() {
-            Some(last) if last.file == chunk.file => last.n + 1,
-            _ => 1,
-        };
-        let searchable = searchable_text(&chunk.heading_path, text);
-        self.table.chunks.push(ChunkRecord {
-            file: chunk.file,
-            n,
-            heading_path: chunk.heading_path,
-            lines: chunk.lines,
-            text_start: self.texts.push(text),
-            text_len: text.len() as u32,
-            text_crc: crc32fast::hash(text.as_bytes()),
-            has_vector: false,
-            uid: self.uid_count,
-        });
-        self.uid_count += 1;
-        self.sources.push(ChunkSource {
-            previous: chunk.previous,
-            searchable: Some(searchable),
-        });
-    }
 }
 
 /// A chunk whose text is written anew.
@@ -773,6 +731,132 @@ struct NewChunk {
     /// Its ordinal in the previous generation, if it was there (its vector
     /// key is known).
     previous: Option<ChunkOrd>,
+}
+
+impl Built {
+    /// An empty table; carried chunks keep their uids, whose dead ones stay
+    /// given out.
+    fn new(carried: Option<&Carried>) -> Self {
+        Self {
+            table: ChunkTable::default(),
+            reused: 0,
+            ords: vec![sparse::DEAD; carried.map_or(0, |c| c.uid_count as usize)],
+        }
+    }
+
+    /// Appends one batch of files. With `carry`, unchanged files keep their
+    /// chunks' texts, uids and sparse documents; without, every chunk is
+    /// written anew (uid = ordinal). Returns the sources of the chunks added.
+    fn assemble(
+        &mut self,
+        outcomes: Vec<FileOutcome>,
+        previous: &Previous,
+        carry: bool,
+        texts: &mut TextWriter,
+        skipped: &mut Vec<Skipped>,
+        warnings: &mut Vec<String>,
+    ) -> Result<Vec<ChunkSource>> {
+        let mut sources = Vec::new();
+        for outcome in outcomes {
+            let file = self.table.files.len() as u32;
+            match outcome {
+                FileOutcome::Skipped(s) => skipped.push(s),
+                FileOutcome::Reused {
+                    stamp,
+                    previous_file,
+                } => {
+                    let old = previous
+                        .generation
+                        .as_ref()
+                        .context("reused a file without a previous index")?;
+                    let mut entry = previous.entries[previous_file].clone();
+                    // Same content: keep its hash, record the current size and mtime.
+                    entry.stamp.size = stamp.size;
+                    entry.stamp.mtime_ns = stamp.mtime_ns;
+                    self.table.files.push(entry);
+                    for old_ord in old.chunks_of_file(previous_file as u32) {
+                        let mut record = old.record(old_ord)?;
+                        record.file = file;
+                        let source = if carry {
+                            self.push_carried(record, old_ord)
+                        } else {
+                            let text = old.text(old_ord)?;
+                            let chunk = NewChunk {
+                                file,
+                                heading_path: record.heading_path,
+                                lines: record.lines,
+                                previous: Some(old_ord),
+                            };
+                            self.push_new(chunk, &text, texts)?
+                        };
+                        sources.push(source);
+                    }
+                    self.reused += 1;
+                }
+                FileOutcome::Fresh {
+                    entry,
+                    chunks,
+                    warning,
+                } => {
+                    warnings.extend(warning);
+                    self.table.files.push(entry);
+                    for draft in chunks {
+                        let chunk = NewChunk {
+                            file,
+                            heading_path: draft.heading_path,
+                            lines: (draft.lines.0 as u32, draft.lines.1 as u32),
+                            previous: None,
+                        };
+                        sources.push(self.push_new(chunk, &draft.text, texts)?);
+                    }
+                }
+            }
+        }
+        Ok(sources)
+    }
+
+    /// Appends a chunk carried over from the previous generation as it was
+    /// (its text stays where it is in the carried store).
+    fn push_carried(&mut self, record: ChunkRecord, old_ord: ChunkOrd) -> ChunkSource {
+        self.ords[record.uid as usize] = self.table.chunks.len() as ChunkOrd;
+        self.table.chunks.push(record);
+        ChunkSource {
+            previous: Some(old_ord),
+            searchable: None,
+        }
+    }
+
+    /// Appends a chunk whose text is written anew, numbering it within its
+    /// file and giving it the next uid.
+    fn push_new(
+        &mut self,
+        chunk: NewChunk,
+        text: &str,
+        texts: &mut TextWriter,
+    ) -> Result<ChunkSource> {
+        let n = match self.table.chunks.last() {
+            Some(last) if last.file == chunk.file => last.n + 1,
+            _ => 1,
+        };
+        let searchable = searchable_text(&chunk.heading_path, text);
+        let uid = self.ords.len() as u32;
+        self.ords.push(self.table.chunks.len() as ChunkOrd);
+        self.table.chunks.push(ChunkRecord {
+            file: chunk.file,
+            n,
+            heading_path: chunk.heading_path,
+            lines: chunk.lines,
+            text_start: texts.push(text)?,
+            text_len: text.len() as u32,
+            text_crc: crc32fast::hash(text.as_bytes()),
+            has_vector: false,
+            uid,
+        });
+        Ok(ChunkSource {
+            previous: chunk.previous,
+            searchable: Some(searchable),
+        })
+    }
 }
 
 /// Builds the graph of `table` (whose texts are already in `gen_dir`),
@@ -812,27 +896,28 @@ fn write_graph(
 /// Texts embedded per call of the embedder.
 const EMBED_BATCH: usize = 256;
 
-/// Every chunk's vector and key, in ordinal order.
-struct ChunkVectors {
+/// One batch's vectors and keys, in ordinal order.
+struct BatchVectors {
     /// One row per chunk.
     vectors: dense::QuantizedVectors,
     /// Per chunk, the key of its vector ([`dense::vector_key`]).
     keys: Vec<u64>,
+    /// How many were embedded (the rest were reused).
+    embedded: usize,
 }
 
-/// Vectors for every chunk of `built`: reused when this model embedded the
-/// same text before (see [`vector_cache`]), embedded in batches otherwise;
-/// also returns how many were embedded.
-fn embed_chunks(
-    built: &Built,
+/// Vectors for one batch of `chunks` (with their `sources`): reused when
+/// this model embedded the same text before (see [`vector_cache`]),
+/// embedded otherwise.
+fn embed_batch(
+    chunks: &[ChunkRecord],
+    sources: &[ChunkSource],
     previous: &Previous,
     embedder: &dyn Embedder,
-    progress: bool,
-) -> Result<(ChunkVectors, usize)> {
+) -> Result<BatchVectors> {
     let dim = embedder.info().dim;
     let old_keys = previous.carried.as_ref().map(|c| &c.keys);
-    let keys: Vec<u64> = built
-        .sources
+    let keys: Vec<u64> = sources
         .par_iter()
         .map(
             |source| match (source.previous, old_keys, &source.searchable) {
@@ -844,48 +929,45 @@ fn embed_chunks(
         .collect::<Result<_>>()?;
     let mut vectors = dense::QuantizedVectors::zeros(keys.len(), dim);
     let mut todo = Vec::new();
-    for (ord, key) in keys.iter().enumerate() {
+    for (row, key) in keys.iter().enumerate() {
         let known = match &previous.vectors {
             Some(reusable) => reusable.get(*key)?,
             None => None,
         };
         match known {
-            Some((values, scale)) => vectors.set_quantized(ord, values, scale),
-            None => todo.push(ord),
+            Some((values, scale)) => vectors.set_quantized(row, values, scale),
+            None => todo.push(row),
         }
     }
-    let bar = progress::bar(progress, todo.len(), "embedding", "chunks");
     for batch in todo.chunks(EMBED_BATCH) {
         let texts: Vec<String> = batch
             .iter()
-            .map(|&ord| built.searchable(ord, previous))
+            .map(|&row| searchable(&chunks[row], &sources[row], previous))
             .collect::<Result<_>>()?;
         let flat = embedder.embed(&texts)?;
-        for (&ord, row) in batch.iter().zip(flat.chunks_exact(dim)) {
-            vectors.set(ord, row);
+        for (&row, values) in batch.iter().zip(flat.chunks_exact(dim)) {
+            vectors.set(row, values);
         }
-        bar.inc(batch.len() as u64);
     }
-    bar.finish_and_clear();
-    let embedded = todo.len();
-    Ok((ChunkVectors { vectors, keys }, embedded))
+    Ok(BatchVectors {
+        vectors,
+        keys,
+        embedded: todo.len(),
+    })
 }
 
-impl Built {
-    /// The searchable text of chunk `ord`: kept when it was written anew,
-    /// else read back from the previous generation.
-    fn searchable(&self, ord: usize, previous: &Previous) -> Result<String> {
-        if let Some(text) = &self.sources[ord].searchable {
-            return Ok(text.clone());
-        }
-        let old = previous
-            .generation
-            .as_ref()
-            .zip(self.sources[ord].previous)
-            .context("a carried chunk without its previous generation")?;
-        let text = old.0.text(old.1)?;
-        Ok(searchable_text(&self.table.chunks[ord].heading_path, &text))
+/// The searchable text of `chunk`: kept when it was written anew, else
+/// read back from the previous generation.
+fn searchable(chunk: &ChunkRecord, source: &ChunkSource, previous: &Previous) -> Result<String> {
+    if let Some(text) = &source.searchable {
+        return Ok(text.clone());
     }
+    let (old, ord) = previous
+        .generation
+        .as_ref()
+        .zip(source.previous)
+        .context("a carried chunk without its previous generation")?;
+    Ok(searchable_text(&chunk.heading_path, &old.text(ord)?))
 }
 
 /// Removes generation folders other than the live one (left by a run that

@@ -13,6 +13,7 @@
 //! 256-d rows in milliseconds.
 
 use std::fs::File;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -24,8 +25,8 @@ use rayon::prelude::*;
 use super::{Candidate, ListHit, RankedList, SearchIndex, TopWindow};
 use crate::embed::Embedder;
 use crate::filter::AllowSet;
+use crate::store::damaged;
 use crate::store::generation::{ChunkOrd, VectorFlags};
-use crate::store::{atomic, damaged};
 
 /// File holding the quantized chunk vectors.
 pub const VECTORS_FILE: &str = "vectors.i8";
@@ -109,18 +110,59 @@ impl QuantizedVectors {
     pub fn has_vector(&self, row: usize) -> bool {
         self.scales[row] != 0.0
     }
+}
 
-    /// Writes the rows and their `keys` (one per row) into `dir`, fsynced.
-    pub fn write(&self, dir: &Path, keys: &[u64]) -> Result<()> {
+/// Writes a generation's vector files as rows arrive (an index run streams
+/// its chunks through in batches).
+pub struct VectorWriter {
+    dir: PathBuf,
+    values: BufWriter<File>,
+    scales: BufWriter<File>,
+    keys: BufWriter<File>,
+}
+
+impl VectorWriter {
+    /// Creates the vector files in `dir`.
+    pub fn create(dir: &Path) -> Result<Self> {
+        let create = |name: &str| {
+            let path = dir.join(name);
+            File::create(&path)
+                .map(BufWriter::new)
+                .with_context(|| format!("cannot create {}", path.display()))
+        };
+        Ok(Self {
+            values: create(VECTORS_FILE)?,
+            scales: create(SCALES_FILE)?,
+            keys: create(KEYS_FILE)?,
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    /// Appends `rows` and their `keys` (one per row).
+    pub fn append(&mut self, rows: &QuantizedVectors, keys: &[u64]) -> Result<()> {
         ensure!(
-            keys.len() == self.scales.len(),
+            keys.len() == rows.scales.len(),
             "one key per vector is needed"
         );
-        let scales: Vec<u8> = self.scales.iter().flat_map(|s| s.to_le_bytes()).collect();
+        let scales: Vec<u8> = rows.scales.iter().flat_map(|s| s.to_le_bytes()).collect();
         let keys: Vec<u8> = keys.iter().flat_map(|k| k.to_le_bytes()).collect();
-        atomic::write_synced(&dir.join(VECTORS_FILE), bytemuck::cast_slice(&self.values))?;
-        atomic::write_synced(&dir.join(SCALES_FILE), &scales)?;
-        atomic::write_synced(&dir.join(KEYS_FILE), &keys)
+        self.values
+            .write_all(bytemuck::cast_slice(&rows.values))
+            .and_then(|()| self.scales.write_all(&scales))
+            .and_then(|()| self.keys.write_all(&keys))
+            .with_context(|| format!("cannot write the vectors in {}", self.dir.display()))
+    }
+
+    /// Flushes and fsyncs the files.
+    pub fn finish(self) -> Result<()> {
+        for writer in [self.values, self.scales, self.keys] {
+            writer
+                .into_inner()
+                .map_err(|e| e.into_error())
+                .and_then(|file| file.sync_all())
+                .with_context(|| format!("cannot write the vectors in {}", self.dir.display()))?;
+        }
+        Ok(())
     }
 }
 

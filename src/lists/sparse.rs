@@ -103,18 +103,7 @@ pub struct SparseStats {
     pub tokens: u64,
 }
 
-/// What a new generation's sparse list is made of.
-pub struct SparseInput<'a> {
-    /// The previous generation's sparse folder, whose documents are carried
-    /// over (hard-linked); `None` starts empty.
-    pub base: Option<PathBuf>,
-    /// The documents to add: uid and searchable text.
-    pub added: Vec<(u32, &'a str)>,
-    /// Per uid, the ordinal of its chunk in the new generation, or [`DEAD`].
-    pub ords: Vec<u32>,
-}
-
-/// What [`write`] did.
+/// What [`SparseWriter::finish`] wrote.
 pub struct SparseWritten {
     /// The live documents.
     pub stats: SparseStats,
@@ -135,31 +124,112 @@ pub struct SparseIndex {
     ords_path: PathBuf,
 }
 
-/// Writes the sparse list of a generation into `dir`: the base's
-/// documents, plus `input.added`, with `input.ords` as the uid map.
-pub fn write(dir: &Path, analyzer: Analyzer, input: SparseInput<'_>) -> Result<SparseWritten> {
-    fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let (index, linked) = match &input.base {
-        Some(base) => {
-            let linked = link_segments(base, dir)?;
-            let index = Index::open_in_dir(dir)
-                .with_context(|| damaged(base, "cannot be opened to be updated"))?;
-            (index, linked)
-        }
-        None => {
-            let index = Index::create_in_dir(dir, schema())
-                .with_context(|| format!("cannot create the sparse index in {}", dir.display()))?;
-            (index, Vec::new())
-        }
-    };
-    register(&index, analyzer);
-    if input.base.is_none() || !input.added.is_empty() {
-        add_documents(&index, analyzer, &input.added)?;
+/// Writes a generation's sparse list: the base's documents (hard-linked)
+/// plus the ones added, batch by batch, through one tantivy writer whose
+/// memory budget bounds what is held.
+pub struct SparseWriter {
+    dir: PathBuf,
+    index: Index,
+    analyzer: Analyzer,
+    fields: (Field, Field, Field),
+    /// Created on the first addition (a run that only removes needs none).
+    writer: Option<IndexWriter>,
+    linked: Vec<String>,
+}
+
+impl SparseWriter {
+    /// Starts the sparse list in `dir`, from the previous generation's
+    /// sparse folder `base` when given, else empty.
+    pub fn create(dir: &Path, analyzer: Analyzer, base: Option<&Path>) -> Result<Self> {
+        fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let (index, linked) = match base {
+            Some(base) => {
+                let linked = link_segments(base, dir)?;
+                let index = Index::open_in_dir(dir)
+                    .with_context(|| damaged(base, "cannot be opened to be updated"))?;
+                (index, linked)
+            }
+            None => {
+                let index = Index::create_in_dir(dir, schema()).with_context(|| {
+                    format!("cannot create the sparse index in {}", dir.display())
+                })?;
+                (index, Vec::new())
+            }
+        };
+        register(&index, analyzer);
+        let schema = index.schema();
+        let field = |name| {
+            schema
+                .get_field(name)
+                .context("the sparse schema lacks a field")
+        };
+        let fields = (field(BODY_FIELD)?, field(UID_FIELD)?, field(LEN_FIELD)?);
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            index,
+            analyzer,
+            fields,
+            writer: None,
+            linked,
+        })
     }
-    let ords: Vec<u8> = input.ords.iter().flat_map(|o| o.to_le_bytes()).collect();
-    atomic::write_synced(&dir.join(ORDS_FILE), &ords)?;
-    let stats = live_stats(&index, &input.ords)?;
-    Ok(SparseWritten { stats, linked })
+
+    /// Analyzes `docs` (uid, searchable text) in parallel and adds them.
+    pub fn add(&mut self, docs: &[(u32, &str)]) -> Result<()> {
+        if docs.is_empty() {
+            return Ok(());
+        }
+        let writer = match &mut self.writer {
+            Some(writer) => writer,
+            None => {
+                let threads = std::thread::available_parallelism()
+                    .map_or(1, |n| n.get())
+                    .clamp(1, 4);
+                self.writer.insert(
+                    self.index
+                        .writer_with_num_threads(threads, WRITER_MEMORY_BYTES)?,
+                )
+            }
+        };
+        let (body, uid, len) = self.fields;
+        let analyzer = self.analyzer;
+        for batch in docs.chunks(ANALYZE_BATCH) {
+            let analyzed: Vec<Vec<Token>> = batch
+                .par_iter()
+                .map(|(_, text)| analyzer.tokenize(text))
+                .collect();
+            for ((chunk_uid, _), tokens) in batch.iter().zip(analyzed) {
+                let mut doc = TantivyDocument::default();
+                doc.add_u64(uid, u64::from(*chunk_uid));
+                doc.add_u64(len, tokens.len() as u64);
+                doc.add_pre_tokenized_text(
+                    body,
+                    PreTokenizedString {
+                        text: String::new(),
+                        tokens: tokens.into_iter().map(to_tantivy).collect(),
+                    },
+                );
+                writer.add_document(doc)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Commits, writes `ords` (per uid, its chunk's ordinal or [`DEAD`]) as
+    /// the uid map, and counts the live documents.
+    pub fn finish(self, ords: &[u32]) -> Result<SparseWritten> {
+        if let Some(mut writer) = self.writer {
+            writer.commit().context("cannot commit the sparse index")?;
+            writer.wait_merging_threads()?;
+        }
+        let bytes: Vec<u8> = ords.iter().flat_map(|o| o.to_le_bytes()).collect();
+        atomic::write_synced(&self.dir.join(ORDS_FILE), &bytes)?;
+        let stats = live_stats(&self.index, ords)?;
+        Ok(SparseWritten {
+            stats,
+            linked: self.linked,
+        })
+    }
 }
 
 /// Hard-links the files of the tantivy index in `base` into `dir`; its
@@ -192,43 +262,6 @@ fn link_segments(base: &Path, dir: &Path) -> Result<Vec<String>> {
         }
     }
     Ok(linked)
-}
-
-/// Analyzes `docs` and adds them to `index` in one commit.
-fn add_documents(index: &Index, analyzer: Analyzer, docs: &[(u32, &str)]) -> Result<()> {
-    let schema = index.schema();
-    let field = |name| {
-        schema
-            .get_field(name)
-            .context("the sparse schema lacks a field")
-    };
-    let (body, uid, len) = (field(BODY_FIELD)?, field(UID_FIELD)?, field(LEN_FIELD)?);
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, 4);
-    let mut writer: IndexWriter = index.writer_with_num_threads(threads, WRITER_MEMORY_BYTES)?;
-    for batch in docs.chunks(ANALYZE_BATCH) {
-        let analyzed: Vec<Vec<Token>> = batch
-            .par_iter()
-            .map(|(_, text)| analyzer.tokenize(text))
-            .collect();
-        for ((chunk_uid, _), tokens) in batch.iter().zip(analyzed) {
-            let mut doc = TantivyDocument::default();
-            doc.add_u64(uid, u64::from(*chunk_uid));
-            doc.add_u64(len, tokens.len() as u64);
-            doc.add_pre_tokenized_text(
-                body,
-                PreTokenizedString {
-                    text: String::new(),
-                    tokens: tokens.into_iter().map(to_tantivy).collect(),
-                },
-            );
-            writer.add_document(doc)?;
-        }
-    }
-    writer.commit().context("cannot commit the sparse index")?;
-    writer.wait_merging_threads()?;
-    Ok(())
 }
 
 /// Counts the live documents of `index` and their tokens, and checks that

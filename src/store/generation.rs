@@ -11,7 +11,7 @@
 //! texts.idx     u64 pairs (uncompressed start, compressed start) per block, plus the end
 //! ```
 //! The text store only grows: a re-index copies the previous generation's
-//! blocks and appends the texts of new chunks ([`TextAppender`]), so a
+//! blocks and appends the texts of new chunks ([`TextWriter`]), so a
 //! carried chunk keeps its `text_start`. The texts of removed chunks stay
 //! behind as garbage until the indexer compacts (rewrites everything).
 //! `memmap2` maps the files and `bytemuck` views the records in place (it
@@ -22,7 +22,7 @@
 //! checked when it is read.
 
 use std::fs::{self, File};
-use std::io::Write;
+use std::io::{BufWriter, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -148,7 +148,7 @@ pub struct RawChunk {
 const HAS_VECTOR: u32 = 1;
 
 /// Writes the chunk table into `gen_dir`, fsynced (the texts are written
-/// by a [`TextAppender`]).
+/// by a [`TextWriter`]).
 pub fn write_table(gen_dir: &Path, table: &ChunkTable) -> Result<()> {
     let mut headings = String::new();
     let mut raw = Vec::with_capacity(table.chunks.len());
@@ -182,114 +182,103 @@ pub fn write_table(gen_dir: &Path, table: &ChunkTable) -> Result<()> {
     atomic::write_synced(&gen_dir.join(FILES_FILE), &files)
 }
 
-/// The texts a new generation adds to its text store: the previous
-/// generation's store is carried whole and these are appended after it.
-#[derive(Debug, Default)]
-pub struct TextAppender {
-    /// Length of the carried stream; appended texts start here.
-    base_len: u64,
-    /// The appended texts, uncompressed, one after the other.
-    bytes: Vec<u8>,
-    /// End of each appended text in `bytes` (blocks close only there, so
-    /// every chunk lies in one block).
-    ends: Vec<usize>,
+/// Writes a generation's text store as chunks arrive: the previous
+/// generation's store is carried whole (copied) and new texts are appended
+/// after it, compressed a block at a time, so only the open block is held
+/// in memory.
+pub struct TextWriter {
+    path: PathBuf,
+    file: BufWriter<File>,
+    /// (uncompressed start, compressed start) of every closed block.
+    index: Vec<u64>,
+    /// The open block's texts, and its start in the stream.
+    block: Vec<u8>,
+    block_start: u64,
+    /// Length of the compressed stream written so far.
+    compressed_len: u64,
 }
 
-impl TextAppender {
-    /// Appends after a carried stream of `base_len` bytes (0: a new store).
-    pub fn new(base_len: u64) -> Self {
-        Self {
-            base_len,
-            ..Self::default()
-        }
-    }
-
-    /// Appends one chunk's text; returns its start in the whole stream.
-    pub fn push(&mut self, text: &str) -> u64 {
-        let start = self.base_len + self.bytes.len() as u64;
-        self.bytes.extend_from_slice(text.as_bytes());
-        self.ends.push(self.bytes.len());
-        start
-    }
-
-    /// The appended text starting at `start` (a value [`Self::push`]
-    /// returned), `len` bytes long.
-    pub fn get(&self, start: u64, len: u32) -> Option<&[u8]> {
-        let offset = usize::try_from(start.checked_sub(self.base_len)?).ok()?;
-        self.bytes.get(offset..offset + len as usize)
-    }
-
-    /// Writes `gen_dir`'s text store, fsynced: a copy of `base`'s (the
-    /// previous generation folder, whose stream must be `base_len` long)
-    /// followed by the appended texts in new blocks.
-    pub fn write(&self, gen_dir: &Path, base: Option<&Path>) -> Result<()> {
-        let texts_path = gen_dir.join(TEXTS_FILE);
-        let mut index: Vec<u64> = Vec::new();
-        let mut compressed_len = 0u64;
+impl TextWriter {
+    /// Starts `gen_dir`'s text store: a copy of `base`'s (a previous
+    /// generation folder) when given, else an empty one.
+    pub fn create(gen_dir: &Path, base: Option<&Path>) -> Result<Self> {
+        let path = gen_dir.join(TEXTS_FILE);
+        let (mut index, mut block_start, mut compressed_len) = (Vec::new(), 0, 0);
         match base {
             Some(base) => {
                 let store = TextStore::open(base)?;
                 let carried = store.index()?;
-                let (&end, starts) = carried
+                let (starts, end) = carried
                     .split_last_chunk::<2>()
-                    .map(|(starts, end)| (end, starts))
                     .with_context(|| damaged(&store.index_path(), "is malformed"))?;
-                ensure!(
-                    end[0] == self.base_len,
-                    damaged(
-                        &store.index_path(),
-                        "does not end where the chunk table says"
-                    )
-                );
                 index.extend_from_slice(starts);
-                compressed_len = end[1];
-                fs::copy(base.join(TEXTS_FILE), &texts_path)
+                [block_start, compressed_len] = *end;
+                fs::copy(base.join(TEXTS_FILE), &path)
                     .with_context(|| format!("cannot copy the texts into {}", gen_dir.display()))?;
             }
             None => {
-                ensure!(
-                    self.base_len == 0,
-                    "appending to a text store that is not there"
-                );
-                File::create(&texts_path)
-                    .with_context(|| format!("cannot create {}", texts_path.display()))?;
+                File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
             }
         }
-        let mut blocks = Vec::new();
-        let mut block_start = 0usize;
-        let mut close = |start: usize, end: usize, blocks: &mut Vec<u8>| -> Result<()> {
-            index.extend([
-                self.base_len + start as u64,
-                compressed_len + blocks.len() as u64,
-            ]);
-            blocks.extend(zstd::bulk::compress(
-                &self.bytes[start..end],
-                TEXT_ZSTD_LEVEL,
-            )?);
-            Ok(())
-        };
-        for &end in &self.ends {
-            if end - block_start >= TEXT_BLOCK_BYTES {
-                close(block_start, end, &mut blocks)?;
-                block_start = end;
-            }
-        }
-        if block_start < self.bytes.len() {
-            close(block_start, self.bytes.len(), &mut blocks)?;
-        }
-        index.extend([
-            self.base_len + self.bytes.len() as u64,
-            compressed_len + blocks.len() as u64,
-        ]);
-        let mut file = fs::OpenOptions::new()
+        let file = fs::OpenOptions::new()
             .append(true)
-            .open(&texts_path)
-            .with_context(|| format!("cannot open {}", texts_path.display()))?;
-        file.write_all(&blocks)
-            .and_then(|()| file.sync_all())
-            .with_context(|| format!("cannot write {}", texts_path.display()))?;
-        let index: Vec<u8> = index.iter().flat_map(|v| v.to_le_bytes()).collect();
-        atomic::write_synced(&gen_dir.join(TEXT_INDEX_FILE), &index)
+            .open(&path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        Ok(Self {
+            path,
+            file: BufWriter::new(file),
+            index,
+            block: Vec::new(),
+            block_start,
+            compressed_len,
+        })
+    }
+
+    /// Length of the uncompressed stream so far: where the next text starts.
+    pub fn stream_len(&self) -> u64 {
+        self.block_start + self.block.len() as u64
+    }
+
+    /// Appends one chunk's text; returns its start in the stream. A block
+    /// closes once it holds [`TEXT_BLOCK_BYTES`], always on a chunk's end,
+    /// so every chunk lies in one block.
+    pub fn push(&mut self, text: &str) -> Result<u64> {
+        let start = self.stream_len();
+        self.block.extend_from_slice(text.as_bytes());
+        if self.block.len() >= TEXT_BLOCK_BYTES {
+            self.close_block()?;
+        }
+        Ok(start)
+    }
+
+    fn close_block(&mut self) -> Result<()> {
+        let compressed = zstd::bulk::compress(&self.block, TEXT_ZSTD_LEVEL)?;
+        self.file
+            .write_all(&compressed)
+            .with_context(|| format!("cannot write {}", self.path.display()))?;
+        self.index.extend([self.block_start, self.compressed_len]);
+        self.compressed_len += compressed.len() as u64;
+        self.block_start += self.block.len() as u64;
+        self.block.clear();
+        Ok(())
+    }
+
+    /// Closes the last block and writes the block index, fsynced.
+    pub fn finish(mut self) -> Result<()> {
+        if !self.block.is_empty() {
+            self.close_block()?;
+        }
+        self.index.extend([self.block_start, self.compressed_len]);
+        let file = self
+            .file
+            .into_inner()
+            .map_err(|e| e.into_error())
+            .with_context(|| format!("cannot write {}", self.path.display()))?;
+        file.sync_all()
+            .with_context(|| format!("cannot write {}", self.path.display()))?;
+        let index: Vec<u8> = self.index.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        atomic::write_synced(&dir.join(TEXT_INDEX_FILE), &index)
     }
 }
 
@@ -742,13 +731,13 @@ mod tests {
         let gen_dir = crate::store::generation_dir(index_dir, 1);
         fs::create_dir_all(&gen_dir).unwrap();
         write_table(&gen_dir, &table).unwrap();
-        let mut appender = TextAppender::new(0);
+        let mut writer = TextWriter::create(&gen_dir, None).unwrap();
         for chunk in &table.chunks {
             let text = &texts[chunk.text_start as usize..][..chunk.text_len as usize];
-            let start = appender.push(std::str::from_utf8(text).unwrap());
+            let start = writer.push(std::str::from_utf8(text).unwrap()).unwrap();
             assert_eq!(start, chunk.text_start);
         }
-        appender.write(&gen_dir, None).unwrap();
+        writer.finish().unwrap();
         let checksums = checks::compute(&gen_dir, &Checksums::new()).unwrap();
         Manifest {
             format_version: FORMAT_VERSION,

@@ -237,7 +237,9 @@ mod tests {
         let mut vectors = dense::QuantizedVectors::zeros(2, 2);
         vectors.set(0, &[1.0, 0.0]);
         vectors.set(1, &[0.0, 1.0]);
-        vectors.write(dir, &keys).unwrap();
+        let mut writer = dense::VectorWriter::create(dir).unwrap();
+        writer.append(&vectors, &keys).unwrap();
+        writer.finish().unwrap();
         checks::compute(dir, &Checksums::new()).unwrap()
     }
 
