@@ -206,11 +206,18 @@ impl GraphBuilder {
     }
 
     /// Prunes, relates, finds communities and summaries; see the module doc.
-    pub fn build(self) -> Result<BuiltGraph> {
+    ///
+    /// The extracted entities are dropped as soon as the relation graph
+    /// holds what they say, so they and community detection's working
+    /// copies are never in memory together.
+    pub fn build(mut self) -> Result<BuiltGraph> {
+        // Only interning needed the key → id map.
+        self.ids = HashMap::new();
         let chunk_count = self.chunk_starts.len() - 1;
         let (chunk_counts, final_ids, kept_keys) = self.prune(chunk_count);
         let mut tables = GraphTables::default();
         self.write_files_and_entities(&mut tables, &kept_keys, &final_ids, &chunk_counts);
+        drop(chunk_counts);
         let graph = self.relate(&final_ids, &tables.entity_chunk_counts);
         let header = GraphHeader {
             chunk_count: chunk_count as u32,
@@ -219,9 +226,13 @@ impl GraphBuilder {
             extracted_entity_count: self.keys.len() as u64,
             options: self.options,
         };
-        write_name_index(&mut tables, &kept_keys, &self.options.analyzer);
-        write_neighbors(&mut tables, &graph, self.options.neighbor_limit);
-        write_communities(&mut tables, &header, &graph, &self.options)?;
+        let options = self.options;
+        drop(self);
+        drop(final_ids);
+        write_name_index(&mut tables, &kept_keys, &options.analyzer);
+        drop(kept_keys);
+        write_neighbors(&mut tables, &graph, options.neighbor_limit);
+        write_communities(&mut tables, &header, &graph, &options)?;
         Ok(BuiltGraph { header, tables })
     }
 

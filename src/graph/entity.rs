@@ -146,8 +146,8 @@ pub enum LinkTarget {
 
 /// Entities and links of one file, as extracted; what the builder takes.
 ///
-/// It depends on the file's content alone, so an incremental index can keep
-/// it for unchanged files (it is serializable) and extract only the others.
+/// It depends on the file's content alone, so an incremental index keeps it
+/// for unchanged files ([`super::cache`]) and extracts only the others.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileEntities {
     /// The file's path relative to the root, `/`-separated.
@@ -172,8 +172,9 @@ pub struct ChunkSource<'a> {
     pub text: &'a str,
 }
 
-/// Finds entities and links; holds the analyzer it tokenizes with.
-#[derive(Debug, Clone, Copy)]
+/// Finds entities and links; holds the analyzer it tokenizes with (the
+/// entity cache records it, and reuses entries only of an equal extractor).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EntityExtractor {
     analyzer: Analyzer,
 }

@@ -18,29 +18,37 @@
 //!   communities, the chunks covering both;
 //! - [`tables`] is the on-disk format, `graph.bin`, memory-mapped.
 //!
+//! - [`cache`] keeps every file's extracted entities in the generation
+//!   (`graph-files.bin`), so the next build extracts only changed files.
+//!
 //! Build: [`build_generation`] extracts each file ([`EntityExtractor::file`],
-//! pure, in parallel), feeds them in file order to a [`GraphBuilder`] and
-//! builds; the indexer validates, [`tables::encode`]s and writes the result.
+//! pure, in parallel) or decodes it from the previous generation's
+//! [`EntityCache`], feeds them in file order to a [`GraphBuilder`] and
+//! builds; the indexer validates, [`tables::encode`]s and writes the graph,
+//! and writes the new [`NewEntityCache`].
 //! Search: [`GraphFile::open`], then [`query::rank`] on its view.
 
 pub mod build;
+pub mod cache;
 pub mod community;
 pub mod entity;
 pub mod query;
+pub mod sections;
 pub mod summary;
 pub mod tables;
 #[cfg(test)]
 mod tests;
 
 pub use build::{BuiltGraph, GraphBuilder, GraphOptions};
+pub use cache::{EntityCache, NewEntityCache};
 pub use entity::{ChunkSource, EntityExtractor, EntityKey, EntityKind, FileEntities};
 pub use query::{GraphHit, GraphRanking, QueryOptions};
 pub use tables::{GraphFile, GraphView};
 
-use anyhow::Result;
+use anyhow::{Context, Result, ensure};
 use rayon::prelude::*;
 
-use crate::store::generation::ChunkTable;
+use crate::store::generation::{ChunkOrd, ChunkTable};
 
 /// Name of the graph file inside a generation folder.
 pub const GRAPH_FILE: &str = "graph.bin";
@@ -68,14 +76,35 @@ pub fn named_weight(recorded: f64) -> f64 {
     }
 }
 
+/// Files extracted (or decoded) together before they are handed to the
+/// builder in order: few enough that the extracted entities of the whole
+/// corpus are never held at once (a batch holds a few MB), many enough
+/// that a build waits for rayon's pool rarely (the embedder shares it).
+const BATCH_FILES: usize = 2048;
+
 /// Builds the graph of a generation: `table`'s files with their chunks,
-/// whose texts are in `texts`. Files are extracted in parallel and added in
-/// file order, so the result does not depend on the thread count.
+/// `chunk_text` giving a chunk's text by ordinal. A file whose `reuse`
+/// entry names a file of `previous` with the same fingerprint
+/// ([`cache::fingerprint`]) is decoded from it instead of extracted (its
+/// texts are not read); any other is extracted. Returns the graph and the
+/// new generation's cache, to [`NewEntityCache::write`] into it.
+///
+/// Files are extracted in parallel, a batch at a time, and added in file
+/// order, so the result depends neither on the thread count nor on what
+/// was reused.
 pub fn build_generation(
     table: &ChunkTable,
-    texts: &[u8],
+    chunk_text: &(dyn Fn(ChunkOrd) -> Result<String> + Sync),
+    reuse: &[Option<u32>],
+    previous: Option<&EntityCache>,
     options: GraphOptions,
-) -> Result<BuiltGraph> {
+) -> Result<(BuiltGraph, NewEntityCache)> {
+    ensure!(
+        reuse.len() == table.files.len(),
+        "{} reuse entries for {} files",
+        reuse.len(),
+        table.files.len()
+    );
     let mut file_chunks = vec![0..0; table.files.len()];
     for (ord, chunk) in table.chunks.iter().enumerate() {
         let range = &mut file_chunks[chunk.file as usize];
@@ -85,38 +114,69 @@ pub fn build_generation(
         range.end = ord + 1;
     }
     let extractor = EntityExtractor::new();
-    let files: Vec<FileEntities> = table
-        .files
-        .par_iter()
-        .zip(&file_chunks)
-        .map(|(file, range)| {
-            let records = &table.chunks[range.clone()];
-            let bodies: Vec<std::borrow::Cow<'_, str>> = records
-                .iter()
-                .map(|c| {
-                    String::from_utf8_lossy(&texts[c.text_start as usize..][..c.text_len as usize])
-                })
-                .collect();
-            let chunks: Vec<ChunkSource<'_>> = records
-                .iter()
-                .zip(&bodies)
-                .map(|(c, text)| ChunkSource {
-                    heading_path: &c.heading_path,
-                    text,
-                })
-                .collect();
-            let title = file.metadata.get("title").and_then(|t| t.first());
-            extractor.file(
-                &file.path,
-                &file.metadata,
-                title.map(String::as_str),
-                &chunks,
-            )
-        })
-        .collect();
     let mut builder = GraphBuilder::new(options);
-    for file in files {
-        builder.add_file(file);
+    let mut cache = NewEntityCache::new();
+    for start in (0..table.files.len()).step_by(BATCH_FILES) {
+        let batch = start..(start + BATCH_FILES).min(table.files.len());
+        // Decoded from the previous cache where it holds the file as it is.
+        let decoded: Vec<(u64, Option<FileEntities>)> = batch
+            .clone()
+            .into_par_iter()
+            .map(|index| {
+                let records = &table.chunks[file_chunks[index].clone()];
+                let fingerprint = cache::fingerprint(&table.files[index], records);
+                let entities = previous
+                    .zip(reuse[index])
+                    .and_then(|(previous, old)| previous.get(old, fingerprint));
+                (fingerprint, entities)
+            })
+            .collect();
+        // The others' texts, read in order (a text store decompresses each
+        // block once that way).
+        let texts: Vec<Option<Vec<String>>> = batch
+            .clone()
+            .zip(&decoded)
+            .map(|(index, (_, entities))| match entities {
+                Some(_) => Ok(None),
+                None => file_chunks[index]
+                    .clone()
+                    .map(|ord| chunk_text(ord as ChunkOrd))
+                    .collect::<Result<_>>()
+                    .map(Some),
+            })
+            .collect::<Result<_>>()?;
+        let extracted: Vec<Option<FileEntities>> = batch
+            .clone()
+            .into_par_iter()
+            .zip(texts)
+            .map(|(index, texts)| {
+                let texts = texts?;
+                let file = &table.files[index];
+                let chunks: Vec<ChunkSource<'_>> = table.chunks[file_chunks[index].clone()]
+                    .iter()
+                    .zip(&texts)
+                    .map(|(c, text)| ChunkSource {
+                        heading_path: &c.heading_path,
+                        text,
+                    })
+                    .collect();
+                let title = file.metadata.get("title").and_then(|t| t.first());
+                Some(extractor.file(
+                    &file.path,
+                    &file.metadata,
+                    title.map(String::as_str),
+                    &chunks,
+                ))
+            })
+            .collect();
+        for ((fingerprint, decoded), extracted) in decoded.into_iter().zip(extracted) {
+            let reused = decoded.is_some();
+            let entities = decoded
+                .or(extracted)
+                .context("a file was neither decoded nor extracted")?;
+            cache.push(&entities, fingerprint, reused)?;
+            builder.add_file(entities);
+        }
     }
-    builder.build()
+    Ok((builder.build()?, cache))
 }

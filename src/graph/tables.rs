@@ -6,16 +6,12 @@
 //! validation pass, whatever the corpus size, and a query touches only the
 //! pages it reads.
 //!
-//! ```text
-//! magic "MIDXGRPH" | format version u32 | section count u32
-//! | (offset u64, length u64) per section | header length u32 | header (postcard)
-//! | sections, each 8-byte aligned
-//! ```
-//! The header ([`GraphHeader`]) carries counts and build settings; the
+//! The file is framed as [`super::sections`] describes (magic `MIDXGRPH`):
+//! the header ([`GraphHeader`]) carries counts and build settings; the
 //! sections are the fields of [`GraphTables`], in declaration order.
-//! `bytemuck` views each section as a typed slice (it checks size and
-//! alignment), `postcard` encodes the header (serde-based, maintained),
-//! `memmap2` maps the file. A reader refuses another format version.
+//! `bytemuck` views each section as a typed slice, `postcard` encodes the
+//! header (serde-based, maintained), `memmap2` maps the file. A reader
+//! refuses another format version.
 //!
 //! Ids: an entity id is its position in the entity table, which is sorted by
 //! [`EntityKey`](super::entity::EntityKey) (kind, then name); a community id
@@ -26,22 +22,25 @@ use std::fs::File;
 use std::ops::Range;
 use std::path::Path;
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use memmap2::Mmap;
 use serde::{Deserialize, Serialize};
 
 use super::build::GraphOptions;
 use super::entity::EntityKind;
+use super::sections::Framing;
 use crate::store::generation::ChunkOrd;
 
 /// The format version this code writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
 
-/// The first bytes of a graph file.
-const MAGIC: &[u8; 8] = b"MIDXGRPH";
-
-/// Sections start at multiples of this many bytes.
-const SECTION_ALIGN: usize = 8;
+/// How a graph file is framed.
+const FRAMING: Framing = Framing {
+    magic: b"MIDXGRPH",
+    version: FORMAT_VERSION,
+    section_count: SECTION_COUNT,
+    what: "graph",
+};
 
 /// An entity's position in the entity table.
 pub type EntityId = u32;
@@ -531,29 +530,7 @@ fn check_ids(name: &str, ids: &[u32], bound: usize) -> Result<()> {
 /// Encodes the header and tables as the bytes of a graph file.
 pub fn encode(header: &GraphHeader, tables: &GraphTables) -> Result<Vec<u8>> {
     let header_bytes = postcard::to_stdvec(header).context("cannot encode the graph header")?;
-    let sections = tables.section_bytes();
-    let preamble = MAGIC.len() + 4 + 4 + 16 * sections.len() + 4 + header_bytes.len();
-    let mut offset = preamble.next_multiple_of(SECTION_ALIGN);
-    let mut spans = Vec::with_capacity(sections.len());
-    for section in &sections {
-        spans.push((offset as u64, section.len() as u64));
-        offset = (offset + section.len()).next_multiple_of(SECTION_ALIGN);
-    }
-    let mut out = Vec::with_capacity(offset);
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-    out.extend_from_slice(&(sections.len() as u32).to_le_bytes());
-    for (start, len) in &spans {
-        out.extend_from_slice(&start.to_le_bytes());
-        out.extend_from_slice(&len.to_le_bytes());
-    }
-    out.extend_from_slice(&(header_bytes.len() as u32).to_le_bytes());
-    out.extend_from_slice(&header_bytes);
-    for (section, (start, _)) in sections.iter().zip(&spans) {
-        out.resize(*start as usize, 0);
-        out.extend_from_slice(section);
-    }
-    Ok(out)
+    Ok(FRAMING.encode(&header_bytes, &tables.section_bytes()))
 }
 
 /// A graph file, memory-mapped and validated.
@@ -598,38 +575,7 @@ impl GraphFile {
 
 /// Reads magic, version, section table and header; checks the spans.
 fn parse_preamble(bytes: &[u8]) -> Result<(GraphHeader, Vec<Range<usize>>)> {
-    let mut cursor = 0usize;
-    let mut take = |len: usize| -> Result<&[u8]> {
-        let slice = bytes
-            .get(cursor..cursor + len)
-            .context("the file is too short")?;
-        cursor += len;
-        Ok(slice)
-    };
-    ensure!(take(MAGIC.len())? == MAGIC, "not a memidx graph file");
-    let version = u32::from_le_bytes(take(4)?.try_into()?);
-    if version != FORMAT_VERSION {
-        bail!(
-            "graph format version {version} is not supported (this memidx reads {FORMAT_VERSION})"
-        );
-    }
-    let count = u32::from_le_bytes(take(4)?.try_into()?) as usize;
-    ensure!(
-        count == SECTION_COUNT,
-        "{count} sections, expected {SECTION_COUNT}"
-    );
-    let mut spans = Vec::with_capacity(count);
-    for _ in 0..count {
-        let start = u64::from_le_bytes(take(8)?.try_into()?) as usize;
-        let len = u64::from_le_bytes(take(8)?.try_into()?) as usize;
-        let end = start.checked_add(len).context("a section overflows")?;
-        ensure!(
-            end <= bytes.len() && start.is_multiple_of(SECTION_ALIGN),
-            "a section is out of bounds"
-        );
-        spans.push(start..end);
-    }
-    let header_len = u32::from_le_bytes(take(4)?.try_into()?) as usize;
-    let header = postcard::from_bytes(take(header_len)?).context("the header cannot be decoded")?;
+    let (header, spans) = FRAMING.parse(bytes)?;
+    let header = postcard::from_bytes(header).context("the header cannot be decoded")?;
     Ok((header, spans))
 }

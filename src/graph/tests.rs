@@ -5,13 +5,19 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use anyhow::Result;
+
+use super::cache::CACHE_FILE;
 use super::query::{self, SeedMatch};
 use super::summary::ExtractiveSummary;
 use super::{
-    BuiltGraph, ChunkSource, EntityExtractor, EntityKind, GraphBuilder, GraphFile, GraphOptions,
-    QueryOptions, tables,
+    BuiltGraph, ChunkSource, EntityCache, EntityExtractor, EntityKind, GraphBuilder, GraphFile,
+    GraphOptions, QueryOptions, build_generation, tables,
 };
 use crate::corpus::chunk::{ChunkOptions, parse_file};
+use crate::store::generation::{ChunkOrd, ChunkRecord, ChunkTable, FileEntry, FileStamp};
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/graph");
 
@@ -342,4 +348,142 @@ fn communities_have_levels_parents_and_extractive_summaries() {
         eprintln!("   {} {coverage:.2}", ids[*chunk as usize]);
     }
     assert!(!summary.chunks.is_empty());
+}
+
+/// The fixture as an indexer hands it over: its chunk table and texts.
+fn fixture_table() -> (ChunkTable, Vec<String>) {
+    let root = Path::new(FIXTURE);
+    let mut paths: Vec<String> = walk(root, root);
+    paths.sort();
+    let mut table = ChunkTable::default();
+    let mut texts = Vec::new();
+    for (file, rel) in paths.iter().enumerate() {
+        let source = std::fs::read_to_string(root.join(rel)).expect("reads");
+        let parsed = parse_file(&source, &ChunkOptions::default());
+        let mut metadata = parsed.front_matter.metadata.clone();
+        if let Some(title) = &parsed.title {
+            metadata.insert("title".into(), vec![title.clone()]);
+        }
+        table.files.push(FileEntry {
+            path: rel.clone(),
+            metadata,
+            stamp: FileStamp::default(),
+        });
+        for (n, chunk) in parsed.chunks.iter().enumerate() {
+            table.chunks.push(ChunkRecord {
+                file: file as u32,
+                n: n as u32 + 1,
+                heading_path: chunk.heading_path.clone(),
+                lines: (0, 0),
+                text_start: 0,
+                text_len: chunk.text.len() as u32,
+                text_crc: crc32fast::hash(chunk.text.as_bytes()),
+                has_vector: false,
+                uid: table.chunks.len() as u32,
+            });
+            texts.push(chunk.text.clone());
+        }
+    }
+    (table, texts)
+}
+
+/// Builds the fixture's graph into `gen_dir` (graph bytes returned, cache
+/// written) reusing `reuse` from `previous`; also returns how many chunk
+/// texts were read and how many files were reused.
+fn build_into(
+    gen_dir: &Path,
+    (table, texts): &(ChunkTable, Vec<String>),
+    reuse: &[Option<u32>],
+    previous: Option<&EntityCache>,
+) -> (Vec<u8>, usize, usize) {
+    let reads = AtomicUsize::new(0);
+    let chunk_text = |ord: ChunkOrd| -> Result<String> {
+        reads.fetch_add(1, Ordering::Relaxed);
+        Ok(texts[ord as usize].clone())
+    };
+    let (built, cache) =
+        build_generation(table, &chunk_text, reuse, previous, GraphOptions::default())
+            .expect("builds");
+    let reused = cache.reused();
+    std::fs::create_dir_all(gen_dir).expect("creates");
+    cache.write(gen_dir).expect("writes the cache");
+    let bytes = tables::encode(&built.header, &built.tables).expect("encodes");
+    (bytes, reads.into_inner(), reused)
+}
+
+#[test]
+fn a_rebuild_from_the_cache_is_identical_and_reads_no_text() {
+    let fixture = fixture_table();
+    let files = fixture.0.files.len();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (first, first_reads, _) =
+        build_into(&dir.path().join("1"), &fixture, &vec![None; files], None);
+    assert_eq!(first_reads, fixture.1.len());
+    let cache = EntityCache::open(&dir.path().join("1"))
+        .expect("opens")
+        .expect("exists");
+    assert_eq!(cache.len(), files);
+    let all: Vec<Option<u32>> = (0..files as u32).map(Some).collect();
+    let (second, reads, reused) = build_into(&dir.path().join("2"), &fixture, &all, Some(&cache));
+    assert_eq!((reads, reused), (0, files));
+    assert!(
+        first == second,
+        "graph.bin differs after a rebuild from the cache"
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("1").join(CACHE_FILE)).expect("reads"),
+        std::fs::read(dir.path().join("2").join(CACHE_FILE)).expect("reads"),
+    );
+}
+
+#[test]
+fn only_changed_or_mismatched_files_are_extracted() {
+    let fixture = fixture_table();
+    let files = fixture.0.files.len();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (fresh, _, _) = build_into(&dir.path().join("1"), &fixture, &vec![None; files], None);
+    let cache = EntityCache::open(&dir.path().join("1"))
+        .expect("opens")
+        .expect("exists");
+    let chunks_of = |file: u32| fixture.0.chunks.iter().filter(|c| c.file == file).count();
+    // File 0 changed; file 1 is claimed to be file 2 (a wrong reuse: its
+    // fingerprint differs, so it is extracted anyway).
+    let mut reuse: Vec<Option<u32>> = (0..files as u32).map(Some).collect();
+    reuse[0] = None;
+    reuse[1] = Some(2);
+    let (rebuilt, reads, reused) =
+        build_into(&dir.path().join("2"), &fixture, &reuse, Some(&cache));
+    assert_eq!(reused, files - 2);
+    assert_eq!(reads, chunks_of(0) + chunks_of(1));
+    assert!(fresh == rebuilt);
+}
+
+#[test]
+fn a_damaged_or_foreign_cache_means_extracting_again() {
+    let fixture = fixture_table();
+    let files = fixture.0.files.len();
+    let all: Vec<Option<u32>> = (0..files as u32).map(Some).collect();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = dir.path().join("1");
+    let (fresh, _, _) = build_into(&old, &fixture, &vec![None; files], None);
+    let path = old.join(CACHE_FILE);
+    let intact = std::fs::read(&path).expect("reads");
+    // The compressed blocks are the file's tail: damage them.
+    let mut bytes = intact.clone();
+    let tail = bytes.len() - 40;
+    bytes[tail..].iter_mut().for_each(|b| *b ^= 0x5A);
+    std::fs::write(&path, &bytes).expect("writes");
+    let cache = EntityCache::open(&old).expect("opens").expect("exists");
+    let (rebuilt, reads, reused) = build_into(&dir.path().join("2"), &fixture, &all, Some(&cache));
+    assert!(reads > 0 && reused < files);
+    assert!(fresh == rebuilt);
+    // A cut file is refused when opened; another format version is ignored.
+    std::fs::write(&path, &intact[..intact.len() / 2]).expect("writes");
+    assert!(EntityCache::open(&old).is_err());
+    let mut newer = intact.clone();
+    newer[8] = 99;
+    std::fs::write(&path, &newer).expect("writes");
+    assert!(EntityCache::open(&old).expect("opens").is_none());
+    std::fs::remove_file(&path).expect("removes");
+    assert!(EntityCache::open(&old).expect("opens").is_none());
 }
