@@ -31,7 +31,7 @@ use crate::corpus::chunk::{ChunkOptions, parse_file};
 use crate::corpus::markdown::Metadata;
 use crate::corpus::walk::{SourceFile, WalkOptions, walk};
 use crate::embed::Embedder;
-use crate::graph::{self, GRAPH_FILE, GraphOptions};
+use crate::graph::{self, EntityCache, GRAPH_FILE, GraphOptions};
 use crate::lists::dense::{self, VectorWriter};
 use crate::lists::sparse::{self, Bm25Params, SparseWriter};
 use crate::output::progress;
@@ -272,10 +272,11 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
         ..GraphOptions::default()
     };
     let build_graph = options.builds_graph(previous.manifest.as_ref());
+    let old_dir = previous.generation.as_ref().map(Generation::dir);
     let (sparse_built, graph_built) = std::thread::scope(|scope| {
         let graph = scope.spawn(|| {
             build_graph
-                .then(|| write_graph(&gen_dir, &built.table, graph_options))
+                .then(|| write_graph(&gen_dir, &built, old_dir, graph_options))
                 .transpose()
         });
         let sparse = sparse.finish(&built.ords);
@@ -400,12 +401,11 @@ struct Carried {
 }
 
 impl Carried {
-    /// Reads them from the previous generation `old`.
-    fn read(old: &Generation) -> Result<Self> {
-        let uid_count = fs::metadata(old.dir().join(SPARSE_DIR).join(sparse::ORDS_FILE))?.len() / 4;
+    /// Reads them from the previous generation `old`, described by `manifest`.
+    fn read(old: &Generation, manifest: &Manifest) -> Result<Self> {
         Ok(Self {
             keys: dense::read_keys(old.dir())?,
-            uid_count: u32::try_from(uid_count)?,
+            uid_count: u32::try_from(manifest.sparse.uids)?,
             text_len: old.text_stream_len()?,
         })
     }
@@ -471,7 +471,7 @@ impl Previous {
                 .map(|(i, f)| (f.path.clone(), i))
                 .collect();
             previous.entries = entries;
-            previous.carried = Carried::read(&generation).ok();
+            previous.carried = Carried::read(&generation, &manifest).ok();
             previous.generation = Some(generation);
         }
         previous.manifest = Some(manifest);
@@ -709,6 +709,8 @@ struct Built {
     table: ChunkTable,
     /// Files whose chunks were kept from the previous index.
     reused: usize,
+    /// Per file, its index in the previous generation when it is unchanged.
+    reused_from: Vec<Option<u32>>,
     /// Per uid, the ordinal of its chunk, or [`sparse::DEAD`] (the sparse
     /// list's uid map; its length is the number of uids given out).
     ords: Vec<u32>,
@@ -740,6 +742,7 @@ impl Built {
         Self {
             table: ChunkTable::default(),
             reused: 0,
+            reused_from: Vec::new(),
             ords: vec![sparse::DEAD; carried.map_or(0, |c| c.uid_count as usize)],
         }
     }
@@ -774,6 +777,7 @@ impl Built {
                     entry.stamp.size = stamp.size;
                     entry.stamp.mtime_ns = stamp.mtime_ns;
                     self.table.files.push(entry);
+                    self.reused_from.push(Some(previous_file as u32));
                     for old_ord in old.chunks_of_file(previous_file as u32) {
                         let mut record = old.record(old_ord)?;
                         record.file = file;
@@ -800,6 +804,7 @@ impl Built {
                 } => {
                     warnings.extend(warning);
                     self.table.files.push(entry);
+                    self.reused_from.push(None);
                     for draft in chunks {
                         let chunk = NewChunk {
                             file,
@@ -859,30 +864,42 @@ impl Built {
     }
 }
 
-/// Builds the graph of `table` (whose texts are already in `gen_dir`),
-/// checks its invariants, and writes it as `graph.bin` into `gen_dir`;
-/// returns what the manifest records about it (with the default weight)
-/// and the time taken.
+/// Builds the graph of `built` (whose texts are already in `gen_dir`),
+/// decoding unchanged files' entities from `previous_dir`'s cache when it
+/// has one, checks its invariants, and writes it and the new cache into
+/// `gen_dir`; returns what the manifest records about it (with the
+/// default weight) and the time taken.
 fn write_graph(
     gen_dir: &Path,
-    table: &ChunkTable,
+    built: &Built,
+    previous_dir: Option<&Path>,
     options: GraphOptions,
 ) -> Result<(GraphManifest, Duration)> {
     let started = Instant::now();
+    // A damaged cache only costs extraction.
+    let previous = previous_dir.and_then(|dir| EntityCache::open(dir).ok().flatten());
     let store = TextStore::open(gen_dir)?;
-    let mut compact = table.clone();
-    let mut texts = Vec::new();
-    for chunk in &mut compact.chunks {
-        let text = store.read(chunk.text_start, chunk.text_len, chunk.text_crc)?;
-        chunk.text_start = texts.len() as u64;
-        texts.extend_from_slice(text.as_bytes());
-    }
-    let graph = graph::build_generation(&compact, &texts, options)?;
+    let chunk_text = |ord: ChunkOrd| {
+        let chunk = built
+            .table
+            .chunks
+            .get(ord as usize)
+            .context("the graph asked for a chunk past the end")?;
+        store.read(chunk.text_start, chunk.text_len, chunk.text_crc)
+    };
+    let (graph, cache) = graph::build_generation(
+        &built.table,
+        &chunk_text,
+        &built.reused_from,
+        previous.as_ref(),
+        options,
+    )?;
     let view = graph.tables.view(&graph.header);
     view.validate()
         .context("the graph just built is inconsistent")?;
     let bytes = graph::tables::encode(&graph.header, &graph.tables)?;
     atomic::write_synced(&gen_dir.join(GRAPH_FILE), &bytes)?;
+    cache.write(gen_dir)?;
     let manifest = GraphManifest {
         format_version: graph::tables::FORMAT_VERSION,
         options,

@@ -121,13 +121,19 @@ pub struct VectorWriter {
     keys: BufWriter<File>,
 }
 
+/// Buffer of each vector file's writer. Large writes matter: the kernel
+/// caches a file written in large pieces in large folios, and mapping the
+/// 84 MB vector file of corpus-big (`MAP_POPULATE`) took 3.4 ms per search
+/// after 8 KiB writes against 0.9 ms after one large write.
+const VECTOR_WRITE_BUFFER: usize = 8 << 20;
+
 impl VectorWriter {
     /// Creates the vector files in `dir`.
     pub fn create(dir: &Path) -> Result<Self> {
         let create = |name: &str| {
             let path = dir.join(name);
             File::create(&path)
-                .map(BufWriter::new)
+                .map(|file| BufWriter::with_capacity(VECTOR_WRITE_BUFFER, file))
                 .with_context(|| format!("cannot create {}", path.display()))
         };
         Ok(Self {

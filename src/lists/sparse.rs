@@ -16,12 +16,13 @@
 //! is self-describing. Queries use the same analyzer.
 //!
 //! **Updated, not rebuilt.** A document names its chunk by a *uid* that the
-//! chunk keeps from generation to generation ([`ChunkRecord::uid`]), and
-//! [`ORDS_FILE`] maps each uid to the chunk's ordinal in this generation.
-//! A re-index hard-links the previous generation's tantivy segments (they
-//! are immutable), adds the new chunks as a new segment, and writes a new
-//! map in which the uids of removed chunks are [`DEAD`]. Scoring skips dead
-//! documents and counts document frequencies over live ones, and the
+//! chunk keeps from generation to generation ([`ChunkRecord::uid`]). A
+//! re-index hard-links the previous generation's tantivy segments (they
+//! are immutable) and adds the new chunks as a new segment; [`ORDS_FILE`]
+//! then maps every document of every segment to its chunk's ordinal in
+//! this generation, or to [`DEAD`] for a removed chunk's document (one
+//! array lookup per posting, cheaper than reading the uid). Scoring skips
+//! dead documents and counts document frequencies over live ones, and the
 //! document count and total length come from the live chunks
 //! ([`SparseStats`]), so every score equals a fresh index's. The indexer
 //! rebuilds from scratch once dead documents outnumber live ones.
@@ -30,6 +31,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -41,7 +43,8 @@ use tantivy::postings::Postings;
 use tantivy::schema::{FAST, Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions};
 use tantivy::tokenizer::{PreTokenizedString, Token as TantivyToken, TokenStream, Tokenizer};
 use tantivy::{
-    DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, TERMINATED, TantivyDocument, Term,
+    DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, SegmentReader, TERMINATED,
+    TantivyDocument, Term,
 };
 
 use super::{Candidate, ListHit, RankedList, SearchIndex, TopWindow};
@@ -57,9 +60,14 @@ const BODY_FIELD: &str = "body";
 const UID_FIELD: &str = "uid";
 const LEN_FIELD: &str = "len";
 
-/// File, in the sparse folder, mapping each uid (`u32` little-endian, one
-/// per uid) to its chunk's ordinal, or to [`DEAD`].
-pub const ORDS_FILE: &str = "ords.u32";
+/// File, in the sparse folder, mapping each document to its chunk's
+/// ordinal or to [`DEAD`]: a `u32` segment count; per segment its id (32
+/// ASCII hex digits) and `u32` document count; then per segment, per
+/// document, the `u32` ordinal. All little-endian.
+pub const ORDS_FILE: &str = "ords.bin";
+
+/// Bytes of one segment's entry in the [`ORDS_FILE`] header.
+const SEGMENT_ENTRY_BYTES: usize = 36;
 
 /// The ordinal of a uid whose chunk is gone.
 pub const DEAD: u32 = u32::MAX;
@@ -101,6 +109,8 @@ pub struct SparseStats {
     pub docs: u64,
     /// Tokens in all live documents.
     pub tokens: u64,
+    /// Uids given out, live and dead (the next new chunk gets this one).
+    pub uids: u64,
 }
 
 /// What [`SparseWriter::finish`] wrote.
@@ -121,6 +131,9 @@ pub struct SparseIndex {
     stats: SparseStats,
     /// The [`ORDS_FILE`] map, memory-mapped (`None` when empty).
     ords: Option<Mmap>,
+    /// Per segment id, the range of its documents' ordinals in `ords`
+    /// (in `u32` units).
+    segments: Vec<(String, Range<usize>)>,
     ords_path: PathBuf,
 }
 
@@ -215,16 +228,50 @@ impl SparseWriter {
         Ok(())
     }
 
-    /// Commits, writes `ords` (per uid, its chunk's ordinal or [`DEAD`]) as
-    /// the uid map, and counts the live documents.
+    /// Commits, writes the documents' ordinals ([`ORDS_FILE`]) from
+    /// `ords` (per uid, its chunk's ordinal or [`DEAD`]), and counts the
+    /// live documents, checking that every live uid has exactly one.
     pub fn finish(self, ords: &[u32]) -> Result<SparseWritten> {
         if let Some(mut writer) = self.writer {
             writer.commit().context("cannot commit the sparse index")?;
             writer.wait_merging_threads()?;
         }
-        let bytes: Vec<u8> = ords.iter().flat_map(|o| o.to_le_bytes()).collect();
-        atomic::write_synced(&self.dir.join(ORDS_FILE), &bytes)?;
-        let stats = live_stats(&self.index, ords)?;
+        let reader = self.index.reader()?;
+        let searcher = reader.searcher();
+        let mut header = (searcher.segment_readers().len() as u32)
+            .to_le_bytes()
+            .to_vec();
+        let mut body = Vec::new();
+        let mut stats = SparseStats {
+            uids: ords.len() as u64,
+            ..SparseStats::default()
+        };
+        for segment in searcher.segment_readers() {
+            header.extend(segment.segment_id().uuid_string().as_bytes());
+            header.extend(segment.max_doc().to_le_bytes());
+            let uids = segment.fast_fields().u64(UID_FIELD)?;
+            let lengths = segment.fast_fields().u64(LEN_FIELD)?;
+            for doc in 0..segment.max_doc() {
+                let ord = uids
+                    .first(doc)
+                    .and_then(|u| ords.get(usize::try_from(u).ok()?))
+                    .copied()
+                    .unwrap_or(DEAD);
+                if ord != DEAD {
+                    stats.docs += 1;
+                    stats.tokens += lengths.first(doc).unwrap_or(0);
+                }
+                body.extend(ord.to_le_bytes());
+            }
+        }
+        let expected = ords.iter().filter(|&&o| o != DEAD).count() as u64;
+        ensure!(
+            stats.docs == expected,
+            "the sparse index holds {} live documents for {expected} chunks",
+            stats.docs
+        );
+        header.extend(body);
+        atomic::write_synced(&self.dir.join(ORDS_FILE), &header)?;
         Ok(SparseWritten {
             stats,
             linked: self.linked,
@@ -264,35 +311,6 @@ fn link_segments(base: &Path, dir: &Path) -> Result<Vec<String>> {
     Ok(linked)
 }
 
-/// Counts the live documents of `index` and their tokens, and checks that
-/// every live uid has exactly one document.
-fn live_stats(index: &Index, ords: &[u32]) -> Result<SparseStats> {
-    let reader = index.reader()?;
-    let searcher = reader.searcher();
-    let mut stats = SparseStats::default();
-    for segment in searcher.segment_readers() {
-        let uids = segment.fast_fields().u64(UID_FIELD)?;
-        let lengths = segment.fast_fields().u64(LEN_FIELD)?;
-        for doc in 0..segment.max_doc() {
-            let live = uids
-                .first(doc)
-                .and_then(|u| ords.get(usize::try_from(u).ok()?))
-                .is_some_and(|&o| o != DEAD);
-            if live {
-                stats.docs += 1;
-                stats.tokens += lengths.first(doc).unwrap_or(0);
-            }
-        }
-    }
-    let expected = ords.iter().filter(|&&o| o != DEAD).count() as u64;
-    ensure!(
-        stats.docs == expected,
-        "the sparse index holds {} live documents for {expected} chunks",
-        stats.docs
-    );
-    Ok(stats)
-}
-
 fn to_tantivy(t: Token) -> TantivyToken {
     TantivyToken {
         offset_from: t.offset_from,
@@ -316,10 +334,8 @@ impl SparseIndex {
         let index = Index::open_in_dir(dir).with_context(damaged)?;
         let ords_path = dir.join(ORDS_FILE);
         let ords = map_file(&ords_path)?;
-        ensure!(
-            ords.as_deref().is_none_or(|m| m.len().is_multiple_of(4)),
-            crate::store::damaged(&ords_path, "has a bad length")
-        );
+        let segments = segment_ranges(ords.as_deref().unwrap_or_default())
+            .with_context(|| crate::store::damaged(&ords_path, "is malformed"))?;
         register(&index, analyzer);
         let body = index.schema().get_field(BODY_FIELD).with_context(damaged)?;
         let reader = index
@@ -334,16 +350,25 @@ impl SparseIndex {
             params,
             stats,
             ords,
+            segments,
             ords_path,
         })
     }
 
-    /// The ordinal of the chunk holding `uid`, unless it is gone.
-    fn ord(&self, uid: u64) -> Option<ChunkOrd> {
-        let ords: &[u32] = bytemuck::try_cast_slice(self.ords.as_deref()?).ok()?;
-        ords.get(usize::try_from(uid).ok()?)
-            .copied()
-            .filter(|&o| o != DEAD)
+    /// The chunk ordinal (or [`DEAD`]) of each document of `segment`.
+    fn segment_ords(&self, segment: &SegmentReader) -> Result<&[u32]> {
+        let damaged = || crate::store::damaged(&self.ords_path, "does not match the index");
+        let id = segment.segment_id().uuid_string();
+        let (_, range) = self
+            .segments
+            .iter()
+            .find(|(known, _)| *known == id)
+            .with_context(damaged)?;
+        let all: &[u32] = bytemuck::try_cast_slice(self.ords.as_deref().unwrap_or_default())
+            .map_err(|_| anyhow::anyhow!(damaged()))?;
+        let ords = all.get(range.clone()).with_context(damaged)?;
+        ensure!(ords.len() == segment.max_doc() as usize, damaged());
+        Ok(ords)
     }
 
     /// The query's terms as this list sees them.
@@ -390,7 +415,7 @@ impl SparseIndex {
         terms: &BTreeMap<String, u32>,
         mut emit: impl FnMut(ChunkOrd, f32),
     ) -> Result<()> {
-        let SparseStats { docs, tokens } = self.stats;
+        let SparseStats { docs, tokens, .. } = self.stats;
         if docs == 0 {
             return Ok(());
         }
@@ -399,7 +424,7 @@ impl SparseIndex {
         for segment in searcher.segment_readers() {
             segments.push((
                 segment.inverted_index(self.body)?,
-                segment.fast_fields().u64(UID_FIELD)?,
+                self.segment_ords(segment)?,
                 segment.fast_fields().u64(LEN_FIELD)?,
             ));
         }
@@ -414,7 +439,7 @@ impl SparseIndex {
             // The term's live postings as (chunk, tf, length); their count
             // is the document frequency.
             live.clear();
-            for (inverted, uids, lengths) in &segments {
+            for (inverted, ords, lengths) in &segments {
                 let Some(mut postings) =
                     inverted.read_postings(&term, IndexRecordOption::WithFreqs)?
                 else {
@@ -422,7 +447,8 @@ impl SparseIndex {
                 };
                 let mut doc = postings.doc();
                 while doc != TERMINATED {
-                    if let Some(chunk) = uids.first(doc).and_then(|u| self.ord(u)) {
+                    let chunk = ords.get(doc as usize).copied().unwrap_or(DEAD);
+                    if chunk != DEAD {
                         let dl = lengths.first(doc).unwrap_or(0);
                         live.push((chunk, postings.term_freq(), dl));
                     }
@@ -448,6 +474,23 @@ impl SparseIndex {
         }
         Ok(())
     }
+}
+
+/// The segments listed in an [`ORDS_FILE`]: each id with the range of its
+/// ordinals (in `u32` units from the start of the file).
+fn segment_ranges(bytes: &[u8]) -> Option<Vec<(String, Range<usize>)>> {
+    let u32_at = |at: usize| Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?));
+    let count = u32_at(0)? as usize;
+    let mut start = (4 + count.checked_mul(SEGMENT_ENTRY_BYTES)?) / 4;
+    let mut segments = Vec::with_capacity(count);
+    for i in 0..count {
+        let entry = 4 + i * SEGMENT_ENTRY_BYTES;
+        let id = std::str::from_utf8(bytes.get(entry..entry + 32)?).ok()?;
+        let docs = u32_at(entry + 32)? as usize;
+        segments.push((id.to_string(), start..start + docs));
+        start += docs;
+    }
+    (start * 4 == bytes.len()).then_some(segments)
 }
 
 /// Maps `path` read-only (`None` for an empty file, which cannot be mapped).

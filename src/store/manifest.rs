@@ -176,7 +176,11 @@ mod tests {
                 rrf_k: 60.0,
                 window: None,
             },
-            sparse: SparseStats { docs: 2, tokens: 9 },
+            sparse: SparseStats {
+                docs: 2,
+                tokens: 9,
+                uids: 3,
+            },
             graph: Some(GraphManifest {
                 format_version: crate::graph::tables::FORMAT_VERSION,
                 options: GraphOptions::default(),

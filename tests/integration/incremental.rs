@@ -9,7 +9,7 @@ use crate::common;
 use std::fs;
 
 use common::Corpus;
-use memidx::store::{self, manifest::Manifest};
+use memidx::store::manifest::Manifest;
 
 /// Queries compared between indexes: identifiers, paraphrases, and words
 /// of the changed files.
@@ -29,13 +29,10 @@ const MODES: [&str; 3] = ["hybrid", "sparse", "dense"];
 /// a full rewrite, more uids than chunks once chunks were carried over
 /// past removed ones.
 fn uids_and_chunks(corpus: &Corpus) -> (u64, usize) {
-    let index_dir = corpus.path().join(".memidx");
-    let manifest = Manifest::read(&index_dir).unwrap().unwrap();
-    let ords = store::generation_dir(&index_dir, manifest.generation).join("sparse/ords.u32");
-    (
-        fs::metadata(ords).unwrap().len() / 4,
-        manifest.counts.chunks,
-    )
+    let manifest = Manifest::read(&corpus.path().join(".memidx"))
+        .unwrap()
+        .unwrap();
+    (manifest.sparse.uids, manifest.counts.chunks)
 }
 
 fn assert_matches_a_fresh_index(corpus: &Corpus, after: &str) {
