@@ -34,7 +34,7 @@ pub struct StatusReport {
     pub embedder: EmbedderInfo,
     /// Fusion defaults searches use.
     pub fusion: FusionDefaults,
-    /// The graph list, or `None` for an index written before memidx had one.
+    /// The graph list, or `None` for an index built without it.
     pub graph: Option<GraphStatus>,
     /// BM25 parameters.
     pub bm25: Bm25Params,
