@@ -62,12 +62,24 @@ const LEN_FIELD: &str = "len";
 
 /// File, in the sparse folder, mapping each document to its chunk's
 /// ordinal or to [`DEAD`]: a `u32` segment count; per segment its id (32
-/// ASCII hex digits) and `u32` document count; then per segment, per
-/// document, the `u32` ordinal. All little-endian.
+/// ASCII hex digits), `u32` document count and `u32` dead-document count;
+/// then per segment, per document, the `u32` ordinal. All little-endian.
 pub const ORDS_FILE: &str = "ords.bin";
 
 /// Bytes of one segment's entry in the [`ORDS_FILE`] header.
-const SEGMENT_ENTRY_BYTES: usize = 36;
+const SEGMENT_ENTRY_BYTES: usize = 40;
+
+/// One segment's part of the [`ORDS_FILE`] map.
+#[derive(Debug, Clone, PartialEq)]
+struct SegmentMap {
+    /// The tantivy segment id, as 32 hex digits.
+    id: String,
+    /// Its documents' ordinals, in `u32` units from the start of the file.
+    range: Range<usize>,
+    /// How many of its documents are dead. A segment without any is scored
+    /// in one pass, with tantivy's document frequencies.
+    dead: u32,
+}
 
 /// The ordinal of a uid whose chunk is gone.
 pub const DEAD: u32 = u32::MAX;
@@ -131,9 +143,8 @@ pub struct SparseIndex {
     stats: SparseStats,
     /// The [`ORDS_FILE`] map, memory-mapped (`None` when empty).
     ords: Option<Mmap>,
-    /// Per segment id, the range of its documents' ordinals in `ords`
-    /// (in `u32` units).
-    segments: Vec<(String, Range<usize>)>,
+    /// Where each segment's ordinals are in `ords`.
+    segments: Vec<SegmentMap>,
     ords_path: PathBuf,
 }
 
@@ -247,22 +258,26 @@ impl SparseWriter {
             ..SparseStats::default()
         };
         for segment in searcher.segment_readers() {
-            header.extend(segment.segment_id().uuid_string().as_bytes());
-            header.extend(segment.max_doc().to_le_bytes());
             let uids = segment.fast_fields().u64(UID_FIELD)?;
             let lengths = segment.fast_fields().u64(LEN_FIELD)?;
+            let mut dead = 0u32;
             for doc in 0..segment.max_doc() {
                 let ord = uids
                     .first(doc)
                     .and_then(|u| ords.get(usize::try_from(u).ok()?))
                     .copied()
                     .unwrap_or(DEAD);
-                if ord != DEAD {
+                if ord == DEAD {
+                    dead += 1;
+                } else {
                     stats.docs += 1;
                     stats.tokens += lengths.first(doc).unwrap_or(0);
                 }
                 body.extend(ord.to_le_bytes());
             }
+            header.extend(segment.segment_id().uuid_string().as_bytes());
+            header.extend(segment.max_doc().to_le_bytes());
+            header.extend(dead.to_le_bytes());
         }
         let expected = ords.iter().filter(|&&o| o != DEAD).count() as u64;
         ensure!(
@@ -355,20 +370,21 @@ impl SparseIndex {
         })
     }
 
-    /// The chunk ordinal (or [`DEAD`]) of each document of `segment`.
-    fn segment_ords(&self, segment: &SegmentReader) -> Result<&[u32]> {
+    /// The chunk ordinal (or [`DEAD`]) of each document of `segment`, and
+    /// whether none is dead.
+    fn segment_ords(&self, segment: &SegmentReader) -> Result<(&[u32], bool)> {
         let damaged = || crate::store::damaged(&self.ords_path, "does not match the index");
         let id = segment.segment_id().uuid_string();
-        let (_, range) = self
+        let map = self
             .segments
             .iter()
-            .find(|(known, _)| *known == id)
+            .find(|map| map.id == id)
             .with_context(damaged)?;
         let all: &[u32] = bytemuck::try_cast_slice(self.ords.as_deref().unwrap_or_default())
             .map_err(|_| anyhow::anyhow!(damaged()))?;
-        let ords = all.get(range.clone()).with_context(damaged)?;
+        let ords = all.get(map.range.clone()).with_context(damaged)?;
         ensure!(ords.len() == segment.max_doc() as usize, damaged());
-        Ok(ords)
+        Ok((ords, map.dead == 0))
     }
 
     /// The query's terms as this list sees them.
@@ -422,24 +438,39 @@ impl SparseIndex {
         let searcher = self.reader.searcher();
         let mut segments = Vec::new();
         for segment in searcher.segment_readers() {
-            segments.push((
-                segment.inverted_index(self.body)?,
-                self.segment_ords(segment)?,
-                segment.fast_fields().u64(LEN_FIELD)?,
-            ));
+            let (ords, clean) = self.segment_ords(segment)?;
+            let lengths = segment.fast_fields().u64(LEN_FIELD)?;
+            segments.push((segment.inverted_index(self.body)?, ords, lengths, clean));
         }
         let docs = docs as f32;
         let avgdl = (tokens as f32 / docs).max(f32::MIN_POSITIVE);
         let Bm25Params { k1, b } = self.params;
         let mut scores = vec![0.0f32; self.stats.docs as usize];
         let mut touched = Vec::new();
+        let mut add = |chunk: ChunkOrd, tf: u32, dl: u64, weight: f32| -> Result<()> {
+            let (tf, dl) = (tf as f32, dl as f32);
+            let slot = scores.get_mut(chunk as usize).with_context(|| {
+                crate::store::damaged(&self.ords_path, "names a chunk past the end")
+            })?;
+            if *slot == 0.0 {
+                touched.push(chunk);
+            }
+            *slot += weight * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * dl / avgdl));
+            Ok(())
+        };
         let mut live = Vec::new();
         for (text, count) in terms {
             let term = Term::from_field_text(self.body, text);
-            // The term's live postings as (chunk, tf, length); their count
-            // is the document frequency.
+            // The document frequency counts live documents only: a clean
+            // segment's is tantivy's; a segment with dead documents has its
+            // live postings, as (chunk, tf, length), collected and counted.
+            let mut df = 0u32;
             live.clear();
-            for (inverted, ords, lengths) in &segments {
+            for (inverted, ords, lengths, clean) in &segments {
+                if *clean {
+                    df += inverted.doc_freq(&term)?;
+                    continue;
+                }
                 let Some(mut postings) =
                     inverted.read_postings(&term, IndexRecordOption::WithFreqs)?
                 else {
@@ -449,24 +480,37 @@ impl SparseIndex {
                 while doc != TERMINATED {
                     let chunk = ords.get(doc as usize).copied().unwrap_or(DEAD);
                     if chunk != DEAD {
-                        let dl = lengths.first(doc).unwrap_or(0);
-                        live.push((chunk, postings.term_freq(), dl));
+                        live.push((chunk, postings.term_freq(), lengths.first(doc).unwrap_or(0)));
                     }
                     doc = postings.advance();
                 }
             }
-            let df = live.len() as f32;
+            let df = (df as usize + live.len()) as f32;
             let idf = (1.0 + (docs - df + 0.5) / (df + 0.5)).ln();
             let weight = idf * *count as f32;
             for &(chunk, tf, dl) in &live {
-                let (tf, dl) = (tf as f32, dl as f32);
-                let slot = scores.get_mut(chunk as usize).with_context(|| {
-                    crate::store::damaged(&self.ords_path, "names a chunk past the end")
-                })?;
-                if *slot == 0.0 {
-                    touched.push(chunk);
+                add(chunk, tf, dl, weight)?;
+            }
+            for (inverted, ords, lengths, clean) in &segments {
+                if !*clean {
+                    continue;
                 }
-                *slot += weight * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * dl / avgdl));
+                let Some(mut postings) =
+                    inverted.read_postings(&term, IndexRecordOption::WithFreqs)?
+                else {
+                    continue;
+                };
+                let mut doc = postings.doc();
+                while doc != TERMINATED {
+                    let chunk = ords.get(doc as usize).copied().unwrap_or(DEAD);
+                    add(
+                        chunk,
+                        postings.term_freq(),
+                        lengths.first(doc).unwrap_or(0),
+                        weight,
+                    )?;
+                    doc = postings.advance();
+                }
             }
         }
         for chunk in touched {
@@ -476,9 +520,8 @@ impl SparseIndex {
     }
 }
 
-/// The segments listed in an [`ORDS_FILE`]: each id with the range of its
-/// ordinals (in `u32` units from the start of the file).
-fn segment_ranges(bytes: &[u8]) -> Option<Vec<(String, Range<usize>)>> {
+/// The segments listed in an [`ORDS_FILE`] header.
+fn segment_ranges(bytes: &[u8]) -> Option<Vec<SegmentMap>> {
     let u32_at = |at: usize| Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?));
     let count = u32_at(0)? as usize;
     let mut start = (4 + count.checked_mul(SEGMENT_ENTRY_BYTES)?) / 4;
@@ -487,7 +530,11 @@ fn segment_ranges(bytes: &[u8]) -> Option<Vec<(String, Range<usize>)>> {
         let entry = 4 + i * SEGMENT_ENTRY_BYTES;
         let id = std::str::from_utf8(bytes.get(entry..entry + 32)?).ok()?;
         let docs = u32_at(entry + 32)? as usize;
-        segments.push((id.to_string(), start..start + docs));
+        segments.push(SegmentMap {
+            id: id.to_string(),
+            range: start..start + docs,
+            dead: u32_at(entry + 36)?,
+        });
         start += docs;
     }
     (start * 4 == bytes.len()).then_some(segments)
@@ -563,5 +610,57 @@ impl TokenStream for VecTokenStream {
 
     fn token_mut(&mut self) -> &mut TantivyToken {
         &mut self.tokens[self.next - 1]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An `ORDS_FILE` with the given (id digit, ordinals) segments.
+    fn ords_file(segments: &[(char, &[u32])]) -> Vec<u8> {
+        let mut bytes = (segments.len() as u32).to_le_bytes().to_vec();
+        for (digit, ords) in segments {
+            bytes.extend(digit.to_string().repeat(32).as_bytes());
+            bytes.extend((ords.len() as u32).to_le_bytes());
+            let dead = ords.iter().filter(|&&o| o == DEAD).count() as u32;
+            bytes.extend(dead.to_le_bytes());
+        }
+        for (_, ords) in segments {
+            bytes.extend(ords.iter().flat_map(|o| o.to_le_bytes()));
+        }
+        bytes
+    }
+
+    #[test]
+    fn the_ordinal_map_header_locates_each_segment_and_counts_its_dead() {
+        let bytes = ords_file(&[('a', &[0, DEAD, 2]), ('b', &[1])]);
+        let maps = segment_ranges(&bytes).unwrap();
+        // Header: 4 + 2 × 40 bytes = 21 u32s; then 3 and 1 ordinals.
+        assert_eq!(
+            maps,
+            [
+                SegmentMap {
+                    id: "a".repeat(32),
+                    range: 21..24,
+                    dead: 1
+                },
+                SegmentMap {
+                    id: "b".repeat(32),
+                    range: 24..25,
+                    dead: 0
+                },
+            ]
+        );
+        assert_eq!(segment_ranges(&ords_file(&[])).unwrap(), []);
+    }
+
+    #[test]
+    fn a_truncated_or_padded_ordinal_map_is_refused() {
+        let bytes = ords_file(&[('a', &[0, 1])]);
+        assert!(segment_ranges(&bytes[..bytes.len() - 4]).is_none());
+        assert!(segment_ranges(&[bytes.as_slice(), &[0; 4]].concat()).is_none());
+        assert!(segment_ranges(&bytes[..10]).is_none());
+        assert!(segment_ranges(&[]).is_none());
     }
 }

@@ -304,6 +304,15 @@ fn bytes(n: u64) -> String {
     }
 }
 
+/// `n` and `noun`, plural unless `n` is 1: "1 chunk", "2 chunks".
+fn counted(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// Prints the one-line summary of an indexing run.
 pub fn print_index_summary(out: &mut dyn Write, report: &IndexReport) -> Result<()> {
     if report.up_to_date {
@@ -319,13 +328,13 @@ pub fn print_index_summary(out: &mut dyn Write, report: &IndexReport) -> Result<
     }
     writeln!(
         out,
-        "indexed {} files ({} unchanged), {} chunks, {} skipped in {:.2} s (embedding {} chunks: {:.2} s{}) -> {}",
-        report.files,
+        "indexed {} ({} unchanged), {}, {} skipped in {:.2} s (embedding {}: {:.2} s{}) -> {}",
+        counted(report.files, "file"),
         report.reused,
-        report.chunks,
+        counted(report.chunks, "chunk"),
         report.skipped.len(),
         report.elapsed.as_secs_f64(),
-        report.embedded,
+        counted(report.embedded, "chunk"),
         report.embed_time.as_secs_f64(),
         report.graph_time.map_or(String::new(), |t| format!(
             "; graph: {:.2} s",
@@ -456,6 +465,13 @@ fn snippet(text: &str, max_chars: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_take_the_plural_unless_one() {
+        assert_eq!(counted(0, "chunk"), "0 chunks");
+        assert_eq!(counted(1, "chunk"), "1 chunk");
+        assert_eq!(counted(107, "file"), "107 files");
+    }
 
     #[test]
     fn byte_counts_read_naturally() {

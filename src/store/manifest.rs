@@ -28,11 +28,12 @@ use super::{MANIFEST_FILE, atomic, damaged};
 
 /// The on-disk format this build writes (13 added the graph, `graph.bin`;
 /// 14 the sparse list's uids, so a re-index updates it instead of
-/// rebuilding it).
-pub const FORMAT_VERSION: u32 = 14;
+/// rebuilding it; 15 made its ordinal map per segment document and
+/// recorded the uids given out).
+pub const FORMAT_VERSION: u32 = 15;
 
 /// The on-disk formats this build can read.
-pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 14..=14;
+pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 15..=15;
 
 /// The manifest of one complete index.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
