@@ -39,12 +39,13 @@ use anyhow::{Context, Result, ensure};
 use memmap2::Mmap;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+use tantivy::columnar::Column;
 use tantivy::postings::Postings;
 use tantivy::schema::{FAST, Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions};
 use tantivy::tokenizer::{PreTokenizedString, Token as TantivyToken, TokenStream, Tokenizer};
 use tantivy::{
-    DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, SegmentReader, TERMINATED,
-    TantivyDocument, Term,
+    DocSet, Index, IndexReader, IndexWriter, InvertedIndexReader, ReloadPolicy, SegmentReader,
+    TERMINATED, TantivyDocument, Term,
 };
 
 use super::{Candidate, ListHit, RankedList, SearchIndex, TopWindow};
@@ -471,19 +472,12 @@ impl SparseIndex {
                     df += inverted.doc_freq(&term)?;
                     continue;
                 }
-                let Some(mut postings) =
-                    inverted.read_postings(&term, IndexRecordOption::WithFreqs)?
-                else {
-                    continue;
-                };
-                let mut doc = postings.doc();
-                while doc != TERMINATED {
-                    let chunk = ords.get(doc as usize).copied().unwrap_or(DEAD);
+                for_each_posting(inverted, &term, ords, lengths, |chunk, tf, dl| {
                     if chunk != DEAD {
-                        live.push((chunk, postings.term_freq(), lengths.first(doc).unwrap_or(0)));
+                        live.push((chunk, tf, dl));
                     }
-                    doc = postings.advance();
-                }
+                    Ok(())
+                })?;
             }
             let df = (df as usize + live.len()) as f32;
             let idf = (1.0 + (docs - df + 0.5) / (df + 0.5)).ln();
@@ -495,22 +489,9 @@ impl SparseIndex {
                 if !*clean {
                     continue;
                 }
-                let Some(mut postings) =
-                    inverted.read_postings(&term, IndexRecordOption::WithFreqs)?
-                else {
-                    continue;
-                };
-                let mut doc = postings.doc();
-                while doc != TERMINATED {
-                    let chunk = ords.get(doc as usize).copied().unwrap_or(DEAD);
-                    add(
-                        chunk,
-                        postings.term_freq(),
-                        lengths.first(doc).unwrap_or(0),
-                        weight,
-                    )?;
-                    doc = postings.advance();
-                }
+                for_each_posting(inverted, &term, ords, lengths, |chunk, tf, dl| {
+                    add(chunk, tf, dl, weight)
+                })?;
             }
         }
         for chunk in touched {
@@ -518,6 +499,28 @@ impl SparseIndex {
         }
         Ok(())
     }
+}
+
+/// Calls `visit(chunk, tf, length)` for every posting of `term` in one
+/// segment, whose documents' ordinals are `ords` (`chunk` is [`DEAD`] for
+/// a dead document) and token counts `lengths`.
+fn for_each_posting(
+    inverted: &InvertedIndexReader,
+    term: &Term,
+    ords: &[u32],
+    lengths: &Column<u64>,
+    mut visit: impl FnMut(ChunkOrd, u32, u64) -> Result<()>,
+) -> Result<()> {
+    let Some(mut postings) = inverted.read_postings(term, IndexRecordOption::WithFreqs)? else {
+        return Ok(());
+    };
+    let mut doc = postings.doc();
+    while doc != TERMINATED {
+        let chunk = ords.get(doc as usize).copied().unwrap_or(DEAD);
+        visit(chunk, postings.term_freq(), lengths.first(doc).unwrap_or(0))?;
+        doc = postings.advance();
+    }
+    Ok(())
 }
 
 /// The segments listed in an [`ORDS_FILE`] header.
