@@ -362,7 +362,7 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
         index_dir: options.index_dir.clone(),
         generation,
         files: manifest.counts.files,
-        reused: built.reused,
+        reused: built.reused_from.iter().flatten().count(),
         chunks: manifest.counts.chunks,
         skipped,
         warnings,
@@ -707,8 +707,6 @@ const FILE_BATCH: usize = 1024;
 /// order; the texts go straight to a [`TextWriter`].
 struct Built {
     table: ChunkTable,
-    /// Files whose chunks were kept from the previous index.
-    reused: usize,
     /// Per file, its index in the previous generation when it is unchanged.
     reused_from: Vec<Option<u32>>,
     /// Per uid, the ordinal of its chunk, or [`sparse::DEAD`] (the sparse
@@ -741,7 +739,6 @@ impl Built {
     fn new(carried: Option<&Carried>) -> Self {
         Self {
             table: ChunkTable::default(),
-            reused: 0,
             reused_from: Vec::new(),
             ords: vec![sparse::DEAD; carried.map_or(0, |c| c.uid_count as usize)],
         }
@@ -795,7 +792,6 @@ impl Built {
                         };
                         sources.push(source);
                     }
-                    self.reused += 1;
                 }
                 FileOutcome::Fresh {
                     entry,

@@ -51,7 +51,7 @@ use tantivy::{
 use super::{Candidate, ListHit, RankedList, SearchIndex, TopWindow};
 use crate::filter::AllowSet;
 use crate::store::generation::ChunkOrd;
-use crate::store::{atomic, damaged};
+use crate::store::{atomic, damaged, map_file};
 use crate::text::tokenize::{Analyzer, Token};
 
 /// Name under which the analyzer is registered with tantivy.
@@ -541,19 +541,6 @@ fn segment_ranges(bytes: &[u8]) -> Option<Vec<SegmentMap>> {
         start += docs;
     }
     (start * 4 == bytes.len()).then_some(segments)
-}
-
-/// Maps `path` read-only (`None` for an empty file, which cannot be mapped).
-fn map_file(path: &Path) -> Result<Option<Mmap>> {
-    let file = fs::File::open(path).with_context(|| damaged(path, "cannot be opened"))?;
-    if file.metadata()?.len() == 0 {
-        return Ok(None);
-    }
-    // SAFETY: generation files are never modified after the manifest that
-    // names them is written; a re-index writes a new folder.
-    Ok(Some(
-        unsafe { Mmap::map(&file) }.with_context(|| damaged(path, "cannot be mapped"))?,
-    ))
 }
 
 /// The schema: the analyzed body (term frequencies, no positions), and the

@@ -35,7 +35,7 @@ use serde::{Deserialize, Serialize};
 use crate::corpus::markdown::Metadata;
 
 use super::manifest::Manifest;
-use super::{atomic, checks, damaged};
+use super::{atomic, checks, damaged, map_file};
 
 /// File holding one [`RawChunk`] per chunk.
 pub const CHUNKS_FILE: &str = "chunks.bin";
@@ -207,12 +207,9 @@ impl TextWriter {
         match base {
             Some(base) => {
                 let store = TextStore::open(base)?;
-                let carried = store.index()?;
-                let (starts, end) = carried
-                    .split_last_chunk::<2>()
-                    .with_context(|| damaged(&store.index_path(), "is malformed"))?;
+                let (starts, end) = store.blocks_and_end()?;
                 index.extend_from_slice(starts);
-                [block_start, compressed_len] = *end;
+                [block_start, compressed_len] = end;
                 fs::copy(base.join(TEXTS_FILE), &path)
                     .with_context(|| format!("cannot copy the texts into {}", gen_dir.display()))?;
             }
@@ -235,7 +232,7 @@ impl TextWriter {
     }
 
     /// Length of the uncompressed stream so far: where the next text starts.
-    pub fn stream_len(&self) -> u64 {
+    fn stream_len(&self) -> u64 {
         self.block_start + self.block.len() as u64
     }
 
@@ -377,19 +374,6 @@ fn slice<'a>(map: &'a Option<Mmap>, range: Range<usize>, path: &Path) -> Result<
         .with_context(|| damaged(path, "is too short"))
 }
 
-/// Maps `path` read-only (`None` for an empty file, which cannot be mapped).
-fn map(path: &Path) -> Result<Option<Mmap>> {
-    let file = File::open(path).with_context(|| damaged(path, "cannot be opened"))?;
-    if file.metadata()?.len() == 0 {
-        return Ok(None);
-    }
-    // SAFETY: generation files are never modified after the manifest that
-    // names them is written; a concurrent re-index writes a new folder.
-    Ok(Some(
-        unsafe { Mmap::map(&file) }.with_context(|| damaged(path, "cannot be mapped"))?,
-    ))
-}
-
 impl Generation {
     /// Opens generation `manifest.generation` under `index_dir`, after the
     /// checks of [`checks::check_on_open`].
@@ -407,10 +391,10 @@ impl Generation {
             );
         }
         let generation = Self {
-            chunks: map(&dir.join(CHUNKS_FILE))?.map(Arc::new),
-            headings: map(&dir.join(HEADINGS_FILE))?,
-            file_index: map(&dir.join(FILE_INDEX_FILE))?,
-            files: map(&dir.join(FILES_FILE))?,
+            chunks: map_file(&dir.join(CHUNKS_FILE))?.map(Arc::new),
+            headings: map_file(&dir.join(HEADINGS_FILE))?,
+            file_index: map_file(&dir.join(FILE_INDEX_FILE))?,
+            files: map_file(&dir.join(FILES_FILE))?,
             texts: TextStore::open(&dir)?,
             dir,
         };
@@ -561,11 +545,6 @@ impl Generation {
         self.texts.stream_len()
     }
 
-    /// Every chunk's uid ([`ChunkRecord::uid`]), in ordinal order.
-    pub fn uids(&self) -> impl Iterator<Item = u32> + '_ {
-        self.raw_chunks().unwrap_or_default().iter().map(|c| c.uid)
-    }
-
     /// The chunk at `ord`, with its file and text.
     pub fn chunk(&self, ord: ChunkOrd) -> Result<ChunkView> {
         let record = self.record(ord)?;
@@ -602,8 +581,8 @@ impl TextStore {
     /// Maps the text store of generation folder `dir`.
     pub fn open(dir: &Path) -> Result<Self> {
         Ok(Self {
-            texts: map(&dir.join(TEXTS_FILE))?,
-            text_index: map(&dir.join(TEXT_INDEX_FILE))?,
+            texts: map_file(&dir.join(TEXTS_FILE))?,
+            text_index: map_file(&dir.join(TEXT_INDEX_FILE))?,
             cache: Mutex::new(None),
             dir: dir.to_path_buf(),
         })
@@ -628,9 +607,19 @@ impl TextStore {
         Ok(index)
     }
 
+    /// The block index split into the blocks' (uncompressed start,
+    /// compressed start) pairs, flat, and the end of both streams.
+    fn blocks_and_end(&self) -> Result<(&[u64], [u64; 2])> {
+        let (starts, end) = self
+            .index()?
+            .split_last_chunk::<2>()
+            .with_context(|| damaged(&self.index_path(), "is malformed"))?;
+        Ok((starts, *end))
+    }
+
     /// Length of the uncompressed stream.
     pub fn stream_len(&self) -> Result<u64> {
-        Ok(self.index()?[self.index()?.len() - 2])
+        Ok(self.blocks_and_end()?.1[0])
     }
 
     /// The `len` bytes at `start` of the uncompressed stream, checked

@@ -19,7 +19,11 @@ pub mod lock;
 pub mod manifest;
 pub mod vector_cache;
 
+use std::fs::File;
 use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use memmap2::Mmap;
 
 /// Name of the index folder placed in the indexed root.
 pub const INDEX_DIR_NAME: &str = ".memidx";
@@ -41,6 +45,21 @@ pub fn damaged(path: &Path, what: &str) -> String {
         "index is damaged: {} {what}; run 'memidx index --full' to rebuild it",
         path.display()
     )
+}
+
+/// Maps a generation file read-only (`None` for an empty file, which
+/// cannot be mapped); a file that cannot be opened or mapped is named as
+/// damaged.
+pub fn map_file(path: &Path) -> Result<Option<Mmap>> {
+    let file = File::open(path).with_context(|| damaged(path, "cannot be opened"))?;
+    if file.metadata()?.len() == 0 {
+        return Ok(None);
+    }
+    // SAFETY: generation files are never modified after the manifest that
+    // names them is written; a re-index writes a new generation folder.
+    Ok(Some(
+        unsafe { Mmap::map(&file) }.with_context(|| damaged(path, "cannot be mapped"))?,
+    ))
 }
 
 /// Parses a folder name of the form `gen-N`.
