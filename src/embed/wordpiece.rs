@@ -148,8 +148,17 @@ fn pre_tokenize(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
+// ASCII takes a fast path in the character classes below (the Unicode
+// tables are binary searches, and these run for every character embedded):
+// an ASCII character is Unicode punctuation or "other" exactly when it is
+// ASCII punctuation or an ASCII control character.
+
 fn is_punctuation(c: char) -> bool {
-    c.is_ascii_punctuation() || c.is_punctuation()
+    if c.is_ascii() {
+        c.is_ascii_punctuation()
+    } else {
+        c.is_punctuation()
+    }
 }
 
 fn is_whitespace(c: char) -> bool {
@@ -157,7 +166,11 @@ fn is_whitespace(c: char) -> bool {
 }
 
 fn is_control(c: char) -> bool {
-    !matches!(c, '\t' | '\n' | '\r') && c.is_other()
+    if c.is_ascii() {
+        c.is_ascii_control() && !matches!(c, '\t' | '\n' | '\r')
+    } else {
+        c.is_other()
+    }
 }
 
 /// The CJK ideograph blocks BERT spaces out.
@@ -194,6 +207,22 @@ pub(crate) mod tests {
         "",
         "   ",
     ];
+
+    #[test]
+    fn the_ascii_fast_paths_agree_with_the_unicode_tables() {
+        for c in (0u8..=127).map(char::from) {
+            assert_eq!(
+                is_punctuation(c),
+                c.is_ascii_punctuation() || c.is_punctuation(),
+                "{c:?}"
+            );
+            assert_eq!(
+                is_control(c),
+                !matches!(c, '\t' | '\n' | '\r') && c.is_other(),
+                "{c:?}"
+            );
+        }
+    }
 
     #[test]
     fn splits_words_and_punctuation_like_bert() {
