@@ -380,7 +380,7 @@ def stage_corpus(args) -> None:
     rng.shuffle(picked)
     if need_sample:
         write_rows(sample_path, picked)
-    elif [r["text"] for r in read_texts(args.work)] != [r["text"] for r in picked]:
+    elif [r["text"] for r in read_rows(sample_path)] != [r["text"] for r in picked]:
         sys.exit(f"corpus: {sample_path} was made with other options; --rest needs the same ones (or --force)")
     if need_rest:
         taken = {r["text"] for r in picked}
@@ -418,17 +418,22 @@ PARTS = (("texts.jsonl", "features"), ("texts-science.jsonl", "features-science"
 
 def part_rows(args, part: int) -> list[dict]:
     """The rows of one part that featurize and train use (none when the part is not asked for)."""
-    path = args.work / PARTS[part][0]
     if (part == 1 and not args.science) or (part == 2 and not args.rest):
         return []
-    with open(path, encoding="utf-8") as f:
-        rows = [json.loads(line) for line in f]
+    rows = read_rows(args.work / PARTS[part][0])
     return rows[:args.max_texts] if part == 0 and args.max_texts else rows
 
 
-def read_texts(work: Path) -> list[dict]:
-    with open(work / PARTS[0][0], encoding="utf-8") as f:
+def read_rows(path: Path) -> list[dict]:
+    """The rows of a texts file (JSON Lines)."""
+    with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f]
+
+
+def shard_paths(feat_dir: Path, rows: list[dict]) -> list[tuple[Path, Path]]:
+    """(teacher vectors, texts the teacher saw) of each shard of SHARD rows under `feat_dir`."""
+    n_shards = (len(rows) + SHARD - 1) // SHARD
+    return [(feat_dir / f"shard_{s:05d}.npy", feat_dir / f"shard_{s:05d}.json") for s in range(n_shards)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -450,12 +455,10 @@ def stage_featurize(args) -> None:
 def featurize_part(args, torch, tok, model, rows: list[dict], feat_dir: Path) -> None:
     """Teacher vectors of `rows`, in resumable shards of SHARD texts under `feat_dir`."""
     feat_dir.mkdir(parents=True, exist_ok=True)
-    n_shards = (len(rows) + SHARD - 1) // SHARD
+    shards = shard_paths(feat_dir, rows)
     t0 = time.perf_counter()
     done_tokens = 0
-    for s in range(n_shards):
-        vec_path = feat_dir / f"shard_{s:05d}.npy"
-        txt_path = feat_dir / f"shard_{s:05d}.json"
+    for s, (vec_path, txt_path) in enumerate(shards):
         if vec_path.exists() and txt_path.exists():
             continue
         texts = [r["text"] for r in rows[s * SHARD:(s + 1) * SHARD]]
@@ -484,7 +487,7 @@ def featurize_part(args, torch, tok, model, rows: list[dict], feat_dir: Path) ->
         txt_path.write_text(json.dumps(cut, ensure_ascii=False), encoding="utf-8")
         done_tokens += sum(lengths)
         el = time.perf_counter() - t0
-        log(f"featurize: {feat_dir.name} shard {s + 1}/{n_shards}, {done_tokens / el:.0f} teacher tokens/s, "
+        log(f"featurize: {feat_dir.name} shard {s + 1}/{len(shards)}, {done_tokens / el:.0f} teacher tokens/s, "
             f"{el:.0f} s")
 
 
@@ -496,9 +499,7 @@ def load_features(args) -> tuple[list[str], np.ndarray, list[str]]:
     for part, (_, feat_name) in enumerate(PARTS):
         rows = part_rows(args, part)
         n = 0
-        for s in range((len(rows) + SHARD - 1) // SHARD):
-            vec_path = args.work / feat_name / f"shard_{s:05d}.npy"
-            txt_path = vec_path.with_suffix(".json")
+        for vec_path, txt_path in shard_paths(args.work / feat_name, rows):
             if not (vec_path.exists() and txt_path.exists()):
                 sys.exit(f"train: {vec_path} is missing; run the featurize stage with the same options")
             texts.extend(json.loads(txt_path.read_text(encoding="utf-8")))
@@ -561,12 +562,13 @@ def stage_distill(args) -> None:
     vocab = None
     if args.extra_vocab:
         base = set(Tokenizer.from_file(str(Path(teacher) / "tokenizer.json")).get_vocab())
-        if args.vocab_from == "wordnet":  # a general dictionary: every gloss, not the sample
-            texts = wordnet_texts(args.wordnet)
+        if args.vocab_from == "wordnet":
+            # A general dictionary, every gloss (not the sample). Glosses are short: a word in two
+            # of them is already a dictionary word worth a token.
+            texts, min_count = wordnet_texts(args.wordnet), 2
         else:
-            texts = [r["text"] for r in read_texts(args.work)]
-        # Glosses are short: a word in two of them is already a dictionary word worth a token.
-        vocab = extra_vocabulary(texts, base, args.extra_vocab, 2 if args.vocab_from == "wordnet" else 3)
+            texts, min_count = [r["text"] for r in read_rows(args.work / PARTS[0][0])], 3
+        vocab = extra_vocabulary(texts, base, args.extra_vocab, min_count)
         log(f"distill: {len(vocab)} extra words, e.g. {vocab[:10]} ... {vocab[-5:]}")
     t0 = time.perf_counter()
     model = distill(model_name=teacher, vocabulary=vocab, device="cpu", pca_dims=args.dims,
