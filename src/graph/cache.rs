@@ -140,11 +140,8 @@ impl EntityCache {
                 return Err(err).with_context(|| format!("cannot open {}", path.display()));
             }
         };
-        // SAFETY: generation files are never modified after the manifest that
-        // names them is written; a re-index writes a new generation folder.
-        let map = unsafe { Mmap::map(&file) }
-            .with_context(|| format!("cannot map {}", path.display()))?;
         let damaged = || crate::store::damaged(&path, "cannot be read as an entity cache");
+        let map = crate::store::map_opened(&file, &path)?.with_context(damaged)?;
         if FRAMING.version_of(&map).with_context(damaged)? != FORMAT_VERSION {
             return Ok(None);
         }

@@ -18,7 +18,6 @@
 //! is its position among all levels' communities (level 0 first; the
 //! communities of level `l` are `level_community_starts[l]..[l + 1]`).
 
-use std::fs::File;
 use std::ops::Range;
 use std::path::Path;
 
@@ -551,11 +550,7 @@ impl GraphFile {
     /// on a table that breaks them.
     pub fn open(path: &Path) -> Result<Self> {
         let damaged = || crate::store::damaged(path, "cannot be read as a graph");
-        let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-        // SAFETY: generation files are never modified after the manifest that
-        // names them is written; a re-index writes a new generation folder.
-        let map = unsafe { Mmap::map(&file) }
-            .with_context(|| format!("cannot map {}", path.display()))?;
+        let map = crate::store::map_file(path)?.with_context(damaged)?;
         let (header, spans) = parse_preamble(&map).with_context(damaged)?;
         let graph = Self { map, header, spans };
         graph.view().with_context(damaged)?;

@@ -52,13 +52,19 @@ pub fn damaged(path: &Path, what: &str) -> String {
 /// damaged.
 pub fn map_file(path: &Path) -> Result<Option<Mmap>> {
     let file = File::open(path).with_context(|| damaged(path, "cannot be opened"))?;
+    map_opened(&file, path)
+}
+
+/// Maps `file`, a generation file opened at `path`, read-only (`None` when
+/// it is empty): for a caller that treats a missing file as its own case.
+pub fn map_opened(file: &File, path: &Path) -> Result<Option<Mmap>> {
     if file.metadata()?.len() == 0 {
         return Ok(None);
     }
     // SAFETY: generation files are never modified after the manifest that
     // names them is written; a re-index writes a new generation folder.
     Ok(Some(
-        unsafe { Mmap::map(&file) }.with_context(|| damaged(path, "cannot be mapped"))?,
+        unsafe { Mmap::map(file) }.with_context(|| damaged(path, "cannot be mapped"))?,
     ))
 }
 
