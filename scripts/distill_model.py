@@ -182,7 +182,6 @@ def main() -> None:
     t_start = time.perf_counter()
 
     import torch
-    from model2vec import StaticModel
     from model2vec.distill import distill
     from model2vec.persistence import save_pretrained
 

