@@ -11,7 +11,9 @@
 //! applied to every match before the top window is taken.
 //!
 //! Text is analyzed once by the identifier-aware [`Analyzer`], in parallel
-//! (`rayon`), and handed to tantivy pre-tokenized; the analyzer is also
+//! (`rayon`), and handed to tantivy pre-tokenized in a document type of
+//! memidx's own (`ChunkDoc`, which spares the JSON round trip of tantivy's
+//! default document); the analyzer is also
 //! registered with tantivy as the tokenizer [`TOKENIZER_NAME`], so the index
 //! is self-describing. Queries use the same analyzer.
 //!
