@@ -6,9 +6,10 @@
 //!    - *exact*: a query identifier equal to an identifier entity
 //!      (`pg_ctl`), or a word or word pair equal to an error code (`c4996`,
 //!      `http 504`);
-//!    - *by terms*: an entity whose name terms ([`name_terms`](super::entity::name_terms)) the query
-//!      holds, at least [`QueryOptions::min_coverage`] of them (`cluster B`
-//!      names `cluster: b`; `database failover` names the heading
+//!    - *by terms*: an entity whose name terms
+//!      ([`name_terms`](super::entity::name_terms)) the query holds, at least
+//!      [`QueryOptions::min_coverage`] of them (`cluster B` names
+//!      `cluster: b`; `database failover` names the heading
 //!      `database failover procedure` at 2/3);
 //!    - *fuzzy*: a query term of four or more characters found in no entity
 //!      name stands for the closest name term within Damerau–Levenshtein
