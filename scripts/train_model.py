@@ -87,6 +87,7 @@ import sys  # noqa: E402
 import textwrap  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import NamedTuple  # noqa: E402
 
 import numpy as np  # noqa: E402
 from model_common import apache_license_text, default_teacher_dir  # noqa: E402
@@ -99,6 +100,8 @@ DEFAULT_CORPUS = Path("/tmp/memidx-bench/corpus-big")
 DEFAULT_WORDNET = Path("/usr/share/wordnet")
 DEFAULT_EVAL = REPO_ROOT.parent / "shared" / "eval" / "cranfield"
 SHARD = 2048
+# The benchmark corpus's documentation repositories (markdown pages) among the training sources.
+DOC_REPOS = ("cpp-docs", "windows-powershell-docs")
 # Pieces of the long-text part (--long): at least / at most this many words.
 LONG_WORDS = (100, 180)
 # Scientific Python libraries whose docstrings are a training source (--science): numerical
@@ -347,7 +350,7 @@ def stage_corpus(args) -> None:
         science_corpus(args)
     if args.long:
         long_corpus(args)
-    sample_path, rest_path = args.work / PARTS[0][0], args.work / PARTS[2][0]
+    sample_path, rest_path = args.work / PARTS[SAMPLE].texts, args.work / PARTS[REST].texts
     need_sample = args.force or not sample_path.exists()
     need_rest = args.rest and (args.force or not rest_path.exists())
     if not (need_sample or need_rest):
@@ -368,7 +371,7 @@ def stage_corpus(args) -> None:
         page = tldr_page(path.read_text(encoding="utf-8", errors="replace"))
         if prose_ok(page, 8):
             add("tldr", page)
-    for repo in ("cpp-docs", "windows-powershell-docs"):
+    for repo in DOC_REPOS:
         for path in sorted((corpus / repo).rglob("*.md")):
             for chunk in doc_chunks(path.read_text(encoding="utf-8", errors="replace")):
                 add(repo, chunk)
@@ -401,12 +404,12 @@ def long_corpus(args) -> None:
     """The long-text part (texts-long.jsonl): each documentation page's prose, headings
     included, cut into pieces of LONG_WORDS words, in a seeded shuffle. The sample's texts are
     mostly short (a median of 13 to 64 words by source), notes are often paragraphs long."""
-    out_path = args.work / PARTS[3][0]
+    out_path = args.work / PARTS[LONG].texts
     if out_path.exists() and not args.force:
         log(f"corpus: {out_path} exists, skipping")
         return
     rows = []
-    for repo in ("cpp-docs", "windows-powershell-docs"):
+    for repo in DOC_REPOS:
         for path in sorted((args.corpus / repo).rglob("*.md")):
             words = " ".join(" ".join([h, *ps]) for h, ps in
                              markdown_sections(path.read_text(encoding="utf-8", errors="replace"))).split()
@@ -421,7 +424,7 @@ def long_corpus(args) -> None:
 def science_corpus(args) -> None:
     """The docstring part of the training texts (texts-science.jsonl): docstring prose of the
     --science packages, deduplicated, in a seeded shuffle."""
-    out_path = args.work / PARTS[1][0]
+    out_path = args.work / PARTS[SCIENCE].texts
     if out_path.exists() and not args.force:
         log(f"corpus: {out_path} exists, skipping")
         return
@@ -437,23 +440,34 @@ def science_corpus(args) -> None:
     write_rows(out_path, rows)
 
 
-# The training texts come in parts, each with its own cache of teacher vectors: (texts file,
-# features folder). The sample (--n-docs, --n-wordnet; --max-texts limits it); the docstrings
-# of --science; with --rest, every candidate of the sample's sources that it did not take; the
-# first --long pieces of the long-text part.
-# Parts of their own, so that adding one leaves the others' rows and cached vectors as they are.
-PARTS = (("texts.jsonl", "features"), ("texts-science.jsonl", "features-science"),
-         ("texts-rest.jsonl", "features-rest"), ("texts-long.jsonl", "features-long"))
+class Part(NamedTuple):
+    """One part of the training texts, with its own cache of teacher vectors."""
+
+    texts: str  # texts file under --work
+    features: str  # teacher-vector folder under --work (for the default --target)
+    enabled_by: str | None  # the option that asks for the part (None: always used)
+    limit_by: str | None  # the option that keeps only its first N rows (0: all)
+
+
+# The sample (--n-docs, --n-wordnet; --max-texts limits it); the docstrings of --science; with
+# --rest, every candidate of the sample's sources that it did not take; the first --long pieces
+# of the long-text part. Parts of their own, so that adding one leaves the others' rows and
+# cached vectors as they are.
+PARTS = (Part("texts.jsonl", "features", None, "max_texts"),
+         Part("texts-science.jsonl", "features-science", "science", None),
+         Part("texts-rest.jsonl", "features-rest", "rest", None),
+         Part("texts-long.jsonl", "features-long", "long", "long"))
+SAMPLE, SCIENCE, REST, LONG = range(len(PARTS))
 
 
 def part_rows(args, part: int) -> list[dict]:
     """The rows of one part that featurize and train use (none when the part is not asked for)."""
-    if (part == 1 and not args.science) or (part == 2 and not args.rest) or (part == 3 and not args.long):
+    spec = PARTS[part]
+    if spec.enabled_by and not getattr(args, spec.enabled_by):
         return []
-    rows = read_rows(args.work / PARTS[part][0])
-    if part == 3:
-        return rows[:args.long]
-    return rows[:args.max_texts] if part == 0 and args.max_texts else rows
+    rows = read_rows(args.work / spec.texts)
+    limit = getattr(args, spec.limit_by) if spec.limit_by else 0
+    return rows[:limit] if limit else rows
 
 
 def read_rows(path: Path) -> list[dict]:
@@ -464,7 +478,7 @@ def read_rows(path: Path) -> list[dict]:
 
 def features_dir(args, part: int) -> Path:
     """Where one part's teacher vectors are cached, for the chosen --target."""
-    name = PARTS[part][1]
+    name = PARTS[part].features
     return args.work / (name if args.target == "tokens" else f"{name}-{args.target}")
 
 
@@ -587,6 +601,8 @@ def distilled_dir(args) -> Path:
     name = f"distilled-v{args.extra_vocab}"
     if args.extra_vocab and args.vocab_from != "texts":
         name += f"-{args.vocab_from}"
+    if args.extra_vocab and args.vocab_min_count:
+        name += f"-min{args.vocab_min_count}"
     return args.work / (name if args.dims == 256 else f"{name}-d{args.dims}")
 
 
@@ -608,7 +624,7 @@ def stage_distill(args) -> None:
             # of them is already a dictionary word worth a token.
             texts, min_count = wordnet_texts(args.wordnet), args.vocab_min_count or 2
         else:
-            texts, min_count = [r["text"] for r in read_rows(args.work / PARTS[0][0])], args.vocab_min_count or 3
+            texts, min_count = [r["text"] for r in read_rows(args.work / PARTS[SAMPLE].texts)], args.vocab_min_count or 3
         vocab = extra_vocabulary(texts, base, args.extra_vocab, min_count)
         log(f"distill: {len(vocab)} extra words, e.g. {vocab[:10]} ... {vocab[-5:]}")
     t0 = time.perf_counter()
