@@ -146,7 +146,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__eval)
-            opts="-q -h -V --queries --qrels --json --run-out --sweep --save --quiet --rrf-k --sparse-weight --dense-weight --graph-weight --window --index --color --help --version"
+            opts="-q -h -V --queries --qrels --json --run-out --sweep --save --quiet --rrf-k --sparse-weight --dense-weight --graph-weight --window --dense-feedback --index --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -184,6 +184,10 @@ _memidx() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --dense-feedback)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --index)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -200,7 +204,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__explain)
-            opts="-k -f -h -V --top-k --chunk --json --filter --mode --here --rrf-k --sparse-weight --dense-weight --graph-weight --window --index --color --help --version"
+            opts="-k -f -h -V --top-k --chunk --json --filter --mode --here --rrf-k --sparse-weight --dense-weight --graph-weight --window --dense-feedback --index --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -247,6 +251,10 @@ _memidx() {
                     return 0
                     ;;
                 --window)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dense-feedback)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -698,7 +706,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__search)
-            opts="-k -f -h -V --request --top-k --json --jsonl --filter --mode --here --rrf-k --sparse-weight --dense-weight --graph-weight --window --index --color --help --version"
+            opts="-k -f -h -V --request --top-k --json --jsonl --filter --mode --here --rrf-k --sparse-weight --dense-weight --graph-weight --window --dense-feedback --index --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -745,6 +753,10 @@ _memidx() {
                     return 0
                     ;;
                 --window)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dense-feedback)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

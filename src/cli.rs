@@ -187,6 +187,10 @@ pub struct FusionArgs {
     /// else max(50, 2 × top-k)].
     #[arg(long, value_name = "N")]
     pub window: Option<usize>,
+    /// Move the dense list's query toward its N best chunks before ranking
+    /// (pseudo-relevance feedback); 0 turns it off [default: the index's, 3].
+    #[arg(long, value_name = "N")]
+    pub dense_feedback: Option<usize>,
 }
 
 /// Where to find the index.

@@ -112,6 +112,9 @@ impl SearchConfig {
         let dense_weight = fusion.dense_weight.or(hybrid.and_then(|h| h.dense_weight));
         let graph_weight = fusion.graph_weight.or(hybrid.and_then(|h| h.graph_weight));
         let rrf_k = fusion.rrf_k.or(hybrid.and_then(|h| h.rrf_k_constant));
+        let dense_feedback = fusion
+            .dense_feedback
+            .or(hybrid.and_then(|h| h.dense_feedback));
         let params = SearchParams {
             top_k: check_top_k(top_k)?,
             window: fusion.window.map(check_window).transpose()?,
@@ -133,6 +136,7 @@ impl SearchConfig {
                     .map(|w| check_weight("sparse", w))
                     .transpose()?,
                 dense_weight: dense_weight.map(|w| check_weight("dense", w)).transpose()?,
+                dense_feedback,
                 ..selected_lists(&retrieval.mode)
             },
             params,
@@ -220,6 +224,7 @@ impl EvalConfig {
                     .dense_weight
                     .map(|w| check_weight("dense", w))
                     .transpose()?,
+                dense_feedback: fusion.dense_feedback,
             },
             rrf_k: fusion.rrf_k.map(check_rrf_k).transpose()?,
             window: fusion.window.map(check_window).transpose()?,

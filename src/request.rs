@@ -44,6 +44,8 @@ pub struct HybridParams {
     pub graph_weight: Option<f64>,
     /// The RRF constant k.
     pub rrf_k_constant: Option<f64>,
+    /// How many of its best chunks move the dense list's query (0: none).
+    pub dense_feedback: Option<usize>,
 }
 
 /// One metadata condition's accepted value(s).

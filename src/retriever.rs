@@ -80,6 +80,9 @@ pub struct ListSelection {
     pub dense_weight: Option<f64>,
     /// Weight of the graph list; `None` uses the index's default.
     pub graph_weight: Option<f64>,
+    /// How many of its best chunks move the dense list's query; `None`
+    /// uses the index's default.
+    pub dense_feedback: Option<usize>,
 }
 
 impl Default for ListSelection {
@@ -92,6 +95,7 @@ impl Default for ListSelection {
             sparse_weight: None,
             dense_weight: None,
             graph_weight: None,
+            dense_feedback: None,
         }
     }
 }
@@ -256,7 +260,13 @@ impl Retriever {
         }
         if selection.dense {
             let embedder = query_embedder(&manifest)?;
-            let dense = DenseIndex::open(generation.dir(), generation.vector_flags(), embedder)?;
+            let feedback = selection.dense_feedback.unwrap_or(defaults.dense_feedback);
+            let dense = DenseIndex::open(
+                generation.dir(),
+                generation.vector_flags(),
+                embedder,
+                feedback,
+            )?;
             let weight = selection.dense_weight.unwrap_or(defaults.dense_weight);
             lists.push(WeightedIndex {
                 index: Box::new(dense),

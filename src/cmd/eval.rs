@@ -92,6 +92,7 @@ fn save_defaults(config: &EvalConfig, setting: FusionSetting) -> Result<()> {
         dense_weight: setting.dense_weight,
         rrf_k: setting.rrf_k,
         window: Some(setting.window),
+        ..manifest.fusion
     };
     if let Some(graph) = &mut manifest.graph {
         graph.weight = setting.graph_weight;

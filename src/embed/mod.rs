@@ -32,8 +32,9 @@ pub struct EmbedderInfo {
     pub fingerprint: String,
 }
 
-/// Fusion weights that suit an embedder, measured on the eval collection and
-/// recorded in the index so searches use them unless told otherwise.
+/// Fusion weights (and the dense list's feedback) that suit an embedder,
+/// measured on the eval collection and recorded in the index so searches
+/// use them unless told otherwise.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FusionDefaults {
@@ -45,6 +46,9 @@ pub struct FusionDefaults {
     pub rrf_k: f64,
     /// Candidates per list; `None` means max(50, 2 × top_k).
     pub window: Option<usize>,
+    /// How many of its best chunks move the dense list's query before it
+    /// ranks (see [`crate::lists::dense`]); 0 turns the step off.
+    pub dense_feedback: usize,
 }
 
 /// A text embedding model.

@@ -34,6 +34,7 @@ use super::fingerprint::fingerprint;
 use super::wordpiece::WordPiece;
 use super::{Embedder, EmbedderInfo, FusionDefaults};
 use crate::fusion::DEFAULT_RRF_K;
+use crate::lists::dense::DEFAULT_FEEDBACK;
 
 static WEIGHTS: &[u8] = include_bytes!("../../assets/model/model.safetensors");
 
@@ -203,6 +204,7 @@ impl Embedder for StaticEmbedder {
             dense_weight: 0.3,
             rrf_k: DEFAULT_RRF_K,
             window: None,
+            dense_feedback: DEFAULT_FEEDBACK,
         }
     }
 

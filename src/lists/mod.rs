@@ -41,7 +41,11 @@ pub struct RankedList {
     /// Per hit, in the same order, why the list ranks it (for `explain`);
     /// empty for a list whose score needs no reason.
     pub reasons: Vec<String>,
-    /// Time spent preparing the query (tokenizing, embedding).
+    /// The chunks whose vectors moved the query before it was ranked (the
+    /// dense list's feedback step), best first; empty for other lists.
+    pub feedback: Vec<ChunkOrd>,
+    /// Time spent preparing the query (tokenizing, embedding, and the dense
+    /// list's feedback scan).
     pub prepare_time: Duration,
     /// Time the list took, query preparation included.
     pub elapsed: Duration,
@@ -56,6 +60,7 @@ impl RankedList {
             matched: 0,
             filtered_out: 0,
             reasons: Vec::new(),
+            feedback: Vec::new(),
             prepare_time: Duration::ZERO,
             elapsed: Duration::ZERO,
         }

@@ -55,7 +55,11 @@ pub struct ListSummary {
     pub matched: usize,
     /// Matching chunks the filter removed.
     pub filtered_out: usize,
-    /// Time to analyze (tokenize or embed) the query, milliseconds.
+    /// Chunk ids whose vectors moved the query before the list ranked (the
+    /// dense list's feedback), best first; empty for other lists.
+    pub feedback: Vec<String>,
+    /// Time to analyze (tokenize or embed) the query, milliseconds; for the
+    /// dense list, its feedback scan included.
     pub prepare_ms: f64,
     /// Time of the whole list, query preparation included, milliseconds.
     pub total_ms: f64,
@@ -115,16 +119,24 @@ impl ExplainReport {
         let lists = outcome
             .lists
             .iter()
-            .map(|run| ListSummary {
-                name: run.ranked.name,
-                weight: run.weight,
-                candidates: run.ranked.hits.len(),
-                matched: run.ranked.matched,
-                filtered_out: run.ranked.filtered_out,
-                prepare_ms: millis(run.ranked.prepare_time),
-                total_ms: millis(run.ranked.elapsed),
+            .map(|run| {
+                Ok(ListSummary {
+                    name: run.ranked.name,
+                    weight: run.weight,
+                    candidates: run.ranked.hits.len(),
+                    matched: run.ranked.matched,
+                    filtered_out: run.ranked.filtered_out,
+                    feedback: run
+                        .ranked
+                        .feedback
+                        .iter()
+                        .map(|&ord| Ok(generation.chunk(ord)?.id()))
+                        .collect::<Result<_>>()?,
+                    prepare_ms: millis(run.ranked.prepare_time),
+                    total_ms: millis(run.ranked.elapsed),
+                })
             })
-            .collect();
+            .collect::<Result<_>>()?;
         let mut results = Vec::with_capacity(explanation.chunks.len());
         for explained in &explanation.chunks {
             let chunk = generation.chunk(explained.chunk)?;

@@ -189,6 +189,15 @@ pub fn print_explain(out: &mut dyn Write, report: &ExplainReport) -> Result<()> 
         })
         .collect();
     writeln!(out, "lists: {}", lists.join("; "))?;
+    for list in report.lists.iter().filter(|l| !l.feedback.is_empty()) {
+        writeln!(
+            out,
+            "{} query moved toward its top {}: {}",
+            list.name,
+            list.feedback.len(),
+            list.feedback.join(", ")
+        )?;
+    }
     writeln!(
         out,
         "open {:.2} ms, filter {:.2} ms, fuse {:.2} ms, report {:.2} ms",
@@ -225,8 +234,16 @@ pub fn print_status(out: &mut dyn Write, r: &StatusReport) -> Result<()> {
     )?;
     writeln!(
         out,
-        "fusion     k {}, sparse {}, dense {}, window {}",
-        r.fusion.rrf_k, r.fusion.sparse_weight, r.fusion.dense_weight, window
+        "fusion     k {}, sparse {}, dense {}, window {}; dense query feedback {}",
+        r.fusion.rrf_k,
+        r.fusion.sparse_weight,
+        r.fusion.dense_weight,
+        window,
+        match r.fusion.dense_feedback {
+            0 => "off".to_string(),
+            1 => "1 chunk".to_string(),
+            n => format!("{n} chunks"),
+        }
     )?;
     match &r.graph {
         Some(g) => writeln!(

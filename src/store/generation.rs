@@ -747,6 +747,7 @@ mod tests {
             fusion: crate::embed::FusionDefaults {
                 sparse_weight: 1.0,
                 dense_weight: 1.0,
+                dense_feedback: 3,
                 rrf_k: 60.0,
                 window: None,
             },

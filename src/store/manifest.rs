@@ -29,11 +29,12 @@ use super::{MANIFEST_FILE, atomic, damaged};
 /// The on-disk format this build writes (13 added the graph, `graph.bin`;
 /// 14 the sparse list's uids, so a re-index updates it instead of
 /// rebuilding it; 15 made its ordinal map per segment document and
-/// recorded the uids given out).
-pub const FORMAT_VERSION: u32 = 15;
+/// recorded the uids given out; 16 recorded the dense list's feedback with
+/// the fusion defaults).
+pub const FORMAT_VERSION: u32 = 16;
 
 /// The on-disk formats this build can read.
-pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 15..=15;
+pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 16..=16;
 
 /// The manifest of one complete index.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -176,6 +177,7 @@ mod tests {
                 dense_weight: 0.5,
                 rrf_k: 60.0,
                 window: None,
+                dense_feedback: 3,
             },
             sparse: SparseStats {
                 docs: 2,

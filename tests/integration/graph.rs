@@ -70,13 +70,16 @@ fn the_graph_list_lifts_the_right_chunks_into_the_fused_top() {
             "services/ledger-worker-runbook.md#1",
         ]
     );
-    // A misspelled question: the graph's fuzzy match lifts the failover
-    // procedure from outside the top 5 to 3rd.
+    // A misspelled question: no term matches in the sparse list, the dense
+    // list alone ranks the failover procedure 5th (7th without its query
+    // feedback), and the graph's fuzzy match lifts it to 3rd.
     let failover = "platform/postgres-failover.md#1".to_string();
     let without = top5("postgress failovr", &[]);
     let with = top5("postgress failovr", &["--mode", "hybrid,graph"]);
-    assert!(!without.contains(&failover), "{without:?}");
-    assert_eq!(with[2], failover);
+    assert_eq!(without[4], failover, "{without:?}");
+    assert_eq!(with[2], failover, "{with:?}");
+    let no_feedback = top5("postgress failovr", &["--dense-feedback", "0"]);
+    assert!(!no_feedback.contains(&failover), "{no_feedback:?}");
     assert!(!with.contains(&"oncall/escalation-policy.md#1".to_string()));
 }
 

@@ -265,3 +265,79 @@ fn an_index_embedded_by_another_model_is_refused_for_dense_search() {
     assert!(summary.contains("(embedding 107 chunks:"), "{summary}");
     corpus.search_json("connection pool", &[]);
 }
+
+#[test]
+fn the_dense_query_moves_toward_its_best_chunks_which_explain_names() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let query = "the writer node died, elect a follower";
+    let feedback_of = |args: &[&str]| -> Vec<String> {
+        let args = [
+            &["explain", query, "--mode", "dense", "-k", "3", "--json"][..],
+            args,
+        ]
+        .concat();
+        corpus.json(&args)["lists"][0]["feedback"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|id| id.as_str().unwrap().to_string())
+            .collect()
+    };
+    let dense_top3 = |args: &[&str]| {
+        let args = [&["--mode", "dense", "-k", "3"][..], args].concat();
+        chunk_ids(&corpus.search_json(query, &args))
+    };
+    // The feedback chunks are the best three of the plain query ...
+    let plain = dense_top3(&["--dense-feedback", "0"]);
+    assert_eq!(
+        plain,
+        [
+            "runbooks/kubernetes/node-drain.md#1",
+            PROMOTION_CHUNK,
+            "runbooks/kubernetes/node-drain.md#3",
+        ]
+    );
+    assert_eq!(feedback_of(&[]), plain);
+    // ... and the moved query ranks them anew: the promotion chunk drops
+    // behind the drain runbook's third section, nearer their centroid.
+    assert_eq!(
+        dense_top3(&[]),
+        [
+            "runbooks/kubernetes/node-drain.md#1",
+            "runbooks/kubernetes/node-drain.md#3",
+            PROMOTION_CHUNK,
+        ]
+    );
+    assert_eq!(feedback_of(&["--dense-feedback", "1"]), plain[..1]);
+    assert!(feedback_of(&["--dense-feedback", "0"]).is_empty());
+    // Filters apply before feedback: only allowed chunks move the query.
+    let filtered = feedback_of(&["--filter", "dir=runbooks/databases"]);
+    assert_eq!(
+        filtered,
+        [
+            PROMOTION_CHUNK,
+            "runbooks/databases/postgres-replication.md#2",
+            "runbooks/databases/postgres-replication.md#1",
+        ]
+    );
+    // A request's hybrid_params set it too, and the human explain names them.
+    let request =
+        format!(r#"{{"search_text": "{query}", "hybrid_params": {{"dense_feedback": 0}}}}"#);
+    let output = corpus
+        .memidx()
+        .args(["search", "--request", "-", "--mode", "dense", "-k", "3"])
+        .write_stdin(request)
+        .output()
+        .unwrap();
+    let answered: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(chunk_ids(&answered), plain);
+    corpus
+        .memidx()
+        .args(["explain", query, "-k", "1"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(format!(
+            "dense query moved toward its top 3: runbooks/kubernetes/node-drain.md#1, {PROMOTION_CHUNK}, runbooks/kubernetes/node-drain.md#3\n"
+        )));
+}

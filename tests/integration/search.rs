@@ -108,7 +108,7 @@ fn filter_removes_the_other_environment_before_top_k() {
     corpus.index();
     let staging = "runbooks/billing/connection-pool-staging.md#";
     let production = "incidents/2023/q4/billing-month-end-timeouts.md#";
-    let all = chunk_ids(&corpus.search_json("HTTP 504", &["-k", "3"]));
+    let all = chunk_ids(&corpus.search_json("HTTP 504", &["-k", "4"]));
     assert!(all.iter().any(|id| id.starts_with(staging)), "{all:?}");
     assert!(all.iter().any(|id| id.starts_with(production)), "{all:?}");
 

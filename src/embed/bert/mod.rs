@@ -52,6 +52,7 @@ use tokenizers::{Encoding, Tokenizer, TruncationDirection, TruncationParams, Tru
 
 use super::fingerprint::fingerprint;
 use super::{Embedder, EmbedderInfo, FusionDefaults};
+use crate::lists::dense::DEFAULT_FEEDBACK;
 use encoder::Encoder;
 
 /// Tokens per forward pass. Texts are packed end to end (no padding) into
@@ -340,6 +341,7 @@ impl Embedder for BertEmbedder {
             dense_weight: 1.0,
             rrf_k: 60.0,
             window: None,
+            dense_feedback: DEFAULT_FEEDBACK,
         }
     }
 
