@@ -190,12 +190,13 @@ impl Embedder for StaticEmbedder {
     }
 
     /// Measured with `memidx eval` on shared/eval/cranfield (BM25 k1 1.5,
-    /// sparse nDCG@10 0.3676): the dense list alone scores 0.3318 (the plain
-    /// distillation: 0.2777; the first trained model: 0.3229); at dense
-    /// weight 0.3 hybrid reaches 0.3827 (window 50) and 0.3839 (window 200),
-    /// at plain 1:1 0.3810 / 0.3796. `eval --sweep` (150 settings, tuned on
-    /// half the queries) found dense 0.7, 0.0081 below these defaults on the
-    /// held-out half, so they stay.
+    /// sparse nDCG@10 0.3676): with the dense list's query feedback (3
+    /// chunks) the dense list alone scores 0.3433 (without: 0.3318; the
+    /// plain distillation 0.2777); at dense weight 0.3 hybrid reaches
+    /// 0.3932 (window 50) and 0.3916 (window 200), at plain 1:1 0.3880
+    /// (window 200). `eval --sweep` (150 settings, tuned on half the
+    /// queries) found dense 0.5, +0.0068 over these defaults on the held-out
+    /// half: within what 112 queries resolve, so they stay.
     /// Other model2vec folders get the same defaults (static models share
     /// the bundled one's character); `memidx eval --sweep --save` tunes them.
     fn fusion_defaults(&self) -> FusionDefaults {

@@ -23,7 +23,8 @@ use crate::store::generation::ChunkOrd;
 pub struct ListHit {
     /// The chunk.
     pub chunk: ChunkOrd,
-    /// The list's own raw score (BM25 for sparse, cosine for dense).
+    /// The list's own raw score (BM25 for sparse; cosine with the query,
+    /// as its feedback step moved it, for dense).
     pub score: f32,
 }
 
