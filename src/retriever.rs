@@ -114,6 +114,7 @@ pub struct Retriever {
     manifest: Manifest,
     generation: Generation,
     lists: Vec<WeightedIndex>,
+    dense_feedback: Option<usize>,
 }
 
 /// One list's part in a search, for `explain` and the JSON `ranks`.
@@ -245,6 +246,7 @@ impl Retriever {
         let generation = Generation::open(index_dir, &manifest)?;
         let defaults = manifest.fusion;
         let mut lists = Vec::new();
+        let mut dense_feedback = None;
         if selection.sparse {
             let sparse = SparseIndex::open(
                 &generation.dir().join(SPARSE_DIR),
@@ -267,6 +269,7 @@ impl Retriever {
                 embedder,
                 feedback,
             )?;
+            dense_feedback = Some(feedback);
             let weight = selection.dense_weight.unwrap_or(defaults.dense_weight);
             lists.push(WeightedIndex {
                 index: Box::new(dense),
@@ -306,6 +309,7 @@ impl Retriever {
             manifest,
             generation,
             lists,
+            dense_feedback,
         })
     }
 
@@ -535,6 +539,12 @@ impl Retriever {
     /// The RRF constant a search with `params` uses.
     pub fn rrf_k(&self, params: &SearchParams) -> f64 {
         params.rrf_k.unwrap_or(self.manifest.fusion.rrf_k)
+    }
+
+    /// How many chunks move the dense list's query (`None` without a dense
+    /// list).
+    pub fn dense_feedback(&self) -> Option<usize> {
+        self.dense_feedback
     }
 
     /// The lists' names and weights, in fusion order.

@@ -104,6 +104,8 @@ pub struct EvalReport {
     pub judged_queries: usize,
     /// The default setting.
     pub setting: FusionSetting,
+    /// How many of its best chunks moved the dense list's query (0: none).
+    pub dense_feedback: usize,
     /// Sparse, dense and hybrid measures; with a graph, graph and
     /// hybrid+graph too.
     pub modes: Vec<ModeResult>,
@@ -186,6 +188,7 @@ pub fn run(retriever: &Retriever, options: &EvalOptions) -> Result<EvalReport> {
         queries: queries.len(),
         judged_queries: judged.queries,
         setting: options.setting,
+        dense_feedback: retriever.dense_feedback().unwrap_or(0),
         modes,
         sweep,
         elapsed: started.elapsed(),

@@ -394,10 +394,11 @@ pub fn print_eval(out: &mut dyn Write, report: &EvalReport, saved: bool) -> Resu
     }
     writeln!(
         out,
-        "{} queries ({} judged); {}; {:.2} s",
+        "{} queries ({} judged); {}, dense feedback {}; {:.2} s",
         report.queries,
         report.judged_queries,
         describe(&report.setting),
+        report.dense_feedback,
         report.elapsed.as_secs_f64()
     )?;
     if let Some(sweep) = &report.sweep {

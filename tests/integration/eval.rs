@@ -44,6 +44,7 @@ fn eval_measures_match_score_py_on_its_own_runs() {
     let report = eval_json(&corpus, &["--run-out", runs.to_str().unwrap()]);
     assert_eq!(report["queries"], 6);
     assert_eq!(report["judged_queries"], 6);
+    assert_eq!(report["dense_feedback"], 3);
     let modes = report["modes"].as_array().unwrap();
     assert_eq!(
         modes
@@ -104,6 +105,10 @@ fn sweep_reports_a_held_out_check_and_save_changes_the_defaults() {
     assert_eq!(meta["fusion"]["rrf_k"], best["rrf_k"]);
     assert_eq!(meta["fusion"]["dense_weight"], best["dense_weight"]);
     assert_eq!(meta["fusion"]["window"], best["window"]);
+    // The sweep leaves the dense list's feedback as it was.
+    assert_eq!(meta["fusion"]["dense_feedback"], 3);
+    let without = eval_json(&corpus, &["--dense-feedback", "0"]);
+    assert_eq!(without["dense_feedback"], 0);
     // Later searches use the saved settings.
     let output = corpus
         .memidx()
