@@ -25,6 +25,9 @@ pub const DEFAULT_TOP_K: usize = 10;
 pub const MAX_TOP_K: usize = 10_000;
 /// Largest accepted window.
 pub const MAX_WINDOW: usize = 100_000;
+/// Most chunks that may move the dense list's query (`--dense-feedback`):
+/// feedback is about a query's few best chunks, and each is read in full.
+pub const MAX_DENSE_FEEDBACK: usize = 100;
 
 /// How results are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,7 +139,7 @@ impl SearchConfig {
                     .map(|w| check_weight("sparse", w))
                     .transpose()?,
                 dense_weight: dense_weight.map(|w| check_weight("dense", w)).transpose()?,
-                dense_feedback,
+                dense_feedback: dense_feedback.map(check_dense_feedback).transpose()?,
                 ..selected_lists(&retrieval.mode)
             },
             params,
@@ -224,7 +227,10 @@ impl EvalConfig {
                     .dense_weight
                     .map(|w| check_weight("dense", w))
                     .transpose()?,
-                dense_feedback: fusion.dense_feedback,
+                dense_feedback: fusion
+                    .dense_feedback
+                    .map(check_dense_feedback)
+                    .transpose()?,
             },
             rrf_k: fusion.rrf_k.map(check_rrf_k).transpose()?,
             window: fusion.window.map(check_window).transpose()?,
@@ -343,6 +349,14 @@ fn check_window(window: usize) -> Result<usize> {
         "window must be between 1 and {MAX_WINDOW}, got {window}"
     );
     Ok(window)
+}
+
+fn check_dense_feedback(chunks: usize) -> Result<usize> {
+    ensure!(
+        chunks <= MAX_DENSE_FEEDBACK,
+        "dense feedback must be between 0 and {MAX_DENSE_FEEDBACK} chunks, got {chunks}"
+    );
+    Ok(chunks)
 }
 
 fn check_rrf_k(k: f64) -> Result<f64> {

@@ -49,7 +49,7 @@ pub fn run(config: &EvalConfig, out: &mut dyn Write) -> Result<Status> {
     if config.save
         && let Some(sweep) = &report.sweep
     {
-        save_defaults(config, sweep.best.setting)?;
+        save_defaults(config, sweep.best.setting, report.dense_feedback)?;
     }
     match config.format {
         OutputFormat::Human => human::print_eval(out, &report, config.save)?,
@@ -81,9 +81,10 @@ fn write_runs(dir: &std::path::Path, report: &EvalReport, queries: &std::path::P
     Ok(())
 }
 
-/// Stores `setting` as the index's fusion defaults (under the writer lock,
-/// replacing the manifest atomically).
-fn save_defaults(config: &EvalConfig, setting: FusionSetting) -> Result<()> {
+/// Stores `setting` as the index's fusion defaults, with the dense list's
+/// feedback the sweep ran with (under the writer lock, replacing the
+/// manifest atomically).
+fn save_defaults(config: &EvalConfig, setting: FusionSetting, dense_feedback: usize) -> Result<()> {
     let _lock = IndexLock::acquire(&config.index_dir.join(LOCK_FILE))?;
     let mut manifest =
         Manifest::read(&config.index_dir)?.context("the index disappeared during eval")?;
@@ -92,7 +93,7 @@ fn save_defaults(config: &EvalConfig, setting: FusionSetting) -> Result<()> {
         dense_weight: setting.dense_weight,
         rrf_k: setting.rrf_k,
         window: Some(setting.window),
-        ..manifest.fusion
+        dense_feedback,
     };
     if let Some(graph) = &mut manifest.graph {
         graph.weight = setting.graph_weight;

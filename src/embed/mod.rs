@@ -99,3 +99,18 @@ fn load_folder(dir: &Path) -> Result<&'static dyn Embedder> {
         dir.display()
     )
 }
+
+/// Scales `v` to unit length (left as is when all zeros), accumulating in
+/// f64. Shared by the transformer's pooling and the dense list's feedback.
+pub fn normalize(v: &mut [f32]) {
+    let norm = v
+        .iter()
+        .map(|&x| f64::from(x) * f64::from(x))
+        .sum::<f64>()
+        .sqrt();
+    if norm > 0.0 {
+        for x in v {
+            *x = (f64::from(*x) / norm) as f32;
+        }
+    }
+}

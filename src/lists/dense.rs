@@ -1,5 +1,6 @@
-//! The dense list: cosine similarity between the query's embedding and every
-//! chunk's, by an exact scan of a memory-mapped matrix of int8 vectors.
+//! The dense list: cosine similarity between the query's embedding (moved
+//! toward its best chunks, see *Query feedback* below) and every chunk's,
+//! by an exact scan of a memory-mapped matrix of int8 vectors.
 //!
 //! Each chunk's unit vector is stored quantized: `vectors.i8` holds the
 //! rows (one signed byte per dimension, `round(x / scale)`), `scales.f32`
@@ -12,8 +13,8 @@
 //! An exact scan has no recall loss and scans a few hundred thousand
 //! 256-d rows in milliseconds.
 //!
-//! **Query feedback.** A short query gives a noisy embedding: a handful of
-//! token vectors, each with every sense of its word. So the list ranks in
+//! **Query feedback.** A short query gives a noisy embedding: a few words,
+//! each with every sense it has, and no context. So the list ranks in
 //! two scans (pseudo-relevance feedback, Rocchio's method in vector form):
 //! the first finds the query's best few chunks, the second ranks by the
 //! query moved toward them, `q' = q + mean(top chunks)` at unit length. The
@@ -34,7 +35,7 @@ use ndarray::ArrayView2;
 use rayon::prelude::*;
 
 use super::{Candidate, ListHit, RankedList, SearchIndex, TopWindow};
-use crate::embed::Embedder;
+use crate::embed::{Embedder, normalize};
 use crate::filter::AllowSet;
 use crate::store::damaged;
 use crate::store::generation::{ChunkOrd, VectorFlags};
@@ -357,28 +358,31 @@ impl DenseIndex {
 
     /// The feedback step: the chunks among the query's best
     /// [`feedback`](Self::feedback) that resemble it at all (positive
-    /// cosine), and the query moved toward their mean, at unit length.
+    /// cosine), and the query moved toward their mean ([`move_toward`]).
     /// With no such chunk the query stays as it is.
     fn with_feedback(
         &self,
-        query: Vec<f32>,
+        mut query: Vec<f32>,
         allow: &AllowSet,
     ) -> Result<(Vec<f32>, Vec<ChunkOrd>)> {
         if self.feedback == 0 {
             return Ok((query, Vec::new()));
         }
-        let top: Vec<ChunkOrd> = self
+        let chunks: Vec<ChunkOrd> = self
             .scan(&query, self.feedback, allow)?
             .hits
             .iter()
             .filter(|hit| hit.score > 0.0)
             .map(|hit| hit.chunk)
             .collect();
-        let rows = top
-            .iter()
-            .map(|&chunk| self.vectors.row(chunk))
-            .collect::<Result<Vec<_>>>()?;
-        Ok((moved_toward(&query, &rows), top))
+        if !chunks.is_empty() {
+            let rows = chunks
+                .iter()
+                .map(|&chunk| self.vectors.quantized_row(chunk))
+                .collect::<Result<Vec<_>>>()?;
+            move_toward(&mut query, &rows);
+        }
+        Ok((query, chunks))
     }
 
     /// Checks that every returned chunk's vector is what the chunk table
@@ -473,33 +477,24 @@ impl SearchIndex for DenseIndex {
         list.hits = scan.hits;
         list.matched = scan.matched;
         list.filtered_out = scan.filtered_out;
-        list.feedback = feedback;
+        list.feedback_chunks = feedback;
         list.elapsed = started.elapsed();
         Ok(list)
     }
 }
 
-/// `query + mean(rows)` at unit length: the query moved toward the rows'
-/// centroid, the two weighing alike. No rows, or a sum of zero length,
-/// leave the query as it is.
-fn moved_toward(query: &[f32], rows: &[Vec<f32>]) -> Vec<f32> {
-    if rows.is_empty() {
-        return query.to_vec();
-    }
-    let share = 1.0 / rows.len() as f32;
-    let mut moved = query.to_vec();
-    for row in rows {
-        for (m, r) in moved.iter_mut().zip(row) {
-            *m += share * r;
+/// Moves the unit vector `query` to `query + mean(rows)`, at unit length:
+/// toward the rows' centroid, the two weighing alike. Each row is stored
+/// int8 values and their scale; at least one row, each with a positive
+/// cosine to the query, so the sum cannot vanish.
+fn move_toward(query: &mut [f32], rows: &[(&[i8], f32)]) {
+    let share = 1.0 / rows.len().max(1) as f32;
+    for (values, scale) in rows {
+        for (q, v) in query.iter_mut().zip(*values) {
+            *q += share * scale * f32::from(*v);
         }
     }
-    let norm = moved.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if norm > 0.0 && norm.is_finite() {
-        moved.iter_mut().for_each(|x| *x /= norm);
-        moved
-    } else {
-        query.to_vec()
-    }
+    normalize(query);
 }
 
 #[cfg(test)]
@@ -528,18 +523,21 @@ mod tests {
 
     #[test]
     fn the_moved_query_is_the_query_plus_the_rows_mean_at_unit_length() {
-        let query = [1.0, 0.0, 0.0];
-        let rows = [vec![0.0, 1.0, 0.0], vec![0.0, 0.6, 0.8]];
+        let mut query = [1.0, 0.0, 0.0];
+        // (0, 1, 0) and (0, 0.6, 0.8), stored as int8 values and a scale.
+        let rows: [(&[i8], f32); 2] = [(&[0, 127, 0], 1.0 / 127.0), (&[0, 6, 8], 0.1)];
         // q + mean = (1, 0.8, 0.4), of length √1.8.
-        let moved = moved_toward(&query, &rows);
+        move_toward(&mut query, &rows);
         let length = 1.8f32.sqrt();
         let expected = [1.0 / length, 0.8 / length, 0.4 / length];
-        for (m, e) in moved.iter().zip(expected) {
-            assert!((m - e).abs() < 1e-6, "{moved:?}");
+        for (m, e) in query.iter().zip(expected) {
+            assert!((m - e).abs() < 1e-6, "{query:?}");
         }
-        // No rows, or rows that cancel the query, leave it as it is.
-        assert_eq!(moved_toward(&query, &[]), query);
-        assert_eq!(moved_toward(&query, &[vec![-1.0, 0.0, 0.0]]), query);
+        // One row weighs as much as the query: the result lies halfway.
+        let mut query = [1.0, 0.0];
+        move_toward(&mut query, &[(&[0, 127], 1.0 / 127.0)]);
+        let half = 0.5f32.sqrt();
+        assert!((query[0] - half).abs() < 1e-6 && (query[1] - half).abs() < 1e-6);
     }
 
     #[test]

@@ -44,7 +44,7 @@ pub struct RankedList {
     pub reasons: Vec<String>,
     /// The chunks whose vectors moved the query before it was ranked (the
     /// dense list's feedback step), best first; empty for other lists.
-    pub feedback: Vec<ChunkOrd>,
+    pub feedback_chunks: Vec<ChunkOrd>,
     /// Time spent preparing the query (tokenizing, embedding, and the dense
     /// list's feedback scan).
     pub prepare_time: Duration,
@@ -61,7 +61,7 @@ impl RankedList {
             matched: 0,
             filtered_out: 0,
             reasons: Vec::new(),
-            feedback: Vec::new(),
+            feedback_chunks: Vec::new(),
             prepare_time: Duration::ZERO,
             elapsed: Duration::ZERO,
         }

@@ -128,7 +128,7 @@ impl ExplainReport {
                     filtered_out: run.ranked.filtered_out,
                     feedback: run
                         .ranked
-                        .feedback
+                        .feedback_chunks
                         .iter()
                         .map(|&ord| Ok(generation.chunk(ord)?.id()))
                         .collect::<Result<_>>()?,

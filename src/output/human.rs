@@ -234,16 +234,12 @@ pub fn print_status(out: &mut dyn Write, r: &StatusReport) -> Result<()> {
     )?;
     writeln!(
         out,
-        "fusion     k {}, sparse {}, dense {}, window {}; dense query feedback {}",
+        "fusion     k {}, sparse {}, dense {}, window {}; dense feedback {}",
         r.fusion.rrf_k,
         r.fusion.sparse_weight,
         r.fusion.dense_weight,
         window,
-        match r.fusion.dense_feedback {
-            0 => "off".to_string(),
-            1 => "1 chunk".to_string(),
-            n => format!("{n} chunks"),
-        }
+        describe_feedback(r.fusion.dense_feedback)
     )?;
     match &r.graph {
         Some(g) => writeln!(
@@ -398,7 +394,7 @@ pub fn print_eval(out: &mut dyn Write, report: &EvalReport, saved: bool) -> Resu
         report.queries,
         report.judged_queries,
         describe(&report.setting),
-        report.dense_feedback,
+        describe_feedback(report.dense_feedback),
         report.elapsed.as_secs_f64()
     )?;
     if let Some(sweep) = &report.sweep {
@@ -447,6 +443,15 @@ fn describe(s: &FusionSetting) -> String {
         "k {}, sparse {}, dense {}, window {}{graph}",
         s.rrf_k, s.sparse_weight, s.dense_weight, s.window
     )
+}
+
+/// The dense list's feedback count as words: `off`, `1 chunk`, `3 chunks`.
+fn describe_feedback(chunks: usize) -> String {
+    match chunks {
+        0 => "off".to_string(),
+        1 => "1 chunk".to_string(),
+        n => format!("{n} chunks"),
+    }
 }
 
 /// The text of a chunk as one line: heading lines (ATX and setext) and

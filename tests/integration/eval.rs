@@ -105,10 +105,7 @@ fn sweep_reports_a_held_out_check_and_save_changes_the_defaults() {
     assert_eq!(meta["fusion"]["rrf_k"], best["rrf_k"]);
     assert_eq!(meta["fusion"]["dense_weight"], best["dense_weight"]);
     assert_eq!(meta["fusion"]["window"], best["window"]);
-    // The sweep leaves the dense list's feedback as it was.
     assert_eq!(meta["fusion"]["dense_feedback"], 3);
-    let without = eval_json(&corpus, &["--dense-feedback", "0"]);
-    assert_eq!(without["dense_feedback"], 0);
     // Later searches use the saved settings.
     let output = corpus
         .memidx()
@@ -119,4 +116,13 @@ fn sweep_reports_a_held_out_check_and_save_changes_the_defaults() {
     assert_eq!(explain["rrf_k"], best["rrf_k"]);
     assert_eq!(explain["window"], best["window"]);
     assert_eq!(explain["lists"][1]["weight"], best["dense_weight"]);
+    // --save stores the feedback the sweep ran with, next to its weights.
+    let one = eval_json(&corpus, &["--sweep", "--save", "--dense-feedback", "1"]);
+    assert_eq!(one["dense_feedback"], 1);
+    let meta: Value =
+        serde_json::from_slice(&std::fs::read(corpus.path().join(".memidx/meta.json")).unwrap())
+            .unwrap();
+    assert_eq!(meta["fusion"]["dense_feedback"], 1);
+    let explain: Value = corpus.json(&["explain", "pool", "-k", "1", "--json"]);
+    assert_eq!(explain["lists"][1]["feedback"].as_array().unwrap().len(), 1);
 }

@@ -6,7 +6,8 @@
 //! Known gaps, where the parser (serde) is more lenient than the schema:
 //! `null` for an optional field, a struct written as an array
 //! (`"hybrid_params": [0.6, 0.4, 60]`); and where the schema is more lenient
-//! than the parser: `"top_k": 5.0` (JSON Schema calls it an integer).
+//! than the parser: `"top_k": 5.0` and `"dense_feedback": 3.0` (JSON Schema
+//! calls them integers).
 
 use crate::common;
 
@@ -348,6 +349,16 @@ fn the_request_schema_and_the_binary_accept_and_reject_the_same_requests() {
             0,
         ),
         (r#"{"search_text": "pool", "top_k": 1}"#, &[][..], 0),
+        (
+            r#"{"search_text": "pool", "hybrid_params": {"dense_feedback": 0}}"#,
+            &[][..],
+            0,
+        ),
+        (
+            r#"{"search_text": "pool", "hybrid_params": {"dense_feedback": 100}}"#,
+            &[][..],
+            0,
+        ),
     ];
     for (request, args, code) in valid {
         let instance = parse(request);
@@ -399,6 +410,22 @@ fn the_request_schema_and_the_binary_accept_and_reject_the_same_requests() {
         (
             r#"{"search_text": "x", "hybrid_params": {"rrf_k": 60}}"#,
             vec!["/hybrid_params"],
+        ),
+        (
+            r#"{"search_text": "x", "hybrid_params": {"dense_feedback": -1}}"#,
+            vec!["/hybrid_params/dense_feedback"],
+        ),
+        (
+            r#"{"search_text": "x", "hybrid_params": {"dense_feedback": 2.5}}"#,
+            vec!["/hybrid_params/dense_feedback"],
+        ),
+        (
+            r#"{"search_text": "x", "hybrid_params": {"dense_feedback": "3"}}"#,
+            vec!["/hybrid_params/dense_feedback"],
+        ),
+        (
+            r#"{"search_text": "x", "hybrid_params": {"dense_feedback": 101}}"#,
+            vec!["/hybrid_params/dense_feedback"],
         ),
         (
             r#"{"search_text": "x", "metadata_filter": {"environment": 1}}"#,

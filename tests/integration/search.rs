@@ -352,6 +352,14 @@ fn exit_codes_follow_grep() {
         .code(2);
     corpus
         .memidx()
+        .args(["search", "x", "--dense-feedback", "101"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "dense feedback must be between 0 and 100 chunks, got 101",
+        ));
+    corpus
+        .memidx()
         .args(["search", "x", "--bogus"])
         .assert()
         .code(2);

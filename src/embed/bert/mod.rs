@@ -51,7 +51,7 @@ use serde::Deserialize;
 use tokenizers::{Encoding, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
 use super::fingerprint::fingerprint;
-use super::{Embedder, EmbedderInfo, FusionDefaults};
+use super::{Embedder, EmbedderInfo, FusionDefaults, normalize};
 use crate::lists::dense::DEFAULT_FEEDBACK;
 use encoder::Encoder;
 
@@ -457,20 +457,6 @@ fn pool(mode: PoolingMode, tokens: &[f32], h: usize, dst: &mut [f32]) {
             for (d, a) in dst.iter_mut().zip(acc) {
                 *d = (a / denom) as f32;
             }
-        }
-    }
-}
-
-/// Scales `v` to unit length (left as is when all zeros).
-fn normalize(v: &mut [f32]) {
-    let norm = v
-        .iter()
-        .map(|&x| f64::from(x) * f64::from(x))
-        .sum::<f64>()
-        .sqrt();
-    if norm > 0.0 {
-        for x in v {
-            *x = (f64::from(*x) / norm) as f32;
         }
     }
 }
