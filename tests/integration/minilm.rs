@@ -40,16 +40,30 @@ fn an_index_built_with_a_model_folder_searches_with_it() {
         "{ids:?}"
     );
     // At the transformer's plain 1:1 weights an identifier query is where
-    // RRF is weakest: its chunk is first in the sparse list but 17th in the
-    // dense one, and fuses to 5th behind chunks both lists rank moderately.
+    // RRF is weakest: its chunk is first in the sparse list but 20th in the
+    // dense one, and fuses to 3rd behind chunks both lists rank moderately
+    // (without the dense list's query feedback: 17th, fused 5th).
     // (Recorded as measured; choosing the transformer's defaults with
     // `eval --sweep` is open work.)
     let incident = "incidents/2023/q4/billing-month-end-timeouts.md#1";
-    let explained = corpus.json(&["explain", "INC-2023-Q4-011", "--chunk", incident, "--json"]);
-    let result = &explained["results"][0];
-    assert_eq!(result["fused_rank"], 5);
-    assert_eq!(result["lists"][0]["rank"], 1);
-    assert_eq!(result["lists"][1]["rank"], 17);
+    let standing = |extra: &[&str]| {
+        let args = [
+            &["explain", "INC-2023-Q4-011", "--chunk", incident, "--json"][..],
+            extra,
+        ];
+        let explained = corpus.json(&args.concat());
+        let result = &explained["results"][0];
+        (
+            result["fused_rank"].clone(),
+            result["lists"][0]["rank"].clone(),
+            result["lists"][1]["rank"].clone(),
+        )
+    };
+    assert_eq!(standing(&[]), (3.into(), 1.into(), 20.into()));
+    assert_eq!(
+        standing(&["--dense-feedback", "0"]),
+        (5.into(), 1.into(), 17.into())
+    );
     let response = corpus.search_json("INC-2023-Q4-011", &["-k", "1", "--mode", "sparse"]);
     assert_eq!(response["results"][0]["chunk_id"], incident);
     // Re-indexing with the bundled model re-embeds everything.
