@@ -19,7 +19,6 @@
 
 use std::collections::HashMap;
 use std::fs;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -29,6 +28,7 @@ use rayon::prelude::*;
 use crate::corpus::Skipped;
 use crate::corpus::chunk::{ChunkOptions, parse_file};
 use crate::corpus::markdown::Metadata;
+use crate::corpus::read::read_walked;
 use crate::corpus::walk::{SourceFile, WalkOptions, walk};
 use crate::embed::Embedder;
 use crate::graph::{self, EntityCache, GRAPH_FILE, GraphOptions};
@@ -43,7 +43,7 @@ use crate::store::generation::{
 use crate::store::lock::IndexLock;
 use crate::store::manifest::{Counts, FORMAT_VERSION, GraphManifest, Manifest};
 use crate::store::vector_cache::{self, ReusableVectors};
-use crate::store::{self, INDEX_DIR_NAME, LOCK_FILE, atomic, checks};
+use crate::store::{self, INDEX_DIR_NAME, LOCK_FILE, atomic, checks, ownership};
 use crate::text::tokenize::Analyzer;
 
 /// Settings of one indexing run.
@@ -139,12 +139,12 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
             root.display()
         );
     }
-    fs::create_dir_all(&options.index_dir)
-        .with_context(|| format!("cannot create {}", options.index_dir.display()))?;
-    let _lock = IndexLock::acquire(&options.index_dir.join(LOCK_FILE))?;
+    refuse_index_over_root(root, &options.index_dir)?;
+    ownership::claim(&options.index_dir)?;
+    let lock = IndexLock::acquire(&options.index_dir.join(LOCK_FILE))?;
     let mut warnings = Vec::new();
     let previous = Previous::load(options, embedder, &mut warnings);
-    remove_stale_generations(
+    remove_leftovers(
         &options.index_dir,
         previous.manifest.as_ref().map(|m| m.generation),
     );
@@ -197,6 +197,7 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
             .with_context(|| format!("cannot remove leftover {}", gen_dir.display()))?;
     }
     fs::create_dir_all(&gen_dir).with_context(|| format!("cannot create {}", gen_dir.display()))?;
+    let mut partial = PartialGeneration(Some(&gen_dir));
     let base_dir = previous
         .generation
         .as_ref()
@@ -289,7 +290,7 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
     let graph_built = graph_built?;
     let graph_time = graph_built.as_ref().map(|(_, t)| *t);
     generation::write_table(&gen_dir, &built.table)?;
-    atomic::sync_dir(&gen_dir)?;
+    atomic::sync_tree(&gen_dir)?;
     // Segment files linked from the previous generation keep its checks.
     let linked: Checksums = match &previous.manifest {
         Some(old) => sparse_built
@@ -342,7 +343,17 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
         },
         checksums,
     };
-    manifest.write(&options.index_dir)?;
+    lock.still_held()?;
+    if let Err(err) = manifest.write(&options.index_dir) {
+        if !names_generation(&options.index_dir, generation) {
+            return Err(err);
+        }
+        // The rename went through; only the folder's sync failed.
+        warnings.push(format!(
+            "generation {generation} is live, but {err:#}; a power cut before the disk catches up could bring back the previous index"
+        ));
+    }
+    partial.0 = None;
     if let Some(old) = &previous.manifest {
         let old_dir = store::generation_dir(&options.index_dir, old.generation);
         if old.embedder != manifest.embedder && previous.generation.is_some() {
@@ -443,9 +454,10 @@ impl Previous {
             previous.manifest = Some(manifest);
             return previous;
         }
-        let generation = match Generation::open(&options.index_dir, &manifest)
-            .and_then(|generation| Ok((generation.files()?, generation)))
-        {
+        let generation = match Generation::open(&options.index_dir, &manifest).and_then(|g| {
+            check_carried_files(&g, &manifest)?;
+            Ok((g.files()?, g))
+        }) {
             Ok(opened) => Some(opened),
             Err(err) => {
                 warnings.push(format!(
@@ -590,7 +602,7 @@ fn check(file: &SourceFile, options: &IndexOptions, previous: &Previous) -> File
     if !previous.files.contains_key(&file.rel_path) || file.size > options.max_file_size {
         return FileState::Changed;
     }
-    let Ok(bytes) = read_bounded(&file.abs_path, options.max_file_size) else {
+    let Ok(bytes) = read_walked(file, options.max_file_size) else {
         return FileState::Changed;
     };
     let stamp = stamp_of(file, &bytes);
@@ -637,7 +649,7 @@ fn examine(file: &SourceFile, options: &IndexOptions, state: FileState) -> FileO
             file.size, options.max_file_size
         ));
     }
-    let bytes = match read_bounded(&file.abs_path, options.max_file_size) {
+    let bytes = match read_walked(file, options.max_file_size) {
         Ok(bytes) => bytes,
         Err(reason) => return skip(reason),
     };
@@ -666,24 +678,6 @@ fn examine(file: &SourceFile, options: &IndexOptions, state: FileState) -> FileO
         chunks: parsed.chunks,
         warning,
     }
-}
-
-/// Reads a file, refusing to read more than `limit` bytes (it may have grown
-/// since it was walked).
-fn read_bounded(path: &Path, limit: u64) -> std::result::Result<Vec<u8>, String> {
-    let file = fs::File::open(path).map_err(|e| format!("cannot be read: {}", lowercase(&e)))?;
-    let mut bytes = Vec::new();
-    file.take(limit + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot be read: {}", lowercase(&e)))?;
-    if bytes.len() as u64 > limit {
-        return Err(format!("grew over the {limit}-byte limit while being read"));
-    }
-    Ok(bytes)
-}
-
-fn lowercase(err: &std::io::Error) -> String {
-    err.to_string().to_lowercase()
 }
 
 /// Adds `path`, `dir` and `title` (front matter `title`, else the first
@@ -983,21 +977,80 @@ fn searchable(chunk: &ChunkRecord, source: &ChunkSource, previous: &Previous) ->
     Ok(searchable_text(&chunk.heading_path, &old.text(ord)?))
 }
 
-/// Removes generation folders other than the live one (left by a run that
-/// was interrupted before it switched the manifest).
-fn remove_stale_generations(index_dir: &Path, live: Option<u64>) {
+/// Re-reads every file of the previous generation that a run may carry
+/// over (all but the sparse folder, whose segments are linked with the
+/// checks they had, so damage in them stays visible to `status --verify`,
+/// and whose other files are rebuilt) and
+/// fails on the first whose CRC-32 no longer matches: carried data is
+/// written with new checksums, so damage must be caught before, not
+/// laundered into a generation that looks intact.
+fn check_carried_files(generation: &Generation, manifest: &Manifest) -> Result<()> {
+    let in_sparse = |name: &str| {
+        name.strip_prefix(SPARSE_DIR)
+            .is_some_and(|rest| rest.starts_with('/'))
+    };
+    let problems = checks::verify_matching(generation.dir(), &manifest.checksums, |name| {
+        !in_sparse(name)
+    });
+    match problems.into_iter().next() {
+        Some(problem) => bail!(problem),
+        None => Ok(()),
+    }
+}
+
+/// True when `index_dir/meta.json` names `generation` (the switch to it
+/// happened, whatever failed after).
+fn names_generation(index_dir: &Path, generation: u64) -> bool {
+    Manifest::read(index_dir).is_ok_and(|m| m.is_some_and(|m| m.generation == generation))
+}
+
+/// A generation folder being written: removed when the run fails before
+/// the manifest names it (so a full disk is freed at once), kept once the
+/// field is cleared.
+struct PartialGeneration<'a>(Option<&'a Path>);
+
+impl Drop for PartialGeneration<'_> {
+    fn drop(&mut self) {
+        if let Some(dir) = self.0 {
+            let _ = fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// Refuses an index folder that is the indexed folder or holds it: the
+/// run would index its own files and clean up among the user's.
+fn refuse_index_over_root(root: &Path, index_dir: &Path) -> Result<()> {
+    let (Ok(root), Ok(index)) = (fs::canonicalize(root), fs::canonicalize(index_dir)) else {
+        return Ok(());
+    };
+    if root.starts_with(&index) {
+        bail!(
+            "the index folder {} is the folder being indexed or holds it; keep the index in its own folder",
+            index.display()
+        );
+    }
+    Ok(())
+}
+
+/// Removes what interrupted runs left in the (claimed) index folder:
+/// generation folders other than the live one, temporary files of
+/// `meta.json` writes, and half-moved vector caches.
+fn remove_leftovers(index_dir: &Path, live: Option<u64>) {
     let Ok(entries) = fs::read_dir(index_dir) else {
         return;
     };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(n) = name.to_str().and_then(store::parse_generation_name) else {
+        let Some(name) = name.to_str() else {
             continue;
         };
-        if Some(n) != live {
+        if name.starts_with(atomic::TEMP_PREFIX) {
+            let _ = fs::remove_file(entry.path());
+        } else if store::parse_generation_name(name).is_some_and(|n| Some(n) != live) {
             let _ = fs::remove_dir_all(entry.path());
         }
     }
+    vector_cache::remove_staging(index_dir);
 }
 
 #[cfg(test)]

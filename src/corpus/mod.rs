@@ -1,10 +1,11 @@
 //! The corpus side: finding markdown files and turning each into chunks.
 //!
-//! [`walk`] lists the files, [`markdown`] reads front matter and heading
+//! [`walk`] lists the files, [`read`] reads one safely, [`markdown`] reads front matter and heading
 //! sections, [`chunk`] packs sections into budgeted chunks.
 
 pub mod chunk;
 pub mod markdown;
+pub mod read;
 pub mod walk;
 
 use std::fmt;

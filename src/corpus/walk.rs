@@ -54,6 +54,9 @@ pub struct SourceFile {
     pub size: u64,
     /// Modification time in nanoseconds since the Unix epoch (0 if unknown).
     pub mtime_ns: i128,
+    /// Device and inode when walked (Unix; `(0, 0)` elsewhere), so the read
+    /// can check it opened this very file ([`super::read`]).
+    pub identity: (u64, u64),
 }
 
 /// Everything the walk found: the files to read, and what it could not enter.
@@ -123,6 +126,15 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<Walk> {
             continue;
         }
         let rel_path = display_rel(root, entry.path());
+        if rel_path_of(root, entry.path()).is_none() {
+            // Lossy decoding would give two such names one path and one id.
+            out.skipped.push(Skipped {
+                path: rel_path,
+                reason: "its path is not valid UTF-8 (shown with U+FFFD); rename it to index it"
+                    .into(),
+            });
+            continue;
+        }
         match entry.metadata() {
             Ok(meta) => out.files.push(SourceFile {
                 rel_path,
@@ -133,6 +145,7 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<Walk> {
                     .ok()
                     .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
                     .map_or(0, |d| d.as_nanos() as i128),
+                identity: identity(&meta),
             }),
             Err(err) => out.skipped.push(Skipped {
                 path: rel_path,
@@ -142,6 +155,20 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<Walk> {
     }
     out.files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
     Ok(out)
+}
+
+/// The device and inode of a walked entry (not followed if a link).
+fn identity(meta: &std::fs::Metadata) -> (u64, u64) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        (meta.dev(), meta.ino())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        (0, 0)
+    }
 }
 
 /// The gitignore matchers of the folders entered so far, deepest last.
@@ -222,8 +249,18 @@ pub fn is_markdown(path: &Path) -> bool {
         })
 }
 
+/// `path` relative to `root` with `/` separators, or `None` when a part of
+/// it is not valid UTF-8.
+fn rel_path_of(root: &Path, path: &Path) -> Option<String> {
+    let parts: Option<Vec<&str>> = rel_path(root, path)
+        .components()
+        .map(|c| c.as_os_str().to_str())
+        .collect();
+    Some(parts?.join("/"))
+}
+
 /// `path` relative to `root` with `/` separators (the path itself if it is
-/// not under `root`).
+/// not under `root`), invalid UTF-8 shown as U+FFFD.
 fn display_rel(root: &Path, path: &Path) -> String {
     let rel = path.strip_prefix(root).unwrap_or(path);
     let parts: Vec<String> = rel
@@ -312,6 +349,24 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(names(root, &all).len(), 6);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn names_that_are_not_utf8_are_skipped_by_name_not_merged() {
+        use std::ffi::OsStr;
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs::write(root.join(OsStr::from_bytes(b"a\xff.md")), "x").unwrap();
+        fs::write(root.join(OsStr::from_bytes(b"a\xfe.md")), "y").unwrap();
+        fs::write(root.join("b.md"), "z").unwrap();
+        let walk = walk(root, &WalkOptions::default()).unwrap();
+        let names: Vec<_> = walk.files.iter().map(|f| f.rel_path.as_str()).collect();
+        assert_eq!(names, ["b.md"]);
+        assert_eq!(walk.skipped.len(), 2);
+        assert_eq!(walk.skipped[0].path, "a\u{fffd}.md");
+        assert!(walk.skipped[0].reason.contains("not valid UTF-8"));
     }
 
     #[test]

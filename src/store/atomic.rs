@@ -8,12 +8,24 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
+/// Name prefix of the temporary files [`write_atomic`] renames into place;
+/// one left by a killed run is removed by the next.
+pub const TEMP_PREFIX: &str = ".tmp-";
+
 /// Atomically replaces `path` with `bytes`: readers see the old content or
 /// the new one, never a partial file, even if the process dies mid-way.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".tmp-")
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(TEMP_PREFIX);
+    // Like any file the user creates: 0666 less the umask (tempfile's own
+    // default, 0600, would hide a shared index from its other readers).
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let mut tmp = builder
         .tempfile_in(dir)
         .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
     tmp.write_all(bytes)
@@ -33,6 +45,19 @@ pub fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
     file.write_all(bytes)
         .and_then(|()| file.sync_all())
         .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Flushes the entries of `dir` and of every folder below it, deepest
+/// first (a new generation's `sparse/` gains names after its own writes).
+pub fn sync_tree(dir: &Path) -> Result<()> {
+    for entry in walkdir::WalkDir::new(dir).contents_first(true) {
+        let entry = entry.with_context(|| format!("cannot list {}", dir.display()))?;
+        if entry.file_type().is_dir() {
+            sync_dir(entry.path())
+                .with_context(|| format!("cannot sync folder {}", entry.path().display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// Flushes a folder's entries (new names, renames) to disk. A no-op where
@@ -65,5 +90,18 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, ["meta.json"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_atomic_write_follows_the_umask_like_any_new_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("plain");
+        File::create(&plain).unwrap();
+        let target = dir.path().join("meta.json");
+        write_atomic(&target, b"x").unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&target), mode(&plain));
     }
 }

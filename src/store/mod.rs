@@ -1,6 +1,7 @@
 //! The on-disk index: `.memidx/` with a manifest and immutable generations.
 //!
 //! ```text
+//! .memidx/memidx.tag  marks the folder as memidx's (see [`ownership`])
 //! .memidx/meta.json   manifest: format version, generation, settings, files, checksums
 //! .memidx/LOCK        held by a running `memidx index`
 //! .memidx/gen-N/      chunks.bin, texts.bin, vectors.i8, keys.u64, sparse/ (tantivy), …
@@ -17,6 +18,7 @@ pub mod checks;
 pub mod generation;
 pub mod lock;
 pub mod manifest;
+pub mod ownership;
 pub mod vector_cache;
 
 use std::fs::File;

@@ -146,7 +146,12 @@ fn check_cached(dir: &Path, embedder: &EmbedderInfo) -> Result<()> {
             damaged(&dir.join(name), "is not in cache.json")
         );
     }
-    checks::check_on_open(dir, &meta.checksums)
+    // Re-read in full: reused vectors are written into the new generation
+    // under new checksums, so damage must be caught here.
+    match checks::verify(dir, &meta.checksums).into_iter().next() {
+        Some(problem) => Err(anyhow::anyhow!(problem)),
+        None => Ok(()),
+    }
 }
 
 /// Keeps the vectors of a replaced generation: moves them from `gen_dir`
@@ -196,8 +201,22 @@ pub fn forget(index_dir: &Path, embedder: &EmbedderInfo) {
     let _ = fs::remove_dir_all(model_dir(index_dir, &embedder.fingerprint));
 }
 
-/// Removes all but the `keep` most recently cached models (and any
-/// half-written folder).
+/// Removes the half-moved caches (`<fingerprint>.tmp/`) an interrupted
+/// model switch left behind.
+pub fn remove_staging(index_dir: &Path) {
+    let Ok(entries) = fs::read_dir(index_dir.join(CACHE_DIR)) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "tmp") {
+            let _ = fs::remove_dir_all(&path);
+        }
+    }
+}
+
+/// Removes all but the `keep` most recently cached models. Only folders
+/// with a `cache.json` count; anything else in `cache/` is left alone.
 fn prune(cache_dir: &Path, keep: usize) {
     let Ok(entries) = fs::read_dir(cache_dir) else {
         return;
@@ -205,11 +224,8 @@ fn prune(cache_dir: &Path, keep: usize) {
     let mut cached = Vec::new();
     for entry in entries.flatten() {
         let path = entry.path();
-        match fs::metadata(path.join(CACHE_META)).and_then(|m| m.modified()) {
-            Ok(written) => cached.push((written, path)),
-            Err(_) => {
-                let _ = fs::remove_dir_all(&path);
-            }
+        if let Ok(written) = fs::metadata(path.join(CACHE_META)).and_then(|m| m.modified()) {
+            cached.push((written, path));
         }
     }
     cached.sort_by_key(|(written, _)| std::cmp::Reverse(*written));

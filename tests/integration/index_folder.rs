@@ -1,0 +1,127 @@
+//! What `memidx index` may touch: only an index folder it made.
+
+use std::fs;
+use std::path::Path;
+
+use crate::common::Corpus;
+
+/// Runs `memidx index ARGS…` in `corpus` and returns (exit code, stderr).
+fn index(corpus: &Corpus, args: &[&str]) -> (Option<i32>, String) {
+    let output = corpus
+        .memidx()
+        .args([&["index", "--quiet"][..], args].concat())
+        .output()
+        .expect("run");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn read(path: &Path) -> String {
+    fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn a_folder_of_other_files_given_as_the_index_is_refused_and_left_untouched() {
+    let corpus = Corpus::fixtures();
+    let other = corpus.path().join("s");
+    fs::create_dir_all(other.join("gen-1")).unwrap();
+    fs::write(other.join("gen-1/thesis.txt"), "chapter one").unwrap();
+    fs::write(other.join("meta.json"), "{\"mine\": true}").unwrap();
+    let (code, stderr) = index(&corpus, &[".", "--index", "s"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with("memidx: ")
+            && stderr.contains("is not a memidx index and is not empty")
+            && stderr.contains("nothing was changed"),
+        "{stderr}"
+    );
+    assert_eq!(read(&other.join("gen-1/thesis.txt")), "chapter one");
+    assert_eq!(read(&other.join("meta.json")), "{\"mine\": true}");
+    let names: Vec<_> = fs::read_dir(&other)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names.len(), 2, "nothing added: {names:?}");
+}
+
+#[test]
+fn the_indexed_folder_itself_is_never_the_index() {
+    let corpus = Corpus::empty();
+    let root = corpus.path().join("r");
+    fs::create_dir_all(root.join("gen-2020")).unwrap();
+    fs::write(
+        root.join("gen-2020/retro.md"),
+        "# Retro\n\nWhat went well.\n",
+    )
+    .unwrap();
+    let (code, stderr) = index(&corpus, &["r", "--index", "r"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("is the folder being indexed"), "{stderr}");
+    assert_eq!(
+        read(&root.join("gen-2020/retro.md")),
+        "# Retro\n\nWhat went well.\n"
+    );
+
+    // An index folder that holds the root is refused the same way.
+    let (code, stderr) = index(&corpus, &["r", "--index", "."]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("or holds it"), "{stderr}");
+    assert!(root.join("gen-2020/retro.md").exists());
+}
+
+#[test]
+fn a_new_or_empty_index_folder_is_tagged_and_an_untagged_old_index_is_adopted() {
+    let corpus = Corpus::fixtures();
+    fs::create_dir(corpus.path().join("empty")).unwrap();
+    let (code, stderr) = index(&corpus, &[".", "--index", "empty"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(corpus.path().join("empty/memidx.tag").is_file());
+
+    // An index written before the tag existed is known by its meta.json.
+    corpus.index();
+    let tag = corpus.path().join(".memidx/memidx.tag");
+    fs::remove_file(&tag).unwrap();
+    fs::write(
+        corpus.path().join("runbooks/new.md"),
+        "# New\n\nA new runbook.\n",
+    )
+    .unwrap();
+    let (code, stderr) = index(&corpus, &["."]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(tag.is_file());
+}
+
+#[test]
+fn a_file_where_the_index_folder_should_be_is_named() {
+    let corpus = Corpus::fixtures();
+    fs::write(corpus.path().join(".memidx"), "not a folder").unwrap();
+    let (code, stderr) = index(&corpus, &["."]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains(".memidx is a file, not an index folder"),
+        "{stderr}"
+    );
+    assert_eq!(read(&corpus.path().join(".memidx")), "not a folder");
+}
+
+#[test]
+fn leftovers_of_interrupted_runs_are_removed_and_nothing_else() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let index_dir = corpus.path().join(".memidx");
+    fs::write(index_dir.join(".tmp-abc123"), "half a manifest").unwrap();
+    fs::create_dir_all(index_dir.join("gen-99")).unwrap();
+    fs::create_dir_all(index_dir.join("cache/xxh3-0001.tmp")).unwrap();
+    fs::create_dir_all(index_dir.join("cache/notes")).unwrap();
+    let (code, stderr) = index(&corpus, &["."]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!index_dir.join(".tmp-abc123").exists());
+    assert!(!index_dir.join("gen-99").exists());
+    assert!(!index_dir.join("cache/xxh3-0001.tmp").exists());
+    assert!(
+        index_dir.join("cache/notes").is_dir(),
+        "not memidx's to remove"
+    );
+}
