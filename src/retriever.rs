@@ -14,7 +14,7 @@ use crate::graph::{self, QueryOptions};
 use crate::lists::dense::DenseIndex;
 use crate::lists::graph::{GraphIndex, no_graph};
 use crate::lists::sparse::SparseIndex;
-use crate::lists::{RankedList, SearchIndex};
+use crate::lists::{RankedList, SearchIndex, guard};
 use crate::store::generation::{ChunkOrd, Generation, SPARSE_DIR};
 use crate::store::manifest::Manifest;
 
@@ -248,12 +248,10 @@ impl Retriever {
         let mut lists = Vec::new();
         let mut dense_feedback = None;
         if selection.sparse {
-            let sparse = SparseIndex::open(
-                &generation.dir().join(SPARSE_DIR),
-                manifest.tokenizer,
-                manifest.bm25,
-                manifest.sparse,
-            )?;
+            let dir = generation.dir().join(SPARSE_DIR);
+            let sparse = guard::catch("sparse", &dir, || {
+                SparseIndex::open(&dir, manifest.tokenizer, manifest.bm25, manifest.sparse)
+            })?;
             let weight = selection.sparse_weight.unwrap_or(defaults.sparse_weight);
             lists.push(WeightedIndex {
                 index: Box::new(sparse),
@@ -563,18 +561,20 @@ impl Retriever {
         window: usize,
         allow: &AllowSet,
     ) -> Result<Vec<RankedList>> {
+        let run = |l: &WeightedIndex| {
+            guard::catch(l.index.name(), self.generation.dir(), || {
+                l.index.search(query, window, allow)
+            })
+        };
         if let [only] = self.lists.as_slice() {
-            return Ok(vec![only.index.search(query, window, allow)?]);
+            return Ok(vec![run(only)?]);
         }
         // On rayon's pool, not on threads of their own: a list that itself
         // runs in parallel (the dense scan, a transformer's matrix products)
         // then never waits on a pool whose workers are all blocked joining
         // list threads — which deadlocked `eval` (itself parallel over
         // queries) with a transformer model.
-        self.lists
-            .par_iter()
-            .map(|l| l.index.search(query, window, allow))
-            .collect()
+        self.lists.par_iter().map(run).collect()
     }
 }
 

@@ -46,13 +46,18 @@ pub fn run(config: &EvalConfig, out: &mut dyn Write) -> Result<Status> {
     if let Some(dir) = &config.run_out {
         write_runs(dir, &report, &config.queries)?;
     }
-    if config.save
-        && let Some(sweep) = &report.sweep
-    {
+    // A setting is saved only when it beats the defaults on the tuning
+    // half: a tie keeps them (the first of equals may be a degenerate one).
+    let saved = config.save
+        && report
+            .sweep
+            .as_ref()
+            .is_some_and(|s| s.best.tune_ndcg_10 > s.default.tune_ndcg_10);
+    if let Some(sweep) = report.sweep.as_ref().filter(|_| saved) {
         save_defaults(config, sweep.best.setting, report.dense_feedback)?;
     }
     match config.format {
-        OutputFormat::Human => human::print_eval(out, &report, config.save)?,
+        OutputFormat::Human => human::print_eval(out, &report, config.save.then_some(saved))?,
         OutputFormat::Json | OutputFormat::JsonLines => json::print(out, &report)?,
     }
     Ok(Status::Success)

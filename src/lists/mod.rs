@@ -6,7 +6,9 @@
 //! trait, as the graph list ([`graph`]) does; nothing else changes.
 
 pub mod dense;
+mod frozen_dir;
 pub mod graph;
+pub mod guard;
 pub mod sparse;
 
 use std::cmp::{Ordering, Reverse};

@@ -37,7 +37,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{Context, Result, ensure};
+use anyhow::{Context, Result, bail, ensure};
 use memmap2::Mmap;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -52,6 +52,7 @@ use tantivy::{
     TERMINATED, Term,
 };
 
+use super::frozen_dir::FrozenDirectory;
 use super::{Candidate, ListHit, RankedList, SearchIndex, TopWindow};
 use crate::filter::AllowSet;
 use crate::store::generation::ChunkOrd;
@@ -214,10 +215,13 @@ impl SparseWriter {
                 let threads = std::thread::available_parallelism()
                     .map_or(1, |n| n.get())
                     .clamp(1, 4);
-                self.writer.insert(
-                    self.index
-                        .writer_with_num_threads(threads, WRITER_MEMORY_BYTES)?,
-                )
+                let writer = self
+                    .index
+                    .writer_with_num_threads(threads, WRITER_MEMORY_BYTES)
+                    .with_context(|| {
+                        format!("cannot write the sparse index in {}", self.dir.display())
+                    })?;
+                self.writer.insert(writer)
             }
         };
         let (body, uid, len) = self.fields;
@@ -228,7 +232,7 @@ impl SparseWriter {
                 .map(|(_, text)| analyzer.tokenize(text))
                 .collect();
             for ((chunk_uid, _), tokens) in batch.iter().zip(analyzed) {
-                writer.add_document(ChunkDoc([
+                let added = writer.add_document(ChunkDoc([
                     (uid, OwnedValue::U64(u64::from(*chunk_uid))),
                     (len, OwnedValue::U64(tokens.len() as u64)),
                     (
@@ -238,7 +242,16 @@ impl SparseWriter {
                             tokens: tokens.into_iter().map(to_tantivy).collect(),
                         }),
                     ),
-                ]))?;
+                ]));
+                if let Err(err) = added {
+                    // tantivy says only that its indexing threads died; the
+                    // join inside a commit returns what killed them.
+                    let cause = writer.commit().err().unwrap_or(err);
+                    bail!(
+                        "cannot write the sparse index in {}: {cause}",
+                        self.dir.display()
+                    );
+                }
             }
         }
         Ok(())
@@ -249,8 +262,14 @@ impl SparseWriter {
     /// live documents, checking that every live uid has exactly one.
     pub fn finish(self, ords: &[u32]) -> Result<SparseWritten> {
         if let Some(mut writer) = self.writer {
-            writer.commit().context("cannot commit the sparse index")?;
-            writer.wait_merging_threads()?;
+            let failed = |err: tantivy::TantivyError| {
+                anyhow::anyhow!(
+                    "cannot write the sparse index in {}: {err}",
+                    self.dir.display()
+                )
+            };
+            writer.commit().map_err(failed)?;
+            writer.wait_merging_threads().map_err(failed)?;
         }
         let reader = self.index.reader()?;
         let searcher = reader.searcher();
@@ -373,7 +392,10 @@ impl SparseIndex {
         stats: SparseStats,
     ) -> Result<Self> {
         let damaged = || damaged(dir, "cannot be opened");
-        let index = Index::open_in_dir(dir).with_context(damaged)?;
+        let index = FrozenDirectory::open(dir)
+            .map_err(anyhow::Error::from)
+            .and_then(|frozen| Ok(Index::open(frozen)?))
+            .with_context(damaged)?;
         let ords_path = dir.join(ORDS_FILE);
         let ords = map_file(&ords_path)?;
         let segments = segment_ranges(ords.as_deref().unwrap_or_default())
@@ -414,6 +436,18 @@ impl SparseIndex {
         Ok((ords, map.dead == 0))
     }
 
+    /// An error tantivy raised while reading the postings means the sparse
+    /// folder is damaged: say so, naming it (memidx's own errors already do).
+    fn named_as_damage(&self, err: anyhow::Error) -> anyhow::Error {
+        let from_tantivy = err.downcast_ref::<tantivy::TantivyError>().is_some()
+            || err.downcast_ref::<std::io::Error>().is_some();
+        if !from_tantivy {
+            return err;
+        }
+        let dir = self.ords_path.parent().unwrap_or(&self.ords_path);
+        anyhow::anyhow!(damaged(dir, &format!("cannot be read ({err})")))
+    }
+
     /// The query's terms as this list sees them.
     pub fn query_terms(&self, query: &str) -> Vec<String> {
         self.analyzer.terms(query)
@@ -442,7 +476,8 @@ impl SearchIndex for SparseIndex {
                 } else {
                     list.filtered_out += 1;
                 }
-            })?;
+            })
+            .map_err(|err| self.named_as_damage(err))?;
             list.hits = best.into_sorted().into_iter().map(ListHit::from).collect();
         }
         list.elapsed = started.elapsed();

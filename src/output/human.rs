@@ -373,8 +373,9 @@ pub fn print_index_warnings(
     Ok(())
 }
 
-/// Prints the eval table (one row per mode), the settings, and the sweep.
-pub fn print_eval(out: &mut dyn Write, report: &EvalReport, saved: bool) -> Result<()> {
+/// Prints the eval table (one row per mode), the settings, and the sweep;
+/// `save` is `None` without `--save`, else whether the best setting was stored.
+pub fn print_eval(out: &mut dyn Write, report: &EvalReport, save: Option<bool>) -> Result<()> {
     writeln!(
         out,
         "{:<12} {:>8} {:>10} {:>11} {:>8}",
@@ -421,10 +422,10 @@ pub fn print_eval(out: &mut dyn Write, report: &EvalReport, saved: bool) -> Resu
             out,
             "best beats the default by {:+.4} nDCG@10 on the held-out half{}",
             sweep.best.held_out_ndcg_10 - sweep.default.held_out_ndcg_10,
-            if saved {
-                "; saved as the index's defaults"
-            } else {
-                " (--save stores it in the index)"
+            match save {
+                Some(true) => "; saved as the index's defaults",
+                Some(false) => "; not saved: it does not beat the defaults on the tuning half",
+                None => " (--save stores it in the index)",
             }
         )?;
     }
