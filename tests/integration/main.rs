@@ -8,14 +8,17 @@
 
 mod common;
 
+mod architecture;
 mod bm25_oracle;
 mod completions;
 mod embeddings;
 mod eval;
 mod graph;
+mod hardening;
 mod hybrid;
 mod incremental;
 mod index;
+mod index_folder;
 mod minilm;
 mod properties;
 mod reliability;
