@@ -46,18 +46,21 @@ pub fn run(config: &EvalConfig, out: &mut dyn Write) -> Result<Status> {
     if let Some(dir) = &config.run_out {
         write_runs(dir, &report, &config.queries)?;
     }
-    // A setting is saved only when it beats the defaults on the tuning
-    // half: a tie keeps them (the first of equals may be a degenerate one).
-    let saved = config.save
-        && report
-            .sweep
-            .as_ref()
-            .is_some_and(|s| s.best.tune_ndcg_10 > s.default.tune_ndcg_10);
-    if let Some(sweep) = report.sweep.as_ref().filter(|_| saved) {
-        save_defaults(config, sweep.best.setting, report.dense_feedback)?;
+    // The best setting replaces the defaults only when it beats them on the
+    // tuning half: on a tie the defaults stay (the first of equals may be a
+    // degenerate setting), saved with the feedback the sweep ran with.
+    let best_wins = report
+        .sweep
+        .as_ref()
+        .is_some_and(|s| s.best.tune_ndcg_10 > s.default.tune_ndcg_10);
+    if config.save
+        && let Some(sweep) = &report.sweep
+    {
+        let chosen = if best_wins { sweep.best } else { sweep.default };
+        save_defaults(config, chosen.setting, report.dense_feedback)?;
     }
     match config.format {
-        OutputFormat::Human => human::print_eval(out, &report, config.save.then_some(saved))?,
+        OutputFormat::Human => human::print_eval(out, &report, config.save.then_some(best_wins))?,
         OutputFormat::Json | OutputFormat::JsonLines => json::print(out, &report)?,
     }
     Ok(Status::Success)

@@ -374,7 +374,8 @@ pub fn print_index_warnings(
 }
 
 /// Prints the eval table (one row per mode), the settings, and the sweep;
-/// `save` is `None` without `--save`, else whether the best setting was stored.
+/// `save` is `None` without `--save`, else whether the best setting (rather
+/// than the defaults it does not beat) was stored.
 pub fn print_eval(out: &mut dyn Write, report: &EvalReport, save: Option<bool>) -> Result<()> {
     writeln!(
         out,

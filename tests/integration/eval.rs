@@ -126,3 +126,44 @@ fn sweep_reports_a_held_out_check_and_save_changes_the_defaults() {
     let explain: Value = corpus.json(&["explain", "pool", "-k", "1", "--json"]);
     assert_eq!(explain["lists"][1]["feedback"].as_array().unwrap().len(), 1);
 }
+
+#[test]
+fn save_keeps_the_defaults_when_nothing_beats_them() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let first = eval_json(&corpus, &["--sweep"]);
+    let top = first["sweep"]["top"].as_array().unwrap();
+    // A setting that ties the best on the tuning half but is not the first
+    // of the equals.
+    let tied = top[1..]
+        .iter()
+        .find(|s| s["tune_ndcg_10"] == top[0]["tune_ndcg_10"])
+        .expect("the fixtures' sweep has ties (else this test checks nothing)");
+    let setting = &tied["setting"];
+    let arg = |key: &str| setting[key].to_string();
+    let (k, dense, window) = (arg("rrf_k"), arg("dense_weight"), arg("window"));
+    let second = eval_json(
+        &corpus,
+        &[
+            "--sweep",
+            "--save",
+            "--rrf-k",
+            &k,
+            "--dense-weight",
+            &dense,
+            "--window",
+            &window,
+        ],
+    );
+    assert_eq!(second["sweep"]["default"]["setting"], *setting);
+    assert_ne!(second["sweep"]["best"]["setting"], *setting);
+    let meta: Value =
+        serde_json::from_slice(&std::fs::read(corpus.path().join(".memidx/meta.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        meta["fusion"]["rrf_k"], setting["rrf_k"],
+        "a tie keeps the defaults"
+    );
+    assert_eq!(meta["fusion"]["dense_weight"], setting["dense_weight"]);
+    assert_eq!(meta["fusion"]["window"], setting["window"]);
+}
