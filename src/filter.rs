@@ -9,11 +9,11 @@
 //! what the filter means.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use anyhow::{Result, bail};
 
-use crate::store::generation::{ChunkOrd, FileEntry, Generation};
+use crate::lists::AllowSet;
+use crate::store::generation::{FileEntry, Generation};
 
 /// Validated filter conditions: key → accepted values.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -151,30 +151,11 @@ fn passes(metadata: &crate::corpus::markdown::Metadata, key: &str, wanted: &[Str
         .is_some_and(|have| have.iter().any(|v| wanted.contains(v)))
 }
 
-/// Which chunks a search may return.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AllowSet {
-    /// No filter: every chunk.
-    All,
-    /// One flag per chunk ordinal (shared, so lists can hold it cheaply).
-    Only(Arc<[bool]>),
-}
-
-impl AllowSet {
-    /// True when the chunk passes the filters.
-    pub fn allows(&self, chunk: ChunkOrd) -> bool {
-        match self {
-            Self::All => true,
-            Self::Only(flags) => flags.get(chunk as usize).copied().unwrap_or(false),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::corpus::markdown::Metadata;
-    use crate::store::generation::{ChunkRecord, ChunkTable};
+    use crate::store::generation::{ChunkOrd, ChunkRecord, ChunkTable};
 
     fn table() -> ChunkTable {
         let file = |path: &str, pairs: &[(&str, &[&str])]| FileEntry {

@@ -8,13 +8,13 @@ use anyhow::{Context, Result, bail, ensure};
 use rayon::prelude::*;
 
 use crate::embed::Embedder;
-use crate::filter::{AllowSet, Filter};
+use crate::filter::Filter;
 use crate::fusion::{self, Contribution, Fused, WeightedList};
 use crate::graph::{self, QueryOptions};
 use crate::lists::dense::DenseIndex;
 use crate::lists::graph::{GraphIndex, no_graph};
 use crate::lists::sparse::SparseIndex;
-use crate::lists::{RankedList, SearchIndex, guard};
+use crate::lists::{AllowSet, RankedList, SearchIndex, guard};
 use crate::store::generation::{ChunkOrd, Generation, SPARSE_DIR};
 use crate::store::manifest::Manifest;
 

@@ -18,9 +18,8 @@ use anyhow::Result;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::filter::AllowSet;
 use crate::fusion::{self, WeightedList};
-use crate::lists::RankedList;
+use crate::lists::{AllowSet, RankedList};
 use crate::retriever::Retriever;
 use collection::{EvalQuery, Qrels, Run, best_chunk_per_doc, doc_id, is_held_out};
 use metrics::{Metrics, evaluate, evaluate_subset};

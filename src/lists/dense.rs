@@ -34,9 +34,9 @@ use memmap2::{Mmap, MmapOptions};
 use ndarray::ArrayView2;
 use rayon::prelude::*;
 
+use super::AllowSet;
 use super::{Candidate, ListHit, RankedList, SearchIndex, TopWindow};
 use crate::embed::{Embedder, normalize};
-use crate::filter::AllowSet;
 use crate::store::damaged;
 use crate::store::generation::{ChunkOrd, VectorFlags};
 

@@ -6,8 +6,8 @@ use std::time::Instant;
 
 use anyhow::{Result, ensure};
 
+use super::AllowSet;
 use super::{ListHit, RankedList, SearchIndex};
-use crate::filter::AllowSet;
 use crate::graph::query::{self, QueryOptions};
 use crate::graph::{GRAPH_FILE, GraphFile, GraphView};
 use crate::store::damaged;

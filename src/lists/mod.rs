@@ -5,11 +5,14 @@
 //! chunks in rank order. A new list joins the fusion by implementing this
 //! trait, as the graph list ([`graph`]) does; nothing else changes.
 
+mod allow;
 pub mod dense;
 mod frozen_dir;
 pub mod graph;
 pub mod guard;
 pub mod sparse;
+
+pub use allow::AllowSet;
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
@@ -17,7 +20,6 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::filter::AllowSet;
 use crate::store::generation::ChunkOrd;
 
 /// One ranked candidate from a list.

@@ -52,9 +52,9 @@ use tantivy::{
     TERMINATED, Term,
 };
 
+use super::AllowSet;
 use super::frozen_dir::FrozenDirectory;
 use super::{Candidate, ListHit, RankedList, SearchIndex, TopWindow};
-use crate::filter::AllowSet;
 use crate::store::generation::ChunkOrd;
 use crate::store::{atomic, damaged, map_file};
 use crate::text::tokenize::{Analyzer, Token};

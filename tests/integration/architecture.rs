@@ -50,10 +50,6 @@ const KNOWN: &[&str] = &[
     "embed/static_model.rs -> lists/dense.rs",
     "eval/mod.rs -> output/progress.rs",
     "indexer.rs -> output/progress.rs",
-    "lists/mod.rs -> filter.rs",
-    "lists/dense.rs -> filter.rs",
-    "lists/graph.rs -> filter.rs",
-    "lists/sparse.rs -> filter.rs",
     "store/manifest.rs -> graph/mod.rs",
     "store/manifest.rs -> lists/sparse.rs",
     "store/vector_cache.rs -> lists/dense.rs",
@@ -65,7 +61,7 @@ const KNOWN: &[&str] = &[
     "output/status.rs: Generation",
     "output/status.rs: Manifest",
     "output/status.rs: corpus::walk",
-    "cycle: filter.rs, graph/mod.rs, lists/mod.rs, lists/sparse.rs, store/generation.rs, store/manifest.rs",
+    "cycle: graph/mod.rs, lists/mod.rs, lists/sparse.rs, store/generation.rs, store/manifest.rs",
     "cycle: graph/build.rs, graph/community.rs, graph/summary.rs, graph/tables.rs",
 ];
 
