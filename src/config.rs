@@ -7,7 +7,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, anyhow, bail, ensure};
 
 use crate::cli::{
     EvalArgs, ExplainArgs, IndexArgs, IndexLocation, Mode, RetrievalArgs, SearchArgs,
@@ -17,7 +17,7 @@ use crate::filter::Filter;
 use crate::indexer::IndexOptions;
 use crate::request::SearchRequest;
 use crate::retriever::{GraphUse, ListSelection, SearchParams};
-use crate::store::{INDEX_DIR_NAME, MANIFEST_FILE};
+use crate::store::{INDEX_DIR_NAME, MANIFEST_FILE, bounded};
 
 /// Default number of results.
 pub const DEFAULT_TOP_K: usize = 10;
@@ -28,6 +28,8 @@ pub const MAX_WINDOW: usize = 100_000;
 /// Most chunks that may move the dense list's query (`--dense-feedback`):
 /// feedback is about a query's few best chunks, and each is read in full.
 pub const MAX_DENSE_FEEDBACK: usize = 100;
+/// Largest search request read from a file or stdin (`--request`).
+pub const MAX_REQUEST_BYTES: u64 = 16 << 20;
 
 /// How results are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -322,16 +324,17 @@ pub fn resolve_index_dir(args: &IndexLocation, cwd: &Path) -> Result<PathBuf> {
         })
 }
 
-fn read_request(path: &Path, mut stdin: impl Read) -> Result<SearchRequest> {
-    let mut json = String::new();
-    if path == Path::new("-") {
-        stdin
-            .read_to_string(&mut json)
-            .context("cannot read the request from stdin")?;
+/// Reads and parses the request at `path` (`-`: `stdin`), a regular file
+/// of at most [`MAX_REQUEST_BYTES`].
+fn read_request(path: &Path, stdin: impl Read) -> Result<SearchRequest> {
+    let bytes = if path == Path::new("-") {
+        bounded::read_limited(stdin, MAX_REQUEST_BYTES)
+            .map_err(|err| anyhow!("the request on stdin {err}"))?
     } else {
-        json = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read request file {}", path.display()))?;
-    }
+        bounded::read_regular(path, MAX_REQUEST_BYTES)
+            .map_err(|err| anyhow!("request file {} {err}", path.display()))?
+    };
+    let json = String::from_utf8(bytes).context("the request is not UTF-8")?;
     SearchRequest::parse(&json)
 }
 
@@ -433,6 +436,22 @@ mod tests {
             Filter::from_pairs([("environment", "production")])
         );
         assert_eq!(c.format, OutputFormat::Json);
+    }
+
+    #[test]
+    fn a_request_is_read_only_up_to_its_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let cli = Cli::try_parse_from(["memidx", "search", "--request", "-"]).unwrap();
+        let Command::Search(args) = cli.command else {
+            panic!("not a search")
+        };
+        let err = SearchConfig::from_args(&args, dir.path(), std::io::repeat(b' '))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "the request on stdin is larger than the limit of 16 MiB"
+        );
     }
 
     #[test]

@@ -8,8 +8,6 @@
 //! instead: on a 62k-file corpus it is megabytes of JSON that every search
 //! would otherwise parse.
 
-use std::fs;
-use std::io::ErrorKind;
 use std::ops::RangeInclusive;
 use std::path::Path;
 
@@ -24,7 +22,7 @@ use crate::lists::sparse::{Bm25Params, SparseStats};
 use crate::text::tokenize::Analyzer;
 
 use super::checks::Checksums;
-use super::{MANIFEST_FILE, atomic, damaged};
+use super::{MANIFEST_FILE, atomic, bounded, damaged};
 
 /// The on-disk format this build writes (13 added the graph, `graph.bin`;
 /// 14 the sparse list's uids, so a re-index updates it instead of
@@ -35,6 +33,10 @@ pub const FORMAT_VERSION: u32 = 16;
 
 /// The on-disk formats this build can read.
 pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 16..=16;
+
+/// Largest `meta.json` (or a cache's `cache.json`) read: a manifest is a
+/// few kB, its checksum table one line per generation file.
+pub const MAX_MANIFEST_BYTES: u64 = 64 << 20;
 
 /// The manifest of one complete index.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -117,14 +119,15 @@ struct VersionProbe {
 impl Manifest {
     /// Reads `index_dir/meta.json`; `Ok(None)` when there is none yet.
     ///
-    /// A manifest that does not parse, or whose format version this build
-    /// cannot read, is an error that names the file and the fix.
+    /// A manifest that is not a regular file of at most
+    /// [`MAX_MANIFEST_BYTES`] or does not parse, or whose format version
+    /// this build cannot read, is an error that names the file and the fix.
     pub fn read(index_dir: &Path) -> Result<Option<Self>> {
         let path = index_dir.join(MANIFEST_FILE);
-        let bytes = match fs::read(&path) {
+        let bytes = match bounded::read_regular(&path, MAX_MANIFEST_BYTES) {
             Ok(bytes) => bytes,
-            Err(err) if err.kind() == ErrorKind::NotFound => return Ok(None),
-            Err(err) => return Err(err).with_context(|| format!("cannot read {}", path.display())),
+            Err(err) if err.is_not_found() => return Ok(None),
+            Err(err) => bail!(damaged(&path, &err.to_string())),
         };
         let damaged = || damaged(&path, "does not parse");
         let probe: VersionProbe = serde_json::from_slice(&bytes).with_context(damaged)?;
@@ -154,6 +157,7 @@ impl Manifest {
 mod tests {
     use super::*;
     use crate::store::checks::FileCheck;
+    use std::fs;
 
     fn sample() -> Manifest {
         Manifest {
