@@ -28,6 +28,10 @@ pub const MAX_WINDOW: usize = 100_000;
 /// Most chunks that may move the dense list's query (`--dense-feedback`):
 /// feedback is about a query's few best chunks, and each is read in full.
 pub const MAX_DENSE_FEEDBACK: usize = 100;
+/// Largest accepted fusion weight: weights only matter relative to each
+/// other, and below this bound a fused score (a sum of at most three
+/// `weight / (k + rank)` terms) can never overflow to infinity.
+pub const MAX_WEIGHT: f64 = 1_000_000.0;
 /// Largest search request read from a file or stdin (`--request`).
 pub const MAX_REQUEST_BYTES: u64 = 16 << 20;
 
@@ -346,7 +350,8 @@ fn check_top_k(top_k: usize) -> Result<usize> {
     Ok(top_k)
 }
 
-fn check_window(window: usize) -> Result<usize> {
+/// A window (candidates per list) within 1…[`MAX_WINDOW`].
+pub fn check_window(window: usize) -> Result<usize> {
     ensure!(
         (1..=MAX_WINDOW).contains(&window),
         "window must be between 1 and {MAX_WINDOW}, got {window}"
@@ -354,7 +359,8 @@ fn check_window(window: usize) -> Result<usize> {
     Ok(window)
 }
 
-fn check_dense_feedback(chunks: usize) -> Result<usize> {
+/// A dense feedback count within 0…[`MAX_DENSE_FEEDBACK`].
+pub fn check_dense_feedback(chunks: usize) -> Result<usize> {
     ensure!(
         chunks <= MAX_DENSE_FEEDBACK,
         "dense feedback must be between 0 and {MAX_DENSE_FEEDBACK} chunks, got {chunks}"
@@ -362,18 +368,20 @@ fn check_dense_feedback(chunks: usize) -> Result<usize> {
     Ok(chunks)
 }
 
-fn check_rrf_k(k: f64) -> Result<f64> {
+/// An RRF constant k: finite and ≥ 0.
+pub fn check_rrf_k(k: f64) -> Result<f64> {
     ensure!(
         k.is_finite() && k >= 0.0,
-        "the RRF k must be a finite number ≥ 0, got {k}"
+        "the RRF k must be a finite number ≥ 0, got {k:?}"
     );
     Ok(k)
 }
 
-fn check_weight(list: &str, weight: f64) -> Result<f64> {
+/// The fusion weight of `list`: within 0…[`MAX_WEIGHT`] (so finite).
+pub fn check_weight(list: &str, weight: f64) -> Result<f64> {
     ensure!(
-        weight.is_finite() && weight >= 0.0,
-        "the {list} weight must be a finite number ≥ 0, got {weight}"
+        (0.0..=MAX_WEIGHT).contains(&weight),
+        "the {list} weight must be between 0 and {MAX_WEIGHT}, got {weight:?}"
     );
     Ok(weight)
 }
@@ -487,6 +495,7 @@ mod tests {
             &["memidx", "search", "x", "--rrf-k", "NaN"],
             &["memidx", "search", "x", "--sparse-weight", "-0.5"],
             &["memidx", "search", "x", "--graph-weight", "-1"],
+            &["memidx", "search", "x", "--dense-weight", "1e308"],
             &["memidx", "search", "x", "--window", "0"],
         ] {
             assert!(search_config(argv, "").is_err(), "{argv:?}");
