@@ -16,6 +16,7 @@ mod graph;
 mod hybrid;
 mod incremental;
 mod index;
+mod integrity;
 mod minilm;
 mod properties;
 mod reliability;
