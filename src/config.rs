@@ -7,7 +7,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, anyhow, bail, ensure};
 
 use crate::cli::{
     EvalArgs, ExplainArgs, IndexArgs, IndexLocation, Mode, RetrievalArgs, SearchArgs,
@@ -17,7 +17,7 @@ use crate::filter::Filter;
 use crate::indexer::IndexOptions;
 use crate::request::SearchRequest;
 use crate::retriever::{GraphUse, ListSelection, SearchParams};
-use crate::store::{INDEX_DIR_NAME, MANIFEST_FILE};
+use crate::store::{INDEX_DIR_NAME, MANIFEST_FILE, bounded};
 
 /// Default number of results.
 pub const DEFAULT_TOP_K: usize = 10;
@@ -28,6 +28,12 @@ pub const MAX_WINDOW: usize = 100_000;
 /// Most chunks that may move the dense list's query (`--dense-feedback`):
 /// feedback is about a query's few best chunks, and each is read in full.
 pub const MAX_DENSE_FEEDBACK: usize = 100;
+/// Largest accepted fusion weight: weights only matter relative to each
+/// other, and below this bound a fused score (a sum of at most three
+/// `weight / (k + rank)` terms) can never overflow to infinity.
+pub const MAX_WEIGHT: f64 = 1_000_000.0;
+/// Largest search request read from a file or stdin (`--request`).
+pub const MAX_REQUEST_BYTES: u64 = 16 << 20;
 
 /// How results are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -322,16 +328,17 @@ pub fn resolve_index_dir(args: &IndexLocation, cwd: &Path) -> Result<PathBuf> {
         })
 }
 
-fn read_request(path: &Path, mut stdin: impl Read) -> Result<SearchRequest> {
-    let mut json = String::new();
-    if path == Path::new("-") {
-        stdin
-            .read_to_string(&mut json)
-            .context("cannot read the request from stdin")?;
+/// Reads and parses the request at `path` (`-`: `stdin`), a regular file
+/// of at most [`MAX_REQUEST_BYTES`].
+fn read_request(path: &Path, stdin: impl Read) -> Result<SearchRequest> {
+    let bytes = if path == Path::new("-") {
+        bounded::read_limited(stdin, MAX_REQUEST_BYTES)
+            .map_err(|err| anyhow!("the request on stdin {err}"))?
     } else {
-        json = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read request file {}", path.display()))?;
-    }
+        bounded::read_regular(path, MAX_REQUEST_BYTES)
+            .map_err(|err| anyhow!("request file {} {err}", path.display()))?
+    };
+    let json = String::from_utf8(bytes).context("the request is not UTF-8")?;
     SearchRequest::parse(&json)
 }
 
@@ -343,7 +350,8 @@ fn check_top_k(top_k: usize) -> Result<usize> {
     Ok(top_k)
 }
 
-fn check_window(window: usize) -> Result<usize> {
+/// A window (candidates per list) within 1…[`MAX_WINDOW`].
+pub fn check_window(window: usize) -> Result<usize> {
     ensure!(
         (1..=MAX_WINDOW).contains(&window),
         "window must be between 1 and {MAX_WINDOW}, got {window}"
@@ -351,7 +359,8 @@ fn check_window(window: usize) -> Result<usize> {
     Ok(window)
 }
 
-fn check_dense_feedback(chunks: usize) -> Result<usize> {
+/// A dense feedback count within 0…[`MAX_DENSE_FEEDBACK`].
+pub fn check_dense_feedback(chunks: usize) -> Result<usize> {
     ensure!(
         chunks <= MAX_DENSE_FEEDBACK,
         "dense feedback must be between 0 and {MAX_DENSE_FEEDBACK} chunks, got {chunks}"
@@ -359,18 +368,20 @@ fn check_dense_feedback(chunks: usize) -> Result<usize> {
     Ok(chunks)
 }
 
-fn check_rrf_k(k: f64) -> Result<f64> {
+/// An RRF constant k: finite and ≥ 0.
+pub fn check_rrf_k(k: f64) -> Result<f64> {
     ensure!(
         k.is_finite() && k >= 0.0,
-        "the RRF k must be a finite number ≥ 0, got {k}"
+        "the RRF k must be a finite number ≥ 0, got {k:?}"
     );
     Ok(k)
 }
 
-fn check_weight(list: &str, weight: f64) -> Result<f64> {
+/// The fusion weight of `list`: within 0…[`MAX_WEIGHT`] (so finite).
+pub fn check_weight(list: &str, weight: f64) -> Result<f64> {
     ensure!(
-        weight.is_finite() && weight >= 0.0,
-        "the {list} weight must be a finite number ≥ 0, got {weight}"
+        (0.0..=MAX_WEIGHT).contains(&weight),
+        "the {list} weight must be between 0 and {MAX_WEIGHT}, got {weight:?}"
     );
     Ok(weight)
 }
@@ -436,6 +447,22 @@ mod tests {
     }
 
     #[test]
+    fn a_request_is_read_only_up_to_its_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let cli = Cli::try_parse_from(["memidx", "search", "--request", "-"]).unwrap();
+        let Command::Search(args) = cli.command else {
+            panic!("not a search")
+        };
+        let err = SearchConfig::from_args(&args, dir.path(), std::io::repeat(b' '))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "the request on stdin is larger than the limit of 16 MiB"
+        );
+    }
+
+    #[test]
     fn modes_combine_lists() {
         let lists = |mode: &str| {
             search_config(&["memidx", "search", "x", "--mode", mode], "")
@@ -468,6 +495,7 @@ mod tests {
             &["memidx", "search", "x", "--rrf-k", "NaN"],
             &["memidx", "search", "x", "--sparse-weight", "-0.5"],
             &["memidx", "search", "x", "--graph-weight", "-1"],
+            &["memidx", "search", "x", "--dense-weight", "1e308"],
             &["memidx", "search", "x", "--window", "0"],
         ] {
             assert!(search_config(argv, "").is_err(), "{argv:?}");

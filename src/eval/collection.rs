@@ -18,6 +18,8 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::store::bounded;
+
 /// One evaluation query.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EvalQuery {
@@ -114,9 +116,16 @@ pub fn read_qrels(path: &Path) -> Result<Qrels> {
     Ok(qrels)
 }
 
-/// Reads a whole UTF-8 text file, naming it and its role on failure.
+/// Largest queries or qrels file read (MS MARCO's dev qrels are 1 MB, its
+/// 500k training queries 20 MB).
+pub const MAX_COLLECTION_FILE_BYTES: u64 = 256 << 20;
+
+/// Reads a whole UTF-8 text file, a regular file of at most
+/// [`MAX_COLLECTION_FILE_BYTES`], naming it and its role on failure.
 fn read_text(path: &Path, what: &str) -> Result<String> {
-    std::fs::read_to_string(path).with_context(|| format!("cannot read {what} {}", path.display()))
+    let bytes = bounded::read_regular(path, MAX_COLLECTION_FILE_BYTES)
+        .map_err(|err| anyhow!("{what} file {} {err}", path.display()))?;
+    String::from_utf8(bytes).with_context(|| format!("{what} file {} is not UTF-8", path.display()))
 }
 
 /// The lines of a text as Python's universal newlines see them: `\n`, `\r\n`
@@ -372,9 +381,25 @@ mod tests {
     #[test]
     fn missing_files_are_named() {
         let err = read_queries(Path::new("/nonexistent/q.jsonl")).unwrap_err();
-        assert!(format!("{err:#}").starts_with("cannot read queries /nonexistent/q.jsonl"));
+        assert!(
+            format!("{err:#}").starts_with("queries file /nonexistent/q.jsonl cannot be read"),
+            "{err:#}"
+        );
         let err = read_qrels(Path::new("/nonexistent/qrels.tsv")).unwrap_err();
-        assert!(format!("{err:#}").starts_with("cannot read qrels /nonexistent/qrels.tsv"));
+        assert!(
+            format!("{err:#}").starts_with("qrels file /nonexistent/qrels.tsv cannot be read"),
+            "{err:#}"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn devices_are_refused() {
+        let err = read_qrels(Path::new("/dev/zero")).unwrap_err();
+        assert_eq!(
+            format!("{err:#}"),
+            "qrels file /dev/zero is a character device, not a regular file"
+        );
     }
 
     #[test]

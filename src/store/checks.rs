@@ -23,6 +23,7 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use walkdir::WalkDir;
 
+use super::bounded::{self, ReadError};
 use super::damaged;
 
 /// Size, modification time and CRC-32 of one generation file.
@@ -93,8 +94,8 @@ pub fn compute(gen_dir: &Path, linked: &Checksums) -> Result<Checksums> {
     Ok(checks)
 }
 
-/// The check every open makes: each recorded file must exist with its
-/// recorded size (else an error naming it), and each file whose
+/// The check every open makes: each recorded file must exist as a regular
+/// file with its recorded size (else an error naming it), and each file whose
 /// modification time changed is re-read and must match its CRC-32.
 pub fn check_on_open(gen_dir: &Path, checks: &Checksums) -> Result<()> {
     let mut touched = Vec::new();
@@ -102,6 +103,8 @@ pub fn check_on_open(gen_dir: &Path, checks: &Checksums) -> Result<()> {
         let path = gen_dir.join(name);
         let meta =
             fs::metadata(&path).map_err(|_| anyhow::anyhow!(damaged(&path, "is missing")))?;
+        bounded::check_regular(&meta)
+            .map_err(|err| anyhow::anyhow!(damaged(&path, &err.to_string())))?;
         if meta.len() != check.size {
             bail!(damaged(
                 &path,
@@ -121,8 +124,9 @@ pub fn check_on_open(gen_dir: &Path, checks: &Checksums) -> Result<()> {
     }
 }
 
-/// Re-reads every recorded file and compares its CRC-32; returns the
-/// message of each damaged file (empty when all are intact).
+/// Re-reads every recorded file (never more than its recorded size, and
+/// only a regular file) and compares its CRC-32; returns the message of
+/// each damaged file (empty when all are intact).
 pub fn verify(gen_dir: &Path, checks: &Checksums) -> Vec<String> {
     verify_matching(gen_dir, checks, |_| true)
 }
@@ -136,8 +140,12 @@ pub fn verify_matching(
     let mut problems = Vec::new();
     for (name, check) in checks.iter().filter(|(name, _)| select(name)) {
         let path = gen_dir.join(name);
-        match fs::read(&path) {
-            Err(_) => problems.push(damaged(&path, "cannot be read")),
+        match bounded::read_regular(&path, check.size) {
+            Err(ReadError::TooLarge(_)) => problems.push(damaged(
+                &path,
+                &format!("has more than the {} bytes expected", check.size),
+            )),
+            Err(err) => problems.push(damaged(&path, &err.to_string())),
             Ok(bytes) if bytes.len() as u64 != check.size => problems.push(damaged(
                 &path,
                 &format!("has {} bytes, expected {}", bytes.len(), check.size),
@@ -204,5 +212,48 @@ mod tests {
         fs::remove_file(dir.path().join("a.bin")).unwrap();
         let err = check_on_open(dir.path(), &checks).unwrap_err().to_string();
         assert!(err.contains("a.bin is missing"), "{err}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_file_replaced_by_a_device_or_fifo_is_named_without_reading_it() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("a.bin"), b"hello").unwrap();
+        fs::write(dir.path().join("b.bin"), b"").unwrap();
+        let checks = compute(dir.path(), &Checksums::new()).unwrap();
+        fs::remove_file(dir.path().join("a.bin")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", dir.path().join("a.bin")).unwrap();
+        fs::remove_file(dir.path().join("b.bin")).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(dir.path().join("b.bin"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let problems = verify(dir.path(), &checks);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems[0].contains("a.bin is a character device, not a regular file"),
+            "{problems:?}"
+        );
+        assert!(
+            problems[1].contains("b.bin is a FIFO, not a regular file"),
+            "{problems:?}"
+        );
+        let err = check_on_open(dir.path(), &checks).unwrap_err().to_string();
+        assert!(err.contains("a.bin is a character device"), "{err}");
+    }
+
+    #[test]
+    fn a_longer_file_is_read_only_to_its_recorded_size() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("a.bin"), b"hello").unwrap();
+        let checks = compute(dir.path(), &Checksums::new()).unwrap();
+        fs::write(dir.path().join("a.bin"), b"hello world").unwrap();
+        let problems = verify(dir.path(), &checks);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].contains("a.bin has more than the 5 bytes expected"),
+            "{problems:?}"
+        );
     }
 }

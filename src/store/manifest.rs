@@ -3,17 +3,19 @@
 //! It is written last and atomically; everything a reader needs to trust the
 //! generation is here: the format version (checked before anything else is
 //! parsed), the settings the index was built with, and the size and CRC-32
-//! of every generation file. The per-file table used for incremental
-//! re-indexing (size, mtime, hash) lives in the generation's chunk table
-//! instead: on a 62k-file corpus it is megabytes of JSON that every search
-//! would otherwise parse.
+//! of every generation file. Its own last field, `meta_crc32`, is the CRC-32
+//! of every byte before it, so a flipped bit is named as damage before any
+//! value is used; each value is then checked against the bounds a search
+//! request must keep (an out-of-bounds one is damage naming the field).
+//!
+//! The per-file table used for incremental re-indexing (size, mtime, hash)
+//! lives in the generation's chunk table instead: on a 62k-file corpus it
+//! is megabytes of JSON that every search would otherwise parse.
 
-use std::fs;
-use std::io::ErrorKind;
 use std::ops::RangeInclusive;
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail, ensure};
 use serde::{Deserialize, Serialize};
 
 use crate::corpus::chunk::ChunkOptions;
@@ -24,17 +26,31 @@ use crate::lists::sparse::{Bm25Params, SparseStats};
 use crate::text::tokenize::Analyzer;
 
 use super::checks::Checksums;
-use super::{MANIFEST_FILE, atomic, damaged};
+use super::{MANIFEST_FILE, atomic, bounded, damaged};
+use crate::config;
 
 /// The on-disk format this build writes (13 added the graph, `graph.bin`;
 /// 14 the sparse list's uids, so a re-index updates it instead of
 /// rebuilding it; 15 made its ordinal map per segment document and
 /// recorded the uids given out; 16 recorded the dense list's feedback with
-/// the fusion defaults).
-pub const FORMAT_VERSION: u32 = 16;
+/// the fusion defaults; 17 sealed `meta.json` with its own CRC-32,
+/// `meta_crc32`).
+pub const FORMAT_VERSION: u32 = 17;
 
 /// The on-disk formats this build can read.
-pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 16..=16;
+pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 16..=17;
+
+/// The last format whose `meta.json` has no `meta_crc32` (its generation
+/// files are format 17's, so such an index stays readable; the next
+/// `memidx index` writes format 17).
+const UNSEALED_FORMAT_VERSION: u32 = 16;
+
+/// Largest `meta.json` (or a cache's `cache.json`) read: a manifest is a
+/// few kB, its checksum table one line per generation file.
+pub const MAX_MANIFEST_BYTES: u64 = 64 << 20;
+
+/// The name of `meta.json`'s last field, the CRC-32 of the bytes before it.
+const SEAL_FIELD: &str = "meta_crc32";
 
 /// The manifest of one complete index.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -107,27 +123,36 @@ pub struct Counts {
     pub skipped: usize,
 }
 
-/// Only the version field, parsed first so that a newer layout is reported
-/// as a version problem rather than as a parse error.
+/// Only the version and seal fields, parsed first so that a newer layout is
+/// reported as a version problem rather than as a parse error.
 #[derive(Deserialize)]
 struct VersionProbe {
     format_version: u32,
+    meta_crc32: Option<u32>,
+}
+
+/// The end of a sealed `meta.json`, after the manifest's last value.
+fn seal_suffix(crc: u32) -> String {
+    format!(",\n  \"{SEAL_FIELD}\": {crc}\n}}\n")
 }
 
 impl Manifest {
     /// Reads `index_dir/meta.json`; `Ok(None)` when there is none yet.
     ///
-    /// A manifest that does not parse, or whose format version this build
-    /// cannot read, is an error that names the file and the fix.
+    /// A manifest that is not a regular file of at most
+    /// [`MAX_MANIFEST_BYTES`], does not parse, fails its CRC-32 or holds a
+    /// value out of bounds is damage named with the fix; one whose format
+    /// version this build cannot read is refused with the supported range.
     pub fn read(index_dir: &Path) -> Result<Option<Self>> {
         let path = index_dir.join(MANIFEST_FILE);
-        let bytes = match fs::read(&path) {
+        let bytes = match bounded::read_regular(&path, MAX_MANIFEST_BYTES) {
             Ok(bytes) => bytes,
-            Err(err) if err.kind() == ErrorKind::NotFound => return Ok(None),
-            Err(err) => return Err(err).with_context(|| format!("cannot read {}", path.display())),
+            Err(err) if err.is_not_found() => return Ok(None),
+            Err(err) => bail!(damaged(&path, &err.to_string())),
         };
-        let damaged = || damaged(&path, "does not parse");
-        let probe: VersionProbe = serde_json::from_slice(&bytes).with_context(damaged)?;
+        let damaged = |what: &str| anyhow!(damaged(&path, what));
+        let probe: VersionProbe =
+            serde_json::from_slice(&bytes).map_err(|_| damaged("does not parse"))?;
         if !SUPPORTED_FORMAT_VERSIONS.contains(&probe.format_version) {
             bail!(
                 "index format version {} in {} is not supported (this memidx reads {}..={}); rebuild it with 'memidx index'",
@@ -137,16 +162,90 @@ impl Manifest {
                 SUPPORTED_FORMAT_VERSIONS.end()
             );
         }
-        serde_json::from_slice(&bytes)
-            .with_context(damaged)
-            .map(Some)
+        let json = match probe.meta_crc32 {
+            Some(crc) => {
+                let head = bytes
+                    .strip_suffix(seal_suffix(crc).as_bytes())
+                    .filter(|head| crc32fast::hash(head) == crc)
+                    .ok_or_else(|| damaged("checksum mismatch"))?;
+                [head, &b"\n}"[..]].concat()
+            }
+            None if probe.format_version == UNSEALED_FORMAT_VERSION => bytes,
+            None => return Err(damaged(&format!("has no checksum ({SEAL_FIELD})"))),
+        };
+        let manifest: Self =
+            serde_json::from_slice(&json).map_err(|_| damaged("does not parse"))?;
+        manifest
+            .check_bounds()
+            .map_err(|err| damaged(&format!("field {err:#}")))?;
+        Ok(Some(manifest))
     }
 
-    /// Atomically replaces `index_dir/meta.json` with this manifest.
+    /// Atomically replaces `index_dir/meta.json` with this manifest, sealed
+    /// with the CRC-32 of its bytes (see the module doc) and so recorded as
+    /// [`FORMAT_VERSION`] (a format 16 index read and written again, as
+    /// `eval --save` does, has the generation files of the current format).
     pub fn write(&self, index_dir: &Path) -> Result<()> {
-        let mut json = serde_json::to_vec_pretty(self)?;
-        json.push(b'\n');
-        atomic::write_atomic(&index_dir.join(MANIFEST_FILE), &json)
+        let current = Self {
+            format_version: FORMAT_VERSION,
+            ..self.clone()
+        };
+        let json = serde_json::to_vec_pretty(&current)?;
+        let head = json
+            .strip_suffix(b"\n}")
+            .context("a manifest serializes to a JSON object")?;
+        let sealed = [head, seal_suffix(crc32fast::hash(head)).as_bytes()].concat();
+        atomic::write_atomic(&index_dir.join(MANIFEST_FILE), &sealed)
+    }
+
+    /// Checks every value a search or a re-index uses against the bounds
+    /// a search request must keep, and the counts against each other; the
+    /// error names the field (`fusion.window: …`).
+    fn check_bounds(&self) -> Result<()> {
+        let fusion = &self.fusion;
+        config::check_weight("sparse", fusion.sparse_weight).context("fusion.sparse_weight")?;
+        config::check_weight("dense", fusion.dense_weight).context("fusion.dense_weight")?;
+        config::check_rrf_k(fusion.rrf_k).context("fusion.rrf_k")?;
+        if let Some(window) = fusion.window {
+            config::check_window(window).context("fusion.window")?;
+        }
+        config::check_dense_feedback(fusion.dense_feedback).context("fusion.dense_feedback")?;
+        let graph_weight = match &self.graph {
+            Some(graph) => config::check_weight("graph", graph.weight).context("graph.weight")?,
+            None => 0.0,
+        };
+        ensure!(
+            fusion.sparse_weight + fusion.dense_weight + graph_weight > 0.0,
+            "fusion: every list has weight 0"
+        );
+        let Bm25Params { k1, b } = self.bm25;
+        ensure!(
+            k1.is_finite() && k1 >= 0.0,
+            "bm25.k1: k1 must be a finite number ≥ 0, got {k1:?}"
+        );
+        ensure!(
+            (0.0..=1.0).contains(&b),
+            "bm25.b: b must be between 0 and 1, got {b:?}"
+        );
+        ensure!(
+            self.embedder.dim > 0,
+            "embedder.dim: the vector dimension must be at least 1"
+        );
+        let SparseStats { docs, tokens, uids } = self.sparse;
+        ensure!(
+            docs == self.counts.chunks as u64,
+            "sparse.docs: {docs} documents for {} chunks",
+            self.counts.chunks
+        );
+        ensure!(
+            uids >= docs,
+            "sparse.uids: {uids} uids given out for {docs} documents"
+        );
+        ensure!(
+            docs > 0 || tokens == 0,
+            "sparse.tokens: {tokens} tokens in no documents"
+        );
+        Ok(())
     }
 }
 
@@ -154,6 +253,7 @@ impl Manifest {
 mod tests {
     use super::*;
     use crate::store::checks::FileCheck;
+    use std::fs;
 
     fn sample() -> Manifest {
         Manifest {
@@ -227,6 +327,124 @@ mod tests {
             SUPPORTED_FORMAT_VERSIONS.end()
         );
         assert!(err.contains(&range), "{err}");
+    }
+
+    #[test]
+    fn a_flipped_bit_anywhere_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        sample().write(dir.path()).unwrap();
+        let path = dir.path().join(MANIFEST_FILE);
+        let intact = fs::read(&path).unwrap();
+        let text = String::from_utf8(intact.clone()).unwrap();
+        let head = text.rfind(",\n  \"meta_crc32\": ").unwrap();
+        assert!(text.ends_with(&seal_suffix(crc32fast::hash(&intact[..head]))));
+        // One bit of every byte, a different one from byte to byte.
+        for at in 0..intact.len() {
+            let bit = at * 8 + at % 8;
+            let mut bytes = intact.clone();
+            bytes[at] ^= 1 << (at % 8);
+            fs::write(&path, &bytes).unwrap();
+            let err = format!("{:#}", Manifest::read(dir.path()).unwrap_err());
+            assert!(
+                err.contains("index is damaged") || err.contains("is not supported"),
+                "bit {bit}: {err}"
+            );
+            assert!(!err.contains('\n'), "bit {bit}: {err}");
+        }
+    }
+
+    #[test]
+    fn format_16_may_lack_the_checksum_and_format_17_may_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(MANIFEST_FILE);
+        let legacy = Manifest {
+            format_version: UNSEALED_FORMAT_VERSION,
+            ..sample()
+        };
+        fs::write(&path, serde_json::to_vec_pretty(&legacy).unwrap()).unwrap();
+        assert_eq!(Manifest::read(dir.path()).unwrap(), Some(legacy.clone()));
+        // Written again, it is sealed, as the current format.
+        legacy.write(dir.path()).unwrap();
+        let json = fs::read_to_string(&path).unwrap();
+        assert!(json.contains(&format!("\"format_version\": {FORMAT_VERSION},")));
+        assert!(json.contains(SEAL_FIELD));
+        assert_eq!(Manifest::read(dir.path()).unwrap(), Some(sample()));
+
+        fs::write(&path, serde_json::to_vec_pretty(&sample()).unwrap()).unwrap();
+        let err = format!("{:#}", Manifest::read(dir.path()).unwrap_err());
+        assert!(
+            err.contains("index is damaged") && err.contains("has no checksum (meta_crc32)"),
+            "{err}"
+        );
+    }
+
+    /// A change that puts a value of the manifest out of bounds.
+    type Spoil = fn(&mut Manifest);
+
+    #[test]
+    fn out_of_bounds_values_are_damage_naming_the_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases: [(Spoil, &str); 10] = [
+            (
+                |m| m.fusion.window = Some(0),
+                "field fusion.window: window must be between 1 and 100000, got 0",
+            ),
+            (|m| m.fusion.rrf_k = -1.0, "field fusion.rrf_k:"),
+            (
+                |m| m.fusion.dense_weight = 1e308,
+                "field fusion.dense_weight:",
+            ),
+            (
+                |m| m.fusion.sparse_weight = -0.5,
+                "field fusion.sparse_weight:",
+            ),
+            (
+                |m| m.fusion.dense_feedback = 101,
+                "field fusion.dense_feedback:",
+            ),
+            (
+                |m| m.graph.as_mut().unwrap().weight = -0.5,
+                "field graph.weight:",
+            ),
+            (|m| m.bm25.k1 = -1.5, "field bm25.k1:"),
+            (|m| m.bm25.b = 1.5, "field bm25.b:"),
+            (
+                |m| m.sparse.docs = 3,
+                "field sparse.docs: 3 documents for 2 chunks",
+            ),
+            (
+                |m| {
+                    m.fusion.sparse_weight = 0.0;
+                    m.fusion.dense_weight = 0.0;
+                    m.graph = None;
+                },
+                "field fusion: every list has weight 0",
+            ),
+        ];
+        for (spoil, message) in cases {
+            let mut manifest = sample();
+            spoil(&mut manifest);
+            manifest.write(dir.path()).unwrap();
+            let err = format!("{:#}", Manifest::read(dir.path()).unwrap_err());
+            assert!(
+                err.starts_with("index is damaged: ")
+                    && err.contains(&format!("meta.json {message}"))
+                    && err.ends_with("; run 'memidx index --full' to rebuild it"),
+                "{message}: {err}"
+            );
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_manifest_that_is_a_device_is_damaged() {
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("/dev/zero", dir.path().join(MANIFEST_FILE)).unwrap();
+        let err = format!("{:#}", Manifest::read(dir.path()).unwrap_err());
+        assert!(
+            err.contains("meta.json is a character device, not a regular file"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -14,6 +14,7 @@
 //! tantivy itself uses for its own `meta.json`.
 
 pub mod atomic;
+pub mod bounded;
 pub mod checks;
 pub mod generation;
 pub mod lock;
@@ -50,17 +51,24 @@ pub fn damaged(path: &Path, what: &str) -> String {
 }
 
 /// Maps a generation file read-only (`None` for an empty file, which
-/// cannot be mapped); a file that cannot be opened or mapped is named as
-/// damaged.
+/// cannot be mapped); a file that cannot be opened or mapped, or is not a
+/// regular file, is named as damaged.
 pub fn map_file(path: &Path) -> Result<Option<Mmap>> {
-    let file = File::open(path).with_context(|| damaged(path, "cannot be opened"))?;
+    let file =
+        bounded::open_nonblocking(path).with_context(|| damaged(path, "cannot be opened"))?;
     map_opened(&file, path)
 }
 
 /// Maps `file`, a generation file opened at `path`, read-only (`None` when
 /// it is empty): for a caller that treats a missing file as its own case.
+/// Anything but a regular file (a device, a FIFO) is named as damaged.
 pub fn map_opened(file: &File, path: &Path) -> Result<Option<Mmap>> {
-    if file.metadata()?.len() == 0 {
+    let meta = file
+        .metadata()
+        .with_context(|| damaged(path, "cannot be read"))?;
+    bounded::check_regular(&meta)
+        .map_err(|err| anyhow::anyhow!(damaged(path, &err.to_string())))?;
+    if meta.len() == 0 {
         return Ok(None);
     }
     // SAFETY: generation files are never modified after the manifest that

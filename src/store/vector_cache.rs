@@ -23,11 +23,12 @@ use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, ensure};
+use anyhow::{Context, Result, anyhow, ensure};
 use serde::{Deserialize, Serialize};
 
 use super::checks::{self, Checksums};
-use super::{atomic, damaged};
+use super::manifest::MAX_MANIFEST_BYTES;
+use super::{atomic, bounded, damaged};
 use crate::embed::EmbedderInfo;
 use crate::lists::dense::{self, KEYS_FILE, SCALES_FILE, StoredVectors, VECTORS_FILE};
 use crate::store::generation::ChunkOrd;
@@ -131,7 +132,8 @@ pub fn reusable(
 /// Checks a cached folder against its `cache.json`.
 fn check_cached(dir: &Path, embedder: &EmbedderInfo) -> Result<()> {
     let meta_path = dir.join(CACHE_META);
-    let bytes = fs::read(&meta_path).with_context(|| damaged(&meta_path, "cannot be read"))?;
+    let bytes = bounded::read_regular(&meta_path, MAX_MANIFEST_BYTES)
+        .map_err(|err| anyhow!(damaged(&meta_path, &err.to_string())))?;
     let meta: CacheMeta =
         serde_json::from_slice(&bytes).with_context(|| damaged(&meta_path, "does not parse"))?;
     ensure!(

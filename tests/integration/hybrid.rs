@@ -243,11 +243,15 @@ fn explain_prints_a_compact_table() {
 fn an_index_embedded_by_another_model_is_refused_for_dense_search() {
     let corpus = Corpus::fixtures();
     corpus.index();
-    let meta_path = corpus.path().join(".memidx/meta.json");
-    let mut meta: Value = serde_json::from_slice(&std::fs::read(&meta_path).unwrap()).unwrap();
-    meta["embedder"]["id"] = Value::from("some-other-model");
-    meta["embedder"]["fingerprint"] = Value::from("xxh3:0000000000000000");
-    std::fs::write(&meta_path, serde_json::to_vec_pretty(&meta).unwrap()).unwrap();
+    // Written through the manifest's own writer: a hand edit would fail
+    // meta.json's checksum and be reported as damage.
+    let index_dir = corpus.path().join(".memidx");
+    let mut meta = memidx::store::manifest::Manifest::read(&index_dir)
+        .unwrap()
+        .unwrap();
+    meta.embedder.id = "some-other-model".into();
+    meta.embedder.fingerprint = "xxh3:0000000000000000".into();
+    meta.write(&index_dir).unwrap();
     corpus
         .memidx()
         .args(["search", "connection pool"])

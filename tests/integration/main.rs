@@ -19,6 +19,7 @@ mod hybrid;
 mod incremental;
 mod index;
 mod index_folder;
+mod integrity;
 mod minilm;
 mod properties;
 mod reliability;
