@@ -14,7 +14,9 @@ use crate::cli::{
 };
 use crate::corpus::walk::WalkOptions;
 use crate::filter::Filter;
+use crate::fusion::{check_rrf_k, check_weight, check_window};
 use crate::indexer::IndexOptions;
+use crate::lists::dense::check_dense_feedback;
 use crate::request::SearchRequest;
 use crate::retriever::{GraphUse, ListSelection, SearchParams};
 use crate::store::{INDEX_DIR_NAME, MANIFEST_FILE, bounded};
@@ -23,15 +25,6 @@ use crate::store::{INDEX_DIR_NAME, MANIFEST_FILE, bounded};
 pub const DEFAULT_TOP_K: usize = 10;
 /// Largest accepted `top_k`.
 pub const MAX_TOP_K: usize = 10_000;
-/// Largest accepted window.
-pub const MAX_WINDOW: usize = 100_000;
-/// Most chunks that may move the dense list's query (`--dense-feedback`):
-/// feedback is about a query's few best chunks, and each is read in full.
-pub const MAX_DENSE_FEEDBACK: usize = 100;
-/// Largest accepted fusion weight: weights only matter relative to each
-/// other, and below this bound a fused score (a sum of at most three
-/// `weight / (k + rank)` terms) can never overflow to infinity.
-pub const MAX_WEIGHT: f64 = 1_000_000.0;
 /// Largest search request read from a file or stdin (`--request`).
 pub const MAX_REQUEST_BYTES: u64 = 16 << 20;
 
@@ -348,42 +341,6 @@ fn check_top_k(top_k: usize) -> Result<usize> {
         "top_k must be between 1 and {MAX_TOP_K}, got {top_k}"
     );
     Ok(top_k)
-}
-
-/// A window (candidates per list) within 1…[`MAX_WINDOW`].
-pub fn check_window(window: usize) -> Result<usize> {
-    ensure!(
-        (1..=MAX_WINDOW).contains(&window),
-        "window must be between 1 and {MAX_WINDOW}, got {window}"
-    );
-    Ok(window)
-}
-
-/// A dense feedback count within 0…[`MAX_DENSE_FEEDBACK`].
-pub fn check_dense_feedback(chunks: usize) -> Result<usize> {
-    ensure!(
-        chunks <= MAX_DENSE_FEEDBACK,
-        "dense feedback must be between 0 and {MAX_DENSE_FEEDBACK} chunks, got {chunks}"
-    );
-    Ok(chunks)
-}
-
-/// An RRF constant k: finite and ≥ 0.
-pub fn check_rrf_k(k: f64) -> Result<f64> {
-    ensure!(
-        k.is_finite() && k >= 0.0,
-        "the RRF k must be a finite number ≥ 0, got {k:?}"
-    );
-    Ok(k)
-}
-
-/// The fusion weight of `list`: within 0…[`MAX_WEIGHT`] (so finite).
-pub fn check_weight(list: &str, weight: f64) -> Result<f64> {
-    ensure!(
-        (0.0..=MAX_WEIGHT).contains(&weight),
-        "the {list} weight must be between 0 and {MAX_WEIGHT}, got {weight:?}"
-    );
-    Ok(weight)
 }
 
 #[cfg(test)]

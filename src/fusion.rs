@@ -11,11 +11,20 @@
 
 use std::cmp::Ordering;
 
+use anyhow::{Result, ensure};
+
 use crate::lists::ListHit;
 use crate::store::generation::ChunkOrd;
 
 /// Default RRF constant `k`.
 pub const DEFAULT_RRF_K: f64 = 60.0;
+
+/// Largest accepted window.
+pub const MAX_WINDOW: usize = 100_000;
+/// Largest accepted fusion weight: weights only matter relative to each
+/// other, and below this bound a fused score (a sum of at most three
+/// `weight / (k + rank)` terms) can never overflow to infinity.
+pub const MAX_WEIGHT: f64 = 1_000_000.0;
 
 /// One list's ranking and its weight, as input to [`fuse`].
 #[derive(Debug, Clone, Copy)]
@@ -100,6 +109,33 @@ fn compare(a: &Fused, b: &Fused) -> Ordering {
         .total_cmp(&a.score)
         .then_with(|| a.best_rank().cmp(&b.best_rank()))
         .then_with(|| a.chunk.cmp(&b.chunk))
+}
+
+/// A window (candidates per list) within 1…[`MAX_WINDOW`].
+pub fn check_window(window: usize) -> Result<usize> {
+    ensure!(
+        (1..=MAX_WINDOW).contains(&window),
+        "window must be between 1 and {MAX_WINDOW}, got {window}"
+    );
+    Ok(window)
+}
+
+/// An RRF constant k: finite and ≥ 0.
+pub fn check_rrf_k(k: f64) -> Result<f64> {
+    ensure!(
+        k.is_finite() && k >= 0.0,
+        "the RRF k must be a finite number ≥ 0, got {k:?}"
+    );
+    Ok(k)
+}
+
+/// The fusion weight of `list`: within 0…[`MAX_WEIGHT`] (so finite).
+pub fn check_weight(list: &str, weight: f64) -> Result<f64> {
+    ensure!(
+        (0.0..=MAX_WEIGHT).contains(&weight),
+        "the {list} weight must be between 0 and {MAX_WEIGHT}, got {weight:?}"
+    );
+    Ok(weight)
 }
 
 #[cfg(test)]

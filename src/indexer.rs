@@ -32,6 +32,7 @@ use crate::corpus::read::read_walked;
 use crate::corpus::walk::{SourceFile, WalkOptions, walk};
 use crate::embed::Embedder;
 use crate::graph::{self, EntityCache, GRAPH_FILE, GraphOptions};
+use crate::index::manifest::{Counts, FORMAT_VERSION, GraphManifest, Manifest};
 use crate::lists::dense::{self, VectorWriter};
 use crate::lists::sparse::{self, Bm25Params, SparseWriter};
 use crate::output::progress;
@@ -41,7 +42,6 @@ use crate::store::generation::{
     TextStore, TextWriter, searchable_text,
 };
 use crate::store::lock::IndexLock;
-use crate::store::manifest::{Counts, FORMAT_VERSION, GraphManifest, Manifest};
 use crate::store::vector_cache::{self, ReusableVectors};
 use crate::store::{self, INDEX_DIR_NAME, LOCK_FILE, atomic, checks, ownership};
 use crate::text::tokenize::Analyzer;
@@ -454,18 +454,20 @@ impl Previous {
             previous.manifest = Some(manifest);
             return previous;
         }
-        let generation = match Generation::open(&options.index_dir, &manifest).and_then(|g| {
-            check_carried_files(&g, &manifest)?;
-            Ok((g.files()?, g))
-        }) {
-            Ok(opened) => Some(opened),
-            Err(err) => {
-                warnings.push(format!(
-                    "previous index unusable, rebuilding it whole: {err:#}"
-                ));
-                None
-            }
-        };
+        let generation =
+            match Generation::open(&options.index_dir, manifest.generation, &manifest.checksums)
+                .and_then(|g| {
+                    check_carried_files(&g, &manifest)?;
+                    Ok((g.files()?, g))
+                }) {
+                Ok(opened) => Some(opened),
+                Err(err) => {
+                    warnings.push(format!(
+                        "previous index unusable, rebuilding it whole: {err:#}"
+                    ));
+                    None
+                }
+            };
         previous.vectors = vector_cache::reusable(
             &options.index_dir,
             generation.as_ref().map(|(_, g)| g.dir()),

@@ -18,6 +18,7 @@ pub mod eval;
 pub mod filter;
 pub mod fusion;
 pub mod graph;
+pub mod index;
 pub mod indexer;
 pub mod lists;
 pub mod output;

@@ -11,12 +11,12 @@ use crate::embed::Embedder;
 use crate::filter::Filter;
 use crate::fusion::{self, Contribution, Fused, WeightedList};
 use crate::graph::{self, QueryOptions};
+use crate::index::manifest::Manifest;
 use crate::lists::dense::DenseIndex;
 use crate::lists::graph::{GraphIndex, no_graph};
 use crate::lists::sparse::SparseIndex;
 use crate::lists::{AllowSet, RankedList, SearchIndex, guard};
 use crate::store::generation::{ChunkOrd, Generation, SPARSE_DIR};
-use crate::store::manifest::Manifest;
 
 /// A failure to open one generation, remembering which.
 struct OpenError {
@@ -243,7 +243,7 @@ impl Retriever {
     }
 
     fn open_lists(index_dir: &Path, manifest: Manifest, selection: &ListSelection) -> Result<Self> {
-        let generation = Generation::open(index_dir, &manifest)?;
+        let generation = Generation::open(index_dir, manifest.generation, &manifest.checksums)?;
         let defaults = manifest.fusion;
         let mut lists = Vec::new();
         let mut dense_feedback = None;
@@ -284,7 +284,7 @@ impl Retriever {
                     .graph_weight
                     .unwrap_or_else(|| graph::named_weight(graph.weight)),
             ),
-            (GraphUse::Required, None) => return Err(no_graph(&manifest)),
+            (GraphUse::Required, None) => return Err(no_graph(&manifest.root)),
         };
         if let Some(weight) = graph_weight {
             let graph =

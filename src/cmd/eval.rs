@@ -11,11 +11,11 @@ use crate::config::{EvalConfig, OutputFormat};
 use crate::embed::FusionDefaults;
 use crate::eval::collection::write_trec;
 use crate::eval::{self, EvalOptions, EvalReport, FusionSetting, RUN_DEPTH};
+use crate::index::manifest::Manifest;
 use crate::output::{human, json};
 use crate::retriever::{Retriever, default_window};
 use crate::store::LOCK_FILE;
 use crate::store::lock::IndexLock;
-use crate::store::manifest::Manifest;
 
 /// Evaluates per `config` and prints the report.
 pub fn run(config: &EvalConfig, out: &mut dyn Write) -> Result<Status> {

@@ -11,6 +11,7 @@ use crate::graph::query::QueryOptions;
 use crate::graph::summary::{ExtractiveSummary, SUMMARY_LABEL};
 use crate::graph::tables::EntityId;
 use crate::graph::{EntityKind, GraphView, entity::normalize_name};
+use crate::index::manifest::Manifest;
 use crate::lists::graph::{GraphIndex, no_graph};
 use crate::output::graph::{
     CentralEntity, CommunitiesReport, CommunityRow, EntitiesReport, EntityNeighbors, EntityRow,
@@ -18,7 +19,6 @@ use crate::output::graph::{
 };
 use crate::output::json;
 use crate::store::generation::Generation;
-use crate::store::manifest::Manifest;
 
 /// What `memidx graph` was asked.
 #[derive(Debug, Clone)]
@@ -42,9 +42,10 @@ pub fn run(request: &GraphRequest, out: &mut dyn Write) -> Result<Status> {
         )
     })?;
     if manifest.graph.is_none() {
-        return Err(no_graph(&manifest));
+        return Err(no_graph(&manifest.root));
     }
-    let generation = Generation::open(&request.index_dir, &manifest)?;
+    let generation =
+        Generation::open(&request.index_dir, manifest.generation, &manifest.checksums)?;
     let graph = GraphIndex::open(generation.dir(), generation.len(), QueryOptions::default())?;
     let view = graph.view()?;
     let limit = request.limit;

@@ -6,10 +6,10 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use super::Status;
+use crate::index::manifest::Manifest;
 use crate::output::status::StatusReport;
 use crate::output::{human, json};
 use crate::store::generation::Generation;
-use crate::store::manifest::Manifest;
 use crate::store::{checks, generation_dir};
 
 /// Reports on the index in `index_dir`; with `verify`, re-reads every file
@@ -42,7 +42,7 @@ pub fn run(
             problems.len()
         );
     }
-    let generation = Generation::open(index_dir, &manifest)?;
+    let generation = Generation::open(index_dir, manifest.generation, &manifest.checksums)?;
     let report = StatusReport::build(index_dir, &manifest, &generation, damaged)?;
     if as_json {
         json::print(out, &report)?;

@@ -58,6 +58,10 @@ const NORM_TOLERANCE: f32 = 0.02;
 /// the textbook form of Rocchio's feedback rather than a tuned pair.
 pub const DEFAULT_FEEDBACK: usize = 3;
 
+/// Most chunks that may move the dense list's query (`--dense-feedback`):
+/// feedback is about a query's few best chunks, and each is read in full.
+pub const MAX_DENSE_FEEDBACK: usize = 100;
+
 /// Quantizes one vector: its int8 values and its scale.
 pub fn quantize(vector: &[f32]) -> (Vec<i8>, f32) {
     let max = vector.iter().fold(0.0f32, |m, x| m.max(x.abs()));
@@ -495,6 +499,15 @@ fn move_toward(query: &mut [f32], rows: &[(&[i8], f32)]) {
         }
     }
     normalize(query);
+}
+
+/// A dense feedback count within 0…[`MAX_DENSE_FEEDBACK`].
+pub fn check_dense_feedback(chunks: usize) -> Result<usize> {
+    ensure!(
+        chunks <= MAX_DENSE_FEEDBACK,
+        "dense feedback must be between 0 and {MAX_DENSE_FEEDBACK} chunks, got {chunks}"
+    );
+    Ok(chunks)
 }
 
 #[cfg(test)]

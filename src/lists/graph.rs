@@ -11,14 +11,11 @@ use super::{ListHit, RankedList, SearchIndex};
 use crate::graph::query::{self, QueryOptions};
 use crate::graph::{GRAPH_FILE, GraphFile, GraphView};
 use crate::store::damaged;
-use crate::store::manifest::Manifest;
 
-/// The error for an index built without a graph (`index --graph` builds one).
-pub fn no_graph(manifest: &Manifest) -> anyhow::Error {
-    anyhow::anyhow!(
-        "this index has no graph; build one with 'memidx index --graph {}'",
-        manifest.root
-    )
+/// The error for an index of `root` built without a graph (`index --graph`
+/// builds one).
+pub fn no_graph(root: &str) -> anyhow::Error {
+    anyhow::anyhow!("this index has no graph; build one with 'memidx index --graph {root}'")
 }
 
 /// The graph list of one generation.

@@ -8,10 +8,10 @@ use serde::Serialize;
 
 use crate::corpus::walk::walk;
 use crate::embed::{EmbedderInfo, FusionDefaults};
+use crate::index::manifest::{Counts, Manifest};
 use crate::lists::sparse::Bm25Params;
 use crate::store::MANIFEST_FILE;
 use crate::store::generation::Generation;
-use crate::store::manifest::{Counts, Manifest};
 
 /// Everything `status` reports.
 #[derive(Debug, Clone, Serialize)]

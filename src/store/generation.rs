@@ -34,8 +34,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::corpus::markdown::Metadata;
 
-use super::manifest::Manifest;
-use super::{atomic, checks, damaged, map_file};
+use super::checks::{self, Checksums};
+use super::{atomic, damaged, map_file};
 
 /// File holding one [`RawChunk`] per chunk.
 pub const CHUNKS_FILE: &str = "chunks.bin";
@@ -375,18 +375,19 @@ fn slice<'a>(map: &'a Option<Mmap>, range: Range<usize>, path: &Path) -> Result<
 }
 
 impl Generation {
-    /// Opens generation `manifest.generation` under `index_dir`, after the
+    /// Opens generation `generation` under `index_dir`, whose files the
+    /// manifest records in `checksums`, after the
     /// checks of [`checks::check_on_open`].
-    pub fn open(index_dir: &Path, manifest: &Manifest) -> Result<Self> {
+    pub fn open(index_dir: &Path, generation: u64, checksums: &Checksums) -> Result<Self> {
         ensure!(
             cfg!(target_endian = "little"),
             "memidx reads indexes on little-endian machines only"
         );
-        let dir = super::generation_dir(index_dir, manifest.generation);
-        checks::check_on_open(&dir, &manifest.checksums)?;
+        let dir = super::generation_dir(index_dir, generation);
+        checks::check_on_open(&dir, checksums)?;
         for name in REQUIRED_FILES.iter().chain([&TEXTS_FILE, &TEXT_INDEX_FILE]) {
             ensure!(
-                manifest.checksums.contains_key(*name),
+                checksums.contains_key(*name),
                 damaged(&dir.join(name), "is not in the manifest")
             );
         }
@@ -686,8 +687,8 @@ pub fn searchable_text(heading_path: &[String], text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::manifest::{Counts, FORMAT_VERSION, Manifest};
     use crate::store::checks::Checksums;
-    use crate::store::manifest::{Counts, FORMAT_VERSION};
     use std::fs;
 
     fn sample_table() -> (ChunkTable, Vec<u8>) {
@@ -762,7 +763,8 @@ mod tests {
     fn written_generation_reads_back_and_finds_ids() {
         let dir = tempfile::tempdir().unwrap();
         let manifest = write_sample(dir.path());
-        let generation = Generation::open(dir.path(), &manifest).unwrap();
+        let generation =
+            Generation::open(dir.path(), manifest.generation, &manifest.checksums).unwrap();
         assert_eq!(generation.len(), 3);
         let view = generation.chunk(2).unwrap();
         assert_eq!((view.id().as_str(), view.text.as_str()), ("b/c.md#2", "ta"));
@@ -802,7 +804,11 @@ mod tests {
         let message = |result: Result<Generation>| result.unwrap_err().to_string();
 
         fs::write(&texts_path, &original[..original.len() / 2]).unwrap();
-        let err = message(Generation::open(dir.path(), &manifest));
+        let err = message(Generation::open(
+            dir.path(),
+            manifest.generation,
+            &manifest.checksums,
+        ));
         assert!(
             err.contains("index is damaged") && err.contains(TEXTS_FILE),
             "{err}"
@@ -813,7 +819,11 @@ mod tests {
         let middle = flipped.len() / 2;
         flipped[middle] ^= 0xff;
         fs::write(&texts_path, &flipped).unwrap();
-        let err = message(Generation::open(dir.path(), &manifest));
+        let err = message(Generation::open(
+            dir.path(),
+            manifest.generation,
+            &manifest.checksums,
+        ));
         assert!(
             err.contains("checksum mismatch") && err.contains(TEXTS_FILE),
             "{err}"
@@ -821,7 +831,8 @@ mod tests {
 
         // Changed under the file system (mtime still sealed): reading a chunk names it.
         checks::seal(&texts_path).unwrap();
-        let generation = Generation::open(dir.path(), &manifest).unwrap();
+        let generation =
+            Generation::open(dir.path(), manifest.generation, &manifest.checksums).unwrap();
         let errors: Vec<String> = (0..3)
             .filter_map(|ord| generation.chunk(ord).err())
             .map(|e| e.to_string())
@@ -837,7 +848,7 @@ mod tests {
         fs::write(&texts_path, &original).unwrap();
         checks::seal(&texts_path).unwrap();
         assert_eq!(
-            Generation::open(dir.path(), &manifest)
+            Generation::open(dir.path(), manifest.generation, &manifest.checksums)
                 .unwrap()
                 .chunk(0)
                 .unwrap()
@@ -848,7 +859,11 @@ mod tests {
         let mut bytes = fs::read(gen_dir.join(CHUNKS_FILE)).unwrap();
         bytes[3] ^= 0xff;
         fs::write(gen_dir.join(CHUNKS_FILE), bytes).unwrap();
-        let err = message(Generation::open(dir.path(), &manifest));
+        let err = message(Generation::open(
+            dir.path(),
+            manifest.generation,
+            &manifest.checksums,
+        ));
         assert!(
             err.contains("checksum mismatch") && err.contains(CHUNKS_FILE),
             "{err}"

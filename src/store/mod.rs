@@ -18,7 +18,6 @@ pub mod bounded;
 pub mod checks;
 pub mod generation;
 pub mod lock;
-pub mod manifest;
 pub mod ownership;
 pub mod vector_cache;
 

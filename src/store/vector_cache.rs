@@ -27,7 +27,7 @@ use anyhow::{Context, Result, anyhow, ensure};
 use serde::{Deserialize, Serialize};
 
 use super::checks::{self, Checksums};
-use super::manifest::MAX_MANIFEST_BYTES;
+
 use super::{atomic, bounded, damaged};
 use crate::embed::EmbedderInfo;
 use crate::lists::dense::{self, KEYS_FILE, SCALES_FILE, StoredVectors, VECTORS_FILE};
@@ -38,6 +38,9 @@ pub const CACHE_DIR: &str = "cache";
 
 /// The description of one cached model's vectors.
 const CACHE_META: &str = "cache.json";
+
+/// Largest `cache.json` read (it names a model and three files' checks).
+const MAX_CACHE_META_BYTES: u64 = 1 << 20;
 
 /// How many replaced models keep their vectors.
 const KEPT_MODELS: usize = 3;
@@ -132,7 +135,7 @@ pub fn reusable(
 /// Checks a cached folder against its `cache.json`.
 fn check_cached(dir: &Path, embedder: &EmbedderInfo) -> Result<()> {
     let meta_path = dir.join(CACHE_META);
-    let bytes = bounded::read_regular(&meta_path, MAX_MANIFEST_BYTES)
+    let bytes = bounded::read_regular(&meta_path, MAX_CACHE_META_BYTES)
         .map_err(|err| anyhow!(damaged(&meta_path, &err.to_string())))?;
     let meta: CacheMeta =
         serde_json::from_slice(&bytes).with_context(|| damaged(&meta_path, "does not parse"))?;

@@ -50,8 +50,6 @@ const KNOWN: &[&str] = &[
     "embed/static_model.rs -> lists/dense.rs",
     "eval/mod.rs -> output/progress.rs",
     "indexer.rs -> output/progress.rs",
-    "store/manifest.rs -> graph/mod.rs",
-    "store/manifest.rs -> lists/sparse.rs",
     "store/vector_cache.rs -> lists/dense.rs",
     "eval/mod.rs: crate::output",
     "indexer.rs: crate::output",
@@ -61,7 +59,6 @@ const KNOWN: &[&str] = &[
     "output/status.rs: Generation",
     "output/status.rs: Manifest",
     "output/status.rs: corpus::walk",
-    "cycle: graph/mod.rs, lists/mod.rs, lists/sparse.rs, store/generation.rs, store/manifest.rs",
     "cycle: graph/build.rs, graph/community.rs, graph/summary.rs, graph/tables.rs",
 ];
 

@@ -246,7 +246,7 @@ fn an_index_embedded_by_another_model_is_refused_for_dense_search() {
     // Written through the manifest's own writer: a hand edit would fail
     // meta.json's checksum and be reported as damage.
     let index_dir = corpus.path().join(".memidx");
-    let mut meta = memidx::store::manifest::Manifest::read(&index_dir)
+    let mut meta = memidx::index::manifest::Manifest::read(&index_dir)
         .unwrap()
         .unwrap();
     meta.embedder.id = "some-other-model".into();

@@ -9,7 +9,7 @@ use crate::common;
 use std::fs;
 
 use common::Corpus;
-use memidx::store::manifest::Manifest;
+use memidx::index::manifest::Manifest;
 
 /// Queries compared between indexes: identifiers, paraphrases, and words
 /// of the changed files.

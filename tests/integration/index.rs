@@ -363,7 +363,7 @@ fn an_unknown_format_version_is_refused_with_the_supported_range() {
     let mut json: serde_json::Value = serde_json::from_slice(&fs::read(&meta).unwrap()).unwrap();
     json["format_version"] = serde_json::Value::from(99);
     fs::write(&meta, serde_json::to_vec(&json).unwrap()).unwrap();
-    let supported = memidx::store::manifest::SUPPORTED_FORMAT_VERSIONS;
+    let supported = memidx::index::manifest::SUPPORTED_FORMAT_VERSIONS;
     let range = format!("{}..={}", supported.start(), supported.end());
     corpus
         .memidx()

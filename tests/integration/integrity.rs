@@ -10,7 +10,7 @@ use std::process::Output;
 use std::time::Duration;
 
 use crate::common::{Corpus, fixtures_dir};
-use memidx::store::manifest::Manifest;
+use memidx::index::manifest::Manifest;
 
 /// Longest any of these commands may run: each should end at once.
 const TIMEOUT: Duration = Duration::from_secs(30);

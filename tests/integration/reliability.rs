@@ -656,7 +656,7 @@ fn an_index_from_a_future_format_version_is_refused_with_the_supported_range() {
     meta["format_version"] = Value::from(999);
     fs::write(&path, serde_json::to_vec_pretty(&meta).unwrap()).unwrap();
 
-    let supported = memidx::store::manifest::SUPPORTED_FORMAT_VERSIONS;
+    let supported = memidx::index::manifest::SUPPORTED_FORMAT_VERSIONS;
     for args in [
         &["search", "connection pool", "--json"][..],
         &["status", "--verify"][..],

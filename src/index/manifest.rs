@@ -25,9 +25,10 @@ use crate::graph::GraphOptions;
 use crate::lists::sparse::{Bm25Params, SparseStats};
 use crate::text::tokenize::Analyzer;
 
-use super::checks::Checksums;
-use super::{MANIFEST_FILE, atomic, bounded, damaged};
-use crate::config;
+use crate::fusion;
+use crate::lists::dense;
+use crate::store::checks::Checksums;
+use crate::store::{MANIFEST_FILE, atomic, bounded, damaged};
 
 /// The on-disk format this build writes (13 added the graph, `graph.bin`;
 /// 14 the sparse list's uids, so a re-index updates it instead of
@@ -203,15 +204,15 @@ impl Manifest {
     /// error names the field (`fusion.window: …`).
     fn check_bounds(&self) -> Result<()> {
         let fusion = &self.fusion;
-        config::check_weight("sparse", fusion.sparse_weight).context("fusion.sparse_weight")?;
-        config::check_weight("dense", fusion.dense_weight).context("fusion.dense_weight")?;
-        config::check_rrf_k(fusion.rrf_k).context("fusion.rrf_k")?;
+        fusion::check_weight("sparse", fusion.sparse_weight).context("fusion.sparse_weight")?;
+        fusion::check_weight("dense", fusion.dense_weight).context("fusion.dense_weight")?;
+        fusion::check_rrf_k(fusion.rrf_k).context("fusion.rrf_k")?;
         if let Some(window) = fusion.window {
-            config::check_window(window).context("fusion.window")?;
+            fusion::check_window(window).context("fusion.window")?;
         }
-        config::check_dense_feedback(fusion.dense_feedback).context("fusion.dense_feedback")?;
+        dense::check_dense_feedback(fusion.dense_feedback).context("fusion.dense_feedback")?;
         let graph_weight = match &self.graph {
-            Some(graph) => config::check_weight("graph", graph.weight).context("graph.weight")?,
+            Some(graph) => fusion::check_weight("graph", graph.weight).context("graph.weight")?,
             None => 0.0,
         };
         ensure!(
