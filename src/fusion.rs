@@ -13,7 +13,11 @@ use std::cmp::Ordering;
 
 use anyhow::{Result, ensure};
 
+use serde::{Deserialize, Serialize};
+
+use crate::embed::ModelKind;
 use crate::lists::ListHit;
+use crate::lists::dense::DEFAULT_FEEDBACK;
 use crate::store::generation::ChunkOrd;
 
 /// Default RRF constant `k`.
@@ -25,6 +29,43 @@ pub const MAX_WINDOW: usize = 100_000;
 /// other, and below this bound a fused score (a sum of at most three
 /// `weight / (k + rank)` terms) can never overflow to infinity.
 pub const MAX_WEIGHT: f64 = 1_000_000.0;
+
+/// Fusion weights (and the dense list's feedback) that suit an embedder,
+/// measured on the eval collection and recorded in the index so searches
+/// use them unless told otherwise (numbers: README, Quality).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FusionDefaults {
+    /// Weight of the sparse (BM25) list.
+    pub sparse_weight: f64,
+    /// Weight of the dense list.
+    pub dense_weight: f64,
+    /// The RRF constant k.
+    pub rrf_k: f64,
+    /// Candidates per list; `None` means max(50, 2 × top_k).
+    pub window: Option<usize>,
+    /// How many of its best chunks move the dense list's query before it
+    /// ranks (see [`crate::lists::dense`]); 0 turns the step off.
+    pub dense_feedback: usize,
+}
+
+impl FusionDefaults {
+    /// The defaults for a model of `kind`: plain RRF (k 60, the default
+    /// window) with query feedback in the dense list; a static model's
+    /// dense list, weaker than a transformer's, weighs 0.3 against 1.
+    pub fn for_model(kind: ModelKind) -> Self {
+        Self {
+            sparse_weight: 1.0,
+            dense_weight: match kind {
+                ModelKind::Static => 0.3,
+                ModelKind::Transformer => 1.0,
+            },
+            rrf_k: DEFAULT_RRF_K,
+            window: None,
+            dense_feedback: DEFAULT_FEEDBACK,
+        }
+    }
+}
 
 /// One list's ranking and its weight, as input to [`fuse`].
 #[derive(Debug, Clone, Copy)]

@@ -31,10 +31,12 @@ use crate::corpus::markdown::Metadata;
 use crate::corpus::read::read_walked;
 use crate::corpus::walk::{SourceFile, WalkOptions, walk};
 use crate::embed::Embedder;
+use crate::fusion::FusionDefaults;
 use crate::graph::{self, EntityCache, GRAPH_FILE, GraphOptions};
 use crate::index::manifest::{Counts, FORMAT_VERSION, GraphManifest, Manifest};
 use crate::lists::dense::{self, VectorWriter};
 use crate::lists::sparse::{self, Bm25Params, SparseWriter};
+use crate::lists::vector_cache::{self, ReusableVectors};
 use crate::output::progress;
 use crate::store::checks::Checksums;
 use crate::store::generation::{
@@ -42,7 +44,6 @@ use crate::store::generation::{
     TextStore, TextWriter, searchable_text,
 };
 use crate::store::lock::IndexLock;
-use crate::store::vector_cache::{self, ReusableVectors};
 use crate::store::{self, INDEX_DIR_NAME, LOCK_FILE, atomic, checks, ownership};
 use crate::text::tokenize::Analyzer;
 
@@ -325,7 +326,7 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
                 .display()
                 .to_string()
         }),
-        fusion: embedder.fusion_defaults(),
+        fusion: FusionDefaults::for_model(embedder.kind()),
         sparse: sparse_built.stats,
         graph: graph_built.map(|(graph_manifest, _)| GraphManifest {
             // A weight chosen with `eval --save` survives re-indexing.

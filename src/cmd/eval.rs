@@ -8,9 +8,9 @@ use anyhow::{Context, Result};
 
 use super::Status;
 use crate::config::{EvalConfig, OutputFormat};
-use crate::embed::FusionDefaults;
 use crate::eval::collection::write_trec;
 use crate::eval::{self, EvalOptions, EvalReport, FusionSetting, RUN_DEPTH};
+use crate::fusion::FusionDefaults;
 use crate::index::manifest::Manifest;
 use crate::output::{human, json};
 use crate::retriever::{Retriever, default_window};

@@ -32,23 +32,14 @@ pub struct EmbedderInfo {
     pub fingerprint: String,
 }
 
-/// Fusion weights (and the dense list's feedback) that suit an embedder,
-/// measured on the eval collection and recorded in the index so searches
-/// use them unless told otherwise.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FusionDefaults {
-    /// Weight of the sparse (BM25) list.
-    pub sparse_weight: f64,
-    /// Weight of the dense list.
-    pub dense_weight: f64,
-    /// The RRF constant k.
-    pub rrf_k: f64,
-    /// Candidates per list; `None` means max(50, 2 × top_k).
-    pub window: Option<usize>,
-    /// How many of its best chunks move the dense list's query before it
-    /// ranks (see [`crate::lists::dense`]); 0 turns the step off.
-    pub dense_feedback: usize,
+/// What kind of model an embedder runs: the fusion picks its defaults by
+/// it (a static model's dense list is weaker than a transformer's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelKind {
+    /// A static (model2vec) model: one vector per token, averaged.
+    Static,
+    /// A transformer (sentence-transformers BERT family).
+    Transformer,
 }
 
 /// A text embedding model.
@@ -56,8 +47,8 @@ pub trait Embedder: Send + Sync {
     /// The model's identity.
     fn info(&self) -> &EmbedderInfo;
 
-    /// The fusion defaults measured for this model.
-    fn fusion_defaults(&self) -> FusionDefaults;
+    /// What kind of model this is.
+    fn kind(&self) -> ModelKind;
 
     /// Embeds `texts` into one row-major buffer of `texts.len() × dim`
     /// floats; each row has unit length, or is all zeros when the text has

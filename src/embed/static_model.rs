@@ -32,9 +32,7 @@ use safetensors::{Dtype, SafeTensors};
 
 use super::fingerprint::fingerprint;
 use super::wordpiece::WordPiece;
-use super::{Embedder, EmbedderInfo, FusionDefaults};
-use crate::fusion::DEFAULT_RRF_K;
-use crate::lists::dense::DEFAULT_FEEDBACK;
+use super::{Embedder, EmbedderInfo, ModelKind};
 
 static WEIGHTS: &[u8] = include_bytes!("../../assets/model/model.safetensors");
 
@@ -189,24 +187,8 @@ impl Embedder for StaticEmbedder {
         &self.info
     }
 
-    /// Measured with `memidx eval` on shared/eval/cranfield (BM25 k1 1.5,
-    /// sparse nDCG@10 0.3676): with the dense list's query feedback (3
-    /// chunks) the dense list alone scores 0.3433 (without: 0.3318; the
-    /// plain distillation 0.2777); at dense weight 0.3 hybrid reaches
-    /// 0.3932 (window 50) and 0.3916 (window 200), at plain 1:1 0.3880
-    /// (window 200). `eval --sweep` (150 settings, tuned on half the
-    /// queries) found dense 0.5, +0.0068 over these defaults on the held-out
-    /// half: within what 112 queries resolve, so they stay.
-    /// Other model2vec folders get the same defaults (static models share
-    /// the bundled one's character); `memidx eval --sweep --save` tunes them.
-    fn fusion_defaults(&self) -> FusionDefaults {
-        FusionDefaults {
-            sparse_weight: 1.0,
-            dense_weight: 0.3,
-            rrf_k: DEFAULT_RRF_K,
-            window: None,
-            dense_feedback: DEFAULT_FEEDBACK,
-        }
+    fn kind(&self) -> ModelKind {
+        ModelKind::Static
     }
 
     fn embed(&self, texts: &[String]) -> anyhow::Result<Vec<f32>> {

@@ -20,7 +20,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::corpus::chunk::ChunkOptions;
 use crate::corpus::walk::WalkOptions;
-use crate::embed::{EmbedderInfo, FusionDefaults};
+use crate::embed::EmbedderInfo;
+use crate::fusion::FusionDefaults;
 use crate::graph::GraphOptions;
 use crate::lists::sparse::{Bm25Params, SparseStats};
 use crate::text::tokenize::Analyzer;

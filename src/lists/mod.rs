@@ -11,6 +11,7 @@ mod frozen_dir;
 pub mod graph;
 pub mod guard;
 pub mod sparse;
+pub mod vector_cache;
 
 pub use allow::AllowSet;
 

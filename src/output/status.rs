@@ -7,7 +7,8 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::corpus::walk::walk;
-use crate::embed::{EmbedderInfo, FusionDefaults};
+use crate::embed::EmbedderInfo;
+use crate::fusion::FusionDefaults;
 use crate::index::manifest::{Counts, Manifest};
 use crate::lists::sparse::Bm25Params;
 use crate::store::MANIFEST_FILE;

@@ -745,7 +745,7 @@ mod tests {
                 dim: 1,
                 fingerprint: String::new(),
             },
-            fusion: crate::embed::FusionDefaults {
+            fusion: crate::fusion::FusionDefaults {
                 sparse_weight: 1.0,
                 dense_weight: 1.0,
                 dense_feedback: 3,

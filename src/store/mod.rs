@@ -5,7 +5,7 @@
 //! .memidx/meta.json   manifest: format version, generation, settings, files, checksums
 //! .memidx/LOCK        held by a running `memidx index`
 //! .memidx/gen-N/      chunks.bin, texts.bin, vectors.i8, keys.u64, sparse/ (tantivy), …
-//! .memidx/cache/FP/   vectors of models used before (see [`vector_cache`])
+//! .memidx/cache/FP/   vectors of models used before (see `lists::vector_cache`)
 //! ```
 //! A new generation is written beside the old one and fsynced; only then is
 //! `meta.json` replaced atomically (temp file + rename), and only after that
@@ -19,7 +19,6 @@ pub mod checks;
 pub mod generation;
 pub mod lock;
 pub mod ownership;
-pub mod vector_cache;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};

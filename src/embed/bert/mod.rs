@@ -51,8 +51,7 @@ use serde::Deserialize;
 use tokenizers::{Encoding, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
 use super::fingerprint::fingerprint;
-use super::{Embedder, EmbedderInfo, FusionDefaults, normalize};
-use crate::lists::dense::DEFAULT_FEEDBACK;
+use super::{Embedder, EmbedderInfo, ModelKind, normalize};
 use encoder::Encoder;
 
 /// Tokens per forward pass. Texts are packed end to end (no padding) into
@@ -334,18 +333,8 @@ impl Embedder for BertEmbedder {
         &self.info
     }
 
-    /// Plain RRF at equal weights: a strong dense model needs no tilt. Query
-    /// feedback as for the static models: with all-MiniLM-L6-v2 on
-    /// shared/eval/cranfield it lifts dense nDCG@10 from 0.3817 to 0.3969
-    /// and hybrid from 0.4175 to 0.4213 (window 50).
-    fn fusion_defaults(&self) -> FusionDefaults {
-        FusionDefaults {
-            sparse_weight: 1.0,
-            dense_weight: 1.0,
-            rrf_k: 60.0,
-            window: None,
-            dense_feedback: DEFAULT_FEEDBACK,
-        }
+    fn kind(&self) -> ModelKind {
+        ModelKind::Transformer
     }
 
     /// Embeds `texts`; see [`BertEmbedder::try_embed`].

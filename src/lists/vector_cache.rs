@@ -26,12 +26,12 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, anyhow, ensure};
 use serde::{Deserialize, Serialize};
 
-use super::checks::{self, Checksums};
+use crate::store::checks::{self, Checksums};
 
-use super::{atomic, bounded, damaged};
+use super::dense::{self, KEYS_FILE, SCALES_FILE, StoredVectors, VECTORS_FILE};
 use crate::embed::EmbedderInfo;
-use crate::lists::dense::{self, KEYS_FILE, SCALES_FILE, StoredVectors, VECTORS_FILE};
 use crate::store::generation::ChunkOrd;
+use crate::store::{atomic, bounded, damaged};
 
 /// Folder, inside the index folder, holding other models' vectors.
 pub const CACHE_DIR: &str = "cache";
