@@ -283,7 +283,6 @@ pub fn index_options(args: &IndexArgs) -> IndexOptions {
         _ => None,
     };
     options.max_file_size = args.max_file_size;
-    options.progress = !args.quiet;
     if let Some(tokens) = args.chunk_tokens {
         options.chunker.budget_tokens = tokens as usize;
     }

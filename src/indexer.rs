@@ -37,7 +37,7 @@ use crate::index::manifest::{Counts, FORMAT_VERSION, GraphManifest, Manifest};
 use crate::lists::dense::{self, VectorWriter};
 use crate::lists::sparse::{self, Bm25Params, SparseWriter};
 use crate::lists::vector_cache::{self, ReusableVectors};
-use crate::output::progress;
+use crate::progress::Progress;
 use crate::store::checks::Checksums;
 use crate::store::generation::{
     self, ChunkOrd, ChunkRecord, ChunkTable, FileEntry, FileStamp, Generation, SPARSE_DIR,
@@ -58,8 +58,6 @@ pub struct IndexOptions {
     pub max_file_size: u64,
     /// Re-read and re-chunk every file, ignoring the previous index.
     pub full: bool,
-    /// Draw a progress bar on stderr (only shown when it is a terminal).
-    pub progress: bool,
     /// Chunker settings.
     pub chunker: ChunkOptions,
     /// Tokenizer settings for the sparse list.
@@ -81,7 +79,6 @@ impl IndexOptions {
             root,
             max_file_size: DEFAULT_MAX_FILE_SIZE,
             full: false,
-            progress: true,
             chunker: ChunkOptions::default(),
             analyzer: Analyzer::default(),
             walk: WalkOptions::default(),
@@ -130,8 +127,13 @@ pub struct IndexReport {
     pub elapsed: Duration,
 }
 
-/// Indexes `options.root` into `options.index_dir`, embedding chunks with `embedder`.
-pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<IndexReport> {
+/// Indexes `options.root` into `options.index_dir`, embedding chunks with
+/// `embedder` and reporting each stage to `progress`.
+pub fn run(
+    options: &IndexOptions,
+    embedder: &'static dyn Embedder,
+    progress: &dyn Progress,
+) -> Result<IndexReport> {
     let started = Instant::now();
     let root = &options.root;
     if !root.is_dir() {
@@ -157,17 +159,17 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
             root.display()
         ));
     }
-    let progress = progress::bar(options.progress, walked.files.len(), "checking", "files");
+    progress.stage("checking", walked.files.len(), "files");
     let states: Vec<FileState> = walked
         .files
         .par_iter()
         .map(|file| {
             let state = check(file, options, &previous);
-            progress.inc(1);
+            progress.advance(1);
             state
         })
         .collect();
-    progress.finish_and_clear();
+    progress.finish();
 
     if previous.is_current(options, embedder, &states) && walked.skipped.is_empty() {
         let manifest = previous
@@ -217,7 +219,7 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
     // Files stream through in batches: read and chunk (in parallel), then
     // the sparse list tokenizes and adds them while the model embeds.
     // Only one batch's texts are in memory at a time.
-    let progress = progress::bar(options.progress, walked.files.len(), "indexing", "files");
+    progress.stage("indexing", walked.files.len(), "files");
     for (files, states) in walked
         .files
         .chunks(FILE_BATCH)
@@ -261,10 +263,10 @@ pub fn run(options: &IndexOptions, embedder: &'static dyn Embedder) -> Result<In
         for (offset, chunk) in built.table.chunks[first..].iter_mut().enumerate() {
             chunk.has_vector = batch.vectors.has_vector(offset);
         }
-        progress.inc(files.len() as u64);
-        progress.set_message(format!("{embedded} chunks embedded"));
+        progress.advance(files.len());
+        progress.note(&format!("{embedded} chunks embedded"));
     }
-    progress.finish_and_clear();
+    progress.finish();
     texts.finish()?;
     vectors.finish()?;
 

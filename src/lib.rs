@@ -22,6 +22,7 @@ pub mod index;
 pub mod indexer;
 pub mod lists;
 pub mod output;
+pub mod progress;
 pub mod request;
 pub mod retriever;
 pub mod store;

@@ -12,6 +12,7 @@ use crate::eval::collection::write_trec;
 use crate::eval::{self, EvalOptions, EvalReport, FusionSetting, RUN_DEPTH};
 use crate::fusion::FusionDefaults;
 use crate::index::manifest::Manifest;
+use crate::output::progress::Bars;
 use crate::output::{human, json};
 use crate::retriever::{Retriever, default_window};
 use crate::store::LOCK_FILE;
@@ -40,9 +41,8 @@ pub fn run(config: &EvalConfig, out: &mut dyn Write) -> Result<Status> {
         qrels: config.qrels.clone(),
         setting,
         sweep: config.sweep,
-        progress: config.progress,
     };
-    let report = eval::run(&retriever, &options)?;
+    let report = eval::run(&retriever, &options, &Bars::new(config.progress))?;
     if let Some(dir) = &config.run_out {
         write_runs(dir, &report, &config.queries)?;
     }

@@ -8,6 +8,7 @@ use super::Status;
 use crate::embed;
 use crate::indexer::{self, IndexOptions};
 use crate::output::human;
+use crate::output::progress::Bars;
 
 /// Indexes per `options`; warnings go to `err`, the summary to `out`
 /// unless `quiet`.
@@ -17,7 +18,8 @@ pub fn run(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<Status> {
-    let report = indexer::run(options, embed::load(options.model_dir.as_deref())?)?;
+    let embedder = embed::load(options.model_dir.as_deref())?;
+    let report = indexer::run(options, embedder, &Bars::new(!quiet))?;
     human::print_index_warnings(err, &report.skipped, &report.warnings)?;
     if !quiet {
         human::print_index_summary(out, &report)?;

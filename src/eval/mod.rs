@@ -20,6 +20,7 @@ use serde::Serialize;
 
 use crate::fusion::{self, WeightedList};
 use crate::lists::{AllowSet, RankedList};
+use crate::progress::Progress;
 use crate::retriever::Retriever;
 use collection::{EvalQuery, Qrels, Run, best_chunk_per_doc, doc_id, is_held_out};
 use metrics::{Metrics, evaluate, evaluate_subset};
@@ -38,8 +39,6 @@ pub struct EvalOptions {
     pub setting: FusionSetting,
     /// Also sweep k, the dense weight, the window and the graph weight.
     pub sweep: bool,
-    /// Show a progress bar over queries on stderr.
-    pub progress: bool,
 }
 
 /// One fusion setting: k, the lists' weights and the window.
@@ -131,7 +130,11 @@ const SWEEP_WINDOWS: [usize; 3] = [50, 100, 200];
 const SWEEP_GRAPH_WEIGHTS: [f64; 7] = [0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0];
 
 /// Runs the evaluation.
-pub fn run(retriever: &Retriever, options: &EvalOptions) -> Result<EvalReport> {
+pub fn run(
+    retriever: &Retriever,
+    options: &EvalOptions,
+    progress: &dyn Progress,
+) -> Result<EvalReport> {
     let started = Instant::now();
     let queries = collection::read_queries(&options.queries)?;
     let qrels = collection::read_qrels(&options.qrels)?;
@@ -143,7 +146,7 @@ pub fn run(retriever: &Retriever, options: &EvalOptions) -> Result<EvalReport> {
     } else {
         options.setting.window
     };
-    let rankings = rank_all(retriever, &queries, depth, options.progress)?;
+    let rankings = rank_all(retriever, &queries, depth, progress)?;
     let docs = chunk_doc_ids(retriever)?;
     let names: Vec<&str> = retriever.list_weights().iter().map(|(n, _)| *n).collect();
     let fuse_run = |setting: &FusionSetting, lists: &[&str]| {
@@ -199,18 +202,18 @@ fn rank_all(
     retriever: &Retriever,
     queries: &[EvalQuery],
     depth: usize,
-    progress: bool,
+    progress: &dyn Progress,
 ) -> Result<Vec<Vec<RankedList>>> {
-    let bar = crate::output::progress::bar(progress, queries.len(), "querying", "queries");
+    progress.stage("querying", queries.len(), "queries");
     let rankings = queries
         .par_iter()
         .map(|q| {
             let ranked = retriever.run_lists(&q.text, depth, &AllowSet::All);
-            bar.inc(1);
+            progress.advance(1);
             ranked
         })
         .collect();
-    bar.finish_and_clear();
+    progress.finish();
     rankings
 }
 

@@ -1,21 +1,63 @@
 //! Progress bars on stderr (`indicatif`), drawn only when stderr is a
-//! terminal, so scripts and pipes see nothing.
+//! terminal, so scripts and pipes see nothing: the binary's [`Progress`].
+
+use std::sync::Mutex;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-/// A bar for `len` items of `unit` in stage `stage`, followed by its
-/// message (e.g. a second count); hidden when `enabled` is false or stderr
-/// is not a terminal.
-pub fn bar(enabled: bool, len: usize, stage: &str, unit: &str) -> ProgressBar {
-    if !enabled {
-        return ProgressBar::hidden();
+use crate::progress::Progress;
+
+/// One bar per stage, on stderr; hidden when disabled.
+#[derive(Debug)]
+pub struct Bars {
+    enabled: bool,
+    bar: Mutex<ProgressBar>,
+}
+
+impl Bars {
+    /// Bars that draw when `enabled` (and stderr is a terminal).
+    pub fn new(enabled: bool) -> Self {
+        Self {
+            enabled,
+            bar: Mutex::new(ProgressBar::hidden()),
+        }
     }
-    let bar = ProgressBar::with_draw_target(Some(len as u64), ProgressDrawTarget::stderr());
-    let template = format!(
-        "{stage:>9} [{{bar:30}}] {{pos}}/{{len}} {unit} ({{per_sec}}, eta {{eta}}) {{msg}}"
-    );
-    if let Ok(style) = ProgressStyle::with_template(&template) {
-        bar.set_style(style.progress_chars("=> "));
+
+    /// The current stage's bar (a clone shares the same bar).
+    fn current(&self) -> ProgressBar {
+        self.bar
+            .lock()
+            .map_or_else(|_| ProgressBar::hidden(), |bar| bar.clone())
     }
-    bar
+}
+
+impl Progress for Bars {
+    fn stage(&self, name: &str, total: usize, unit: &str) {
+        if !self.enabled {
+            return;
+        }
+        let bar = ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
+        let template = format!(
+            "{name:>9} [{{bar:30}}] {{pos}}/{{len}} {unit} ({{per_sec}}, eta {{eta}}) {{msg}}"
+        );
+        if let Ok(style) = ProgressStyle::with_template(&template) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        if let Ok(mut current) = self.bar.lock() {
+            current.finish_and_clear();
+            *current = bar;
+        }
+    }
+
+    fn advance(&self, items: usize) {
+        self.current().inc(items as u64);
+    }
+
+    fn note(&self, note: &str) {
+        self.current().set_message(note.to_string());
+    }
+
+    fn finish(&self) {
+        self.current().finish_and_clear();
+    }
 }
