@@ -33,86 +33,22 @@
 use std::collections::{BTreeMap, HashMap};
 
 use anyhow::Result;
-use petgraph::graph::{NodeIndex, UnGraph};
+use petgraph::graph::NodeIndex;
 use petgraph::visit::EdgeRef;
 use rustc_hash::FxHashMap;
-use serde::{Deserialize, Serialize};
 
 use super::community;
 use super::entity::{EntityKey, EntityKind, FileEntities, LinkTarget, name_terms};
+use super::options::GraphOptions;
+use super::relation::{
+    CO_OCCURRENCE, IN_DOCUMENT, LINK, Relation, RelationGraph, RelationKinds, SAME_METADATA,
+};
 use super::summary::covering_chunks;
 use super::tables::{EntityId, GraphHeader, GraphTables, NO_COMMUNITY};
 use crate::text::tokenize::Analyzer;
 
-/// Reasons two entities are related, as bits of one byte.
-pub type RelationKinds = u8;
-/// Mentioned by one chunk.
-pub const CO_OCCURRENCE: RelationKinds = 1;
-/// A file and an entity it mentions.
-pub const IN_DOCUMENT: RelationKinds = 2;
-/// A file and one of its front-matter values.
-pub const SAME_METADATA: RelationKinds = 4;
-/// Two files, one linking to the other.
-pub const LINK: RelationKinds = 8;
-
-/// One edge of the entity graph.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Relation {
-    /// Summed weight of every reason.
-    pub weight: f32,
-    /// Which reasons ([`CO_OCCURRENCE`], [`IN_DOCUMENT`], [`SAME_METADATA`], [`LINK`]).
-    pub kinds: RelationKinds,
-}
-
-/// The entity graph: node weight = entity id (equal to the node index).
-pub type RelationGraph = UnGraph<EntityId, Relation>;
-
 /// Weight of an in-document relation.
 const IN_DOCUMENT_WEIGHT: f32 = 0.5;
-
-/// Settings of a graph build; recorded in the index.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GraphOptions {
-    /// The tokenizer settings of the index (entity name terms must be
-    /// analyzed like queries).
-    pub analyzer: Analyzer,
-    /// Seed of the community detection.
-    pub seed: u64,
-    /// Modularity resolution γ: above 1, smaller communities.
-    pub resolution: f64,
-    /// Entities in more than this share of the chunks are dropped…
-    pub max_chunk_share: f64,
-    /// …unless they are in at most this many chunks.
-    pub max_chunks_floor: u32,
-    /// Entities per chunk that take part in co-occurrence.
-    pub cooccurrence_limit: usize,
-    /// Entities per file related to the file itself.
-    pub document_entity_limit: usize,
-    /// Central entities kept per community.
-    pub central_limit: usize,
-    /// Summary chunks kept per community.
-    pub summary_chunk_limit: usize,
-    /// Strongest relations kept per entity (for `memidx graph neighbors`).
-    pub neighbor_limit: usize,
-}
-
-impl Default for GraphOptions {
-    fn default() -> Self {
-        Self {
-            analyzer: Analyzer::default(),
-            seed: 42,
-            resolution: 1.0,
-            max_chunk_share: 0.005,
-            max_chunks_floor: 1000,
-            cooccurrence_limit: 12,
-            document_entity_limit: 32,
-            central_limit: 12,
-            summary_chunk_limit: 5,
-            neighbor_limit: 16,
-        }
-    }
-}
 
 /// A file as the builder keeps it: entities as provisional ids.
 #[derive(Debug)]

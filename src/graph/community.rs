@@ -25,7 +25,7 @@ use anyhow::{Context, Result};
 use leiden_rs::{GraphDataBuilder, Leiden, LeidenConfig};
 use petgraph::visit::EdgeRef;
 
-use super::build::RelationGraph;
+use super::relation::RelationGraph;
 use super::tables::EntityId;
 
 /// Per level (finest first), each entity's community number within the level.
@@ -159,7 +159,7 @@ pub fn central_members(
 
 #[cfg(test)]
 mod tests {
-    use super::super::build::Relation;
+    use super::super::relation::Relation;
     use super::*;
     use petgraph::graph::NodeIndex;
 

@@ -32,16 +32,19 @@ pub mod build;
 pub mod cache;
 pub mod community;
 pub mod entity;
+pub mod options;
 pub mod query;
+pub mod relation;
 pub mod sections;
 pub mod summary;
 pub mod tables;
 #[cfg(test)]
 mod tests;
 
-pub use build::{BuiltGraph, GraphBuilder, GraphOptions};
+pub use build::{BuiltGraph, GraphBuilder};
 pub use cache::{EntityCache, NewEntityCache};
 pub use entity::{ChunkSource, EntityExtractor, EntityKey, EntityKind, FileEntities};
+pub use options::GraphOptions;
 pub use query::{GraphHit, GraphRanking, QueryOptions};
 pub use tables::{GraphFile, GraphView};
 

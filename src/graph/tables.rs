@@ -25,8 +25,8 @@ use anyhow::{Context, Result, ensure};
 use memmap2::Mmap;
 use serde::{Deserialize, Serialize};
 
-use super::build::GraphOptions;
 use super::entity::EntityKind;
+use super::options::GraphOptions;
 use super::sections::Framing;
 use crate::store::generation::ChunkOrd;
 

@@ -51,7 +51,6 @@ const KNOWN: &[&str] = &[
     "output/status.rs: Generation",
     "output/status.rs: Manifest",
     "output/status.rs: corpus::walk",
-    "cycle: graph/build.rs, graph/community.rs, graph/summary.rs, graph/tables.rs",
 ];
 
 /// A source file: its module path (`store::manifest`) and crate.
