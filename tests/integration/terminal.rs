@@ -1,9 +1,12 @@
 //! Terminal safety: control characters of indexed content (headings, text,
 //! metadata) and of file names reach the terminal escaped (`\u{1b}`, `\n`)
-//! from every human printer, whatever the colour setting.
+//! from every human printer, whatever the colour setting; a closed stdout
+//! ends a run quietly with exit 0, as ripgrep does, and a failing stderr
+//! changes nothing (the usual exit code, never a panic's 101).
 
-use std::fs;
-use std::process::Output;
+use std::fs::{self, File};
+use std::io::Read;
+use std::process::{Command as StdCommand, Output, Stdio};
 
 use crate::common;
 
@@ -329,4 +332,110 @@ fn graph_views_print_entity_names_escaped() {
         neighbors.starts_with("document 'esc\\u{1b}]0;name\\u{7}.md' (1 chunks)\n"),
         "{neighbors}"
     );
+}
+
+/// Runs `memidx ARGS` in `corpus` with its stdout a pipe whose read end is
+/// closed before the command writes anything, so every write fails with
+/// EPIPE; stderr is captured.
+fn into_closed_pipe(corpus: &Corpus, args: &[&str]) -> Output {
+    let mut child = StdCommand::new(env!("CARGO_BIN_EXE_memidx"))
+        .current_dir(corpus.path())
+        .env_remove("MEMIDX_INDEX")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let mut stderr = Vec::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_end(&mut stderr)
+        .unwrap();
+    let status = child.wait().unwrap();
+    Output {
+        status,
+        stdout: Vec::new(),
+        stderr,
+    }
+}
+
+#[test]
+fn a_closed_stdout_ends_every_command_quietly() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let cases: [&[&str]; 5] = [
+        &["completions", "bash"],
+        &["search", "connection pool", "-k", "100", "--json"],
+        &["search", "connection pool", "-k", "100", "--jsonl"],
+        &["search", "connection pool", "-k", "100"],
+        &["explain", "connection pool", "-k", "50", "--json"],
+    ];
+    let mut ended = Vec::new();
+    for args in cases {
+        // Over twice the 8 KiB output buffer: writes fail while the printer
+        // runs, not only at the final flush (which was always caught).
+        let full = corpus.memidx().args(args).output().unwrap();
+        assert_eq!(full.status.code(), Some(0), "{args:?}");
+        assert!(
+            full.stdout.len() > 16 * 1024,
+            "{args:?}: {}",
+            full.stdout.len()
+        );
+        let closed = into_closed_pipe(&corpus, args);
+        let stderr = String::from_utf8_lossy(&closed.stderr).into_owned();
+        ended.push((args, closed.status.code(), stderr));
+    }
+    let quiet: Vec<_> = cases
+        .iter()
+        .map(|&args| (args, Some(0), String::new()))
+        .collect();
+    assert_eq!(
+        ended, quiet,
+        "into a closed pipe: exit 0, nothing on stderr"
+    );
+}
+
+/// Runs `memidx ARGS` in `corpus` with stderr on `/dev/full` (every write
+/// fails with ENOSPC).
+fn with_full_stderr(corpus: &Corpus, args: &[&str]) -> Output {
+    let full = File::options().write(true).open("/dev/full").unwrap();
+    StdCommand::new(env!("CARGO_BIN_EXE_memidx"))
+        .current_dir(corpus.path())
+        .env_remove("MEMIDX_INDEX")
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::from(full))
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_failing_stderr_never_panics() {
+    let corpus = hostile_corpus();
+    fs::write(corpus.path().join(SKIPPED_NAME), b"\xff\xfe zebracorn\n").unwrap();
+    // A warning to write: the run still indexes and exits 0.
+    let index = with_full_stderr(&corpus, &["index", "."]);
+    assert_eq!(index.status.code(), Some(0), "{index:?}");
+    let summary = String::from_utf8(index.stdout).unwrap();
+    assert!(
+        summary.starts_with("indexed 4 files (0 unchanged), "),
+        "{summary}"
+    );
+    // A stale notice to write: the results are still printed, exit 0.
+    fs::write(
+        corpus.path().join(ESC_NAME),
+        "# Named\n\nzebracorn, edited.\n\n",
+    )
+    .unwrap();
+    let search = with_full_stderr(&corpus, &["search", "zebracorn", "--jsonl"]);
+    assert_eq!(search.status.code(), Some(0), "{search:?}");
+    assert_eq!(String::from_utf8(search.stdout).unwrap().lines().count(), 4);
+    // An error to write: exit 2 as usual, not a panic's 101.
+    let missing = with_full_stderr(&corpus, &["search", "x", "--index", "no-such-index"]);
+    assert_eq!(missing.status.code(), Some(2), "{missing:?}");
+    assert!(missing.stdout.is_empty());
 }
