@@ -1,6 +1,9 @@
 //! The `memidx` binary: parse the command line, run, map the outcome to an
-//! exit code (0 results, 1 no results, 2 usage or runtime error).
+//! exit code (0 results, 1 no results, 2 usage or runtime error). A closed
+//! stdout ends a run quietly (exit 0, as ripgrep does); a failing stderr is
+//! ignored.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -14,7 +17,12 @@ fn main() -> ExitCode {
         Ok(Status::NoResults) => ExitCode::from(1),
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("memidx: {}", one_line(&format!("{err:#}")));
+            // Not `eprintln!`, which panics when stderr fails (`2>/dev/full`).
+            let _ = writeln!(
+                std::io::stderr(),
+                "memidx: {}",
+                one_line(&format!("{err:#}"))
+            );
             ExitCode::from(2)
         }
     }

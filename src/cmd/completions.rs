@@ -12,9 +12,13 @@ use clap_complete::Shell;
 use super::Status;
 use crate::cli::Cli;
 
-/// Writes the completion script for `shell`.
+/// Writes the completion script for `shell`. The script is made in memory
+/// first: `clap_complete` panics when its writer fails, and a closed pipe
+/// (`memidx completions bash | head -1`) must end the run quietly instead.
 pub fn run(shell: Shell, out: &mut dyn Write) -> Result<Status> {
-    clap_complete::generate(shell, &mut Cli::command(), "memidx", out);
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "memidx", &mut script);
+    out.write_all(&script)?;
     Ok(Status::Success)
 }
 

@@ -25,7 +25,24 @@ pub enum Status {
     NoResults,
 }
 
-/// Runs a parsed command line, printing to stdout and stderr.
+/// Standard error for warnings and notices, its write errors ignored: a
+/// full or closed stderr (`2>/dev/full`) must neither fail nor stop a run.
+struct Stderr;
+
+impl Write for Stderr {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let _ = io::stderr().write_all(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let _ = io::stderr().flush();
+        Ok(())
+    }
+}
+
+/// Runs a parsed command line, printing to stdout and stderr (a failing
+/// stderr is ignored).
 pub fn run(cli: Cli) -> Result<Status> {
     let color = match cli.color {
         ColorWhen::Auto => anstream::ColorChoice::Auto,
@@ -39,12 +56,12 @@ pub fn run(cli: Cli) -> Result<Status> {
     let status = match cli.command {
         Command::Index(args) => {
             let options = config::index_options(&args);
-            index::run(&options, args.quiet, &mut out, &mut io::stderr())
+            index::run(&options, args.quiet, &mut out, &mut Stderr)
         }
         Command::Search(args) => {
             let cwd = std::env::current_dir().context("cannot read the current folder")?;
             let config = SearchConfig::from_args(&args, &cwd, io::stdin().lock())?;
-            search::run(&config, &mut out, &mut io::stderr(), width)
+            search::run(&config, &mut out, &mut Stderr, width)
         }
         Command::Explain(args) => {
             let cwd = std::env::current_dir().context("cannot read the current folder")?;
@@ -53,13 +70,7 @@ pub fn run(cli: Cli) -> Result<Status> {
         Command::Status(args) => {
             let cwd = std::env::current_dir().context("cannot read the current folder")?;
             let index_dir = config::resolve_index_dir(&args.location, &cwd)?;
-            status::run(
-                &index_dir,
-                args.verify,
-                args.json,
-                &mut out,
-                &mut io::stderr(),
-            )
+            status::run(&index_dir, args.verify, args.json, &mut out, &mut Stderr)
         }
         Command::Eval(args) => {
             let cwd = std::env::current_dir().context("cannot read the current folder")?;

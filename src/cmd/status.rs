@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use super::Status;
 use crate::index::manifest::Manifest;
 use crate::output::status::StatusReport;
-use crate::output::{human, json};
+use crate::output::{escape_controls, human, json};
 use crate::store::generation::Generation;
 use crate::store::{checks, generation_dir};
 
@@ -35,7 +35,7 @@ pub fn run(
     });
     if let Some(problems) = damaged.as_ref().filter(|p| !p.is_empty()) {
         for problem in problems {
-            writeln!(err, "memidx: {problem}")?;
+            writeln!(err, "memidx: {}", escape_controls(problem))?;
         }
         bail!(
             "{} index file(s) damaged; run 'memidx index --full' to rebuild the index",

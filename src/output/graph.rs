@@ -9,6 +9,7 @@ use std::io::Write;
 use anyhow::Result;
 use serde::Serialize;
 
+use super::escape_controls;
 use crate::graph::summary::SUMMARY_LABEL;
 
 /// `memidx graph entities`.
@@ -115,7 +116,8 @@ pub struct Neighbor {
     pub weight: f32,
 }
 
-/// Prints the entities as a table.
+/// Prints the entities as a table (names with their control characters
+/// escaped, as in every printer here).
 pub fn print_entities(out: &mut dyn Write, report: &EntitiesReport) -> Result<()> {
     writeln!(
         out,
@@ -139,7 +141,9 @@ fn print_entity(out: &mut dyn Write, row: &EntityRow) -> Result<()> {
     writeln!(
         out,
         "{:<11} {:>7} {community:>9}  {}",
-        row.kind, row.chunks, row.name
+        row.kind,
+        row.chunks,
+        escape_controls(&row.name)
     )?;
     Ok(())
 }
@@ -163,7 +167,14 @@ pub fn print_communities(out: &mut dyn Write, report: &CommunitiesReport) -> Res
         let central: Vec<String> = row
             .central
             .iter()
-            .map(|c| format!("{} ({}, {:.2})", c.name, c.kind, c.centrality))
+            .map(|c| {
+                format!(
+                    "{} ({}, {:.2})",
+                    escape_controls(&c.name),
+                    c.kind,
+                    c.centrality
+                )
+            })
             .collect();
         writeln!(out, "  central: {}", central.join(", "))?;
         writeln!(out, "  {SUMMARY_LABEL} summary:")?;
@@ -171,7 +182,9 @@ pub fn print_communities(out: &mut dyn Write, report: &CommunitiesReport) -> Res
             writeln!(
                 out,
                 "    {:.2}  {}  {}",
-                chunk.coverage, chunk.chunk_id, chunk.heading
+                chunk.coverage,
+                escape_controls(&chunk.chunk_id),
+                escape_controls(&chunk.heading)
             )?;
         }
     }
@@ -185,9 +198,21 @@ pub fn print_neighbors(out: &mut dyn Write, report: &NeighborsReport) -> Result<
             writeln!(out)?;
         }
         let e = &block.entity;
-        writeln!(out, "{} '{}' ({} chunks)", e.kind, e.name, e.chunks)?;
+        writeln!(
+            out,
+            "{} '{}' ({} chunks)",
+            e.kind,
+            escape_controls(&e.name),
+            e.chunks
+        )?;
         for n in &block.neighbors {
-            writeln!(out, "  {:>8.3}  {:<11} {}", n.weight, n.kind, n.name)?;
+            writeln!(
+                out,
+                "  {:>8.3}  {:<11} {}",
+                n.weight,
+                n.kind,
+                escape_controls(&n.name)
+            )?;
         }
     }
     Ok(())

@@ -5,9 +5,9 @@ use std::io::Write;
 use anstyle::{AnsiColor, Color, Style};
 use anyhow::Result;
 
-use super::SearchResponse;
 use super::explain::ExplainReport;
 use super::status::StatusReport;
+use super::{SearchResponse, escape_controls};
 use crate::corpus::Skipped;
 use crate::eval::{EvalReport, FusionSetting};
 use crate::indexer::IndexReport;
@@ -29,7 +29,8 @@ const NOTE: Style = Style::new().dimmed();
 /// Prints search results: rank, fused score, `path:first-last` (the form
 /// editors and terminals open), each list's rank, the heading path, then a
 /// one-line snippet with the query's words highlighted, cut to `width`
-/// columns when known.
+/// columns when known. Paths, headings and text are printed with their
+/// control characters escaped ([`escape_controls`]).
 pub fn print_search(
     out: &mut dyn Write,
     response: &SearchResponse,
@@ -56,25 +57,30 @@ pub fn print_search(
             "{RANK}{rank:>digits$}.{RANK:#} {SCORE}{score:.5}{SCORE:#}  {PATH}{source}{PATH:#}:{LINE}{first}{LINE:#}-{last}  {NOTE}[{ranks}]{NOTE:#}",
             rank = i + 1,
             score = hit.rrf_score,
-            source = hit.source,
+            source = escape_controls(&hit.source),
             first = hit.lines[0],
             last = hit.lines[1],
             ranks = ranks.join(", "),
         )?;
         if !hit.heading.is_empty() {
-            writeln!(out, "{indent}{HEADING}{}{HEADING:#}", hit.heading)?;
+            writeln!(
+                out,
+                "{indent}{HEADING}{}{HEADING:#}",
+                escape_controls(&hit.heading)
+            )?;
         }
         writeln!(
             out,
             "{indent}{}",
-            highlight(&snippet(&hit.text, snippet_chars), &words)
+            highlight(&escape_controls(&snippet(&hit.text, snippet_chars)), &words)
         )?;
         writeln!(out)?;
     }
     Ok(())
 }
 
-/// Warns once that some results come from files changed since indexing.
+/// Warns once that some results come from files changed since indexing,
+/// naming the first (escaped).
 pub fn print_stale_notice(err: &mut dyn Write, changed: &[String]) -> Result<()> {
     if let Some(first) = changed.first() {
         let more = if changed.len() > 1 {
@@ -84,7 +90,8 @@ pub fn print_stale_notice(err: &mut dyn Write, changed: &[String]) -> Result<()>
         };
         writeln!(
             err,
-            "memidx: warning: results come from files changed since indexing ({first}{more}); run 'memidx index' to update"
+            "memidx: warning: results come from files changed since indexing ({}{more}); run 'memidx index' to update",
+            escape_controls(first)
         )?;
     }
     Ok(())
@@ -129,12 +136,13 @@ fn highlight(text: &str, words: &[String]) -> String {
 
 /// Prints the explain table: per result, one line per list with rank, raw
 /// score, weight and contribution (or why it is absent), then the sum; then
-/// the lists' candidate counts and the timings.
+/// the lists' candidate counts and the timings. Paths, chunk ids, headings
+/// and reasons are printed with their control characters escaped.
 pub fn print_explain(out: &mut dyn Write, report: &ExplainReport) -> Result<()> {
     let filter = if report.filter.is_empty() {
         String::new()
     } else {
-        format!(", filter {}", report.filter.join(" "))
+        format!(", filter {}", escape_controls(&report.filter.join(" ")))
     };
     writeln!(
         out,
@@ -151,10 +159,13 @@ pub fn print_explain(out: &mut dyn Write, report: &ExplainReport) -> Result<()> 
         writeln!(
             out,
             "{rank:>4}  {}:{}-{}  {}",
-            result.source, result.lines[0], result.lines[1], result.chunk_id
+            escape_controls(&result.source),
+            result.lines[0],
+            result.lines[1],
+            escape_controls(&result.chunk_id)
         )?;
         if !result.heading.is_empty() {
-            writeln!(out, "      {}", result.heading)?;
+            writeln!(out, "      {}", escape_controls(&result.heading))?;
         }
         for part in &result.lists {
             let rank = part.rank.map_or("-".to_string(), |r| r.to_string());
@@ -167,12 +178,15 @@ pub fn print_explain(out: &mut dyn Write, report: &ExplainReport) -> Result<()> 
                 )?,
                 Some(why) => write!(
                     out,
-                    "      {:<8} {rank:>6} {score:>10} {:>7.2} {:>11}  ({why})",
-                    part.list, part.weight, "-"
+                    "      {:<8} {rank:>6} {score:>10} {:>7.2} {:>11}  ({})",
+                    part.list,
+                    part.weight,
+                    "-",
+                    escape_controls(why)
                 )?,
             }
             match &part.reason {
-                Some(reason) => writeln!(out, "  [{reason}]")?,
+                Some(reason) => writeln!(out, "  [{}]", escape_controls(reason))?,
                 None => writeln!(out)?,
             }
         }
@@ -195,7 +209,7 @@ pub fn print_explain(out: &mut dyn Write, report: &ExplainReport) -> Result<()> 
             "{} query moved toward its top {}: {}",
             list.name,
             list.feedback.len(),
-            list.feedback.join(", ")
+            escape_controls(&list.feedback.join(", "))
         )?;
     }
     writeln!(
@@ -209,7 +223,8 @@ pub fn print_explain(out: &mut dyn Write, report: &ExplainReport) -> Result<()> 
 /// Longest list of stale files shown per kind.
 const STALE_LISTED: usize = 10;
 
-/// Prints the status report as aligned `key  value` lines.
+/// Prints the status report as aligned `key  value` lines, paths and the
+/// manifest's strings with their control characters escaped.
 pub fn print_status(out: &mut dyn Write, r: &StatusReport) -> Result<()> {
     let window = r
         .fusion
@@ -218,9 +233,12 @@ pub fn print_status(out: &mut dyn Write, r: &StatusReport) -> Result<()> {
     writeln!(
         out,
         "index      {} (generation {}, format {}, memidx {})",
-        r.index, r.generation, r.format_version, r.tool_version
+        escape_controls(&r.index),
+        r.generation,
+        r.format_version,
+        escape_controls(&r.tool_version)
     )?;
-    writeln!(out, "root       {}", r.root)?;
+    writeln!(out, "root       {}", escape_controls(&r.root))?;
     writeln!(out, "built      {}", r.built)?;
     writeln!(
         out,
@@ -230,7 +248,9 @@ pub fn print_status(out: &mut dyn Write, r: &StatusReport) -> Result<()> {
     writeln!(
         out,
         "model      {} ({} dims, {})",
-        r.embedder.id, r.embedder.dim, r.embedder.fingerprint
+        escape_controls(&r.embedder.id),
+        r.embedder.dim,
+        escape_controls(&r.embedder.fingerprint)
     )?;
     writeln!(
         out,
@@ -292,7 +312,7 @@ pub fn print_status(out: &mut dyn Write, r: &StatusReport) -> Result<()> {
         ("deleted", &r.stale.deleted),
     ] {
         for path in paths.iter().take(STALE_LISTED) {
-            writeln!(out, "  {kind:<8} {path}")?;
+            writeln!(out, "  {kind:<8} {}", escape_controls(path))?;
         }
         if paths.len() > STALE_LISTED {
             writeln!(out, "  {kind:<8} … and {} more", paths.len() - STALE_LISTED)?;
@@ -326,7 +346,8 @@ fn counted(n: usize, noun: &str) -> String {
     }
 }
 
-/// Prints the one-line summary of an indexing run.
+/// Prints the one-line summary of an indexing run (the index folder's path
+/// escaped).
 pub fn print_index_summary(out: &mut dyn Write, report: &IndexReport) -> Result<()> {
     if report.up_to_date {
         writeln!(
@@ -335,7 +356,7 @@ pub fn print_index_summary(out: &mut dyn Write, report: &IndexReport) -> Result<
             report.files,
             report.chunks,
             report.elapsed.as_secs_f64(),
-            report.index_dir.display()
+            escape_controls(&report.index_dir.display().to_string())
         )?;
         return Ok(());
     }
@@ -353,22 +374,23 @@ pub fn print_index_summary(out: &mut dyn Write, report: &IndexReport) -> Result<
             "; graph: {:.2} s",
             t.as_secs_f64()
         )),
-        report.index_dir.display()
+        escape_controls(&report.index_dir.display().to_string())
     )?;
     Ok(())
 }
 
-/// Prints warnings about skipped files and other non-fatal problems.
+/// Prints warnings about skipped files and other non-fatal problems, one
+/// line each (control characters in file names escaped).
 pub fn print_index_warnings(
     err: &mut dyn Write,
     skipped: &[Skipped],
     warnings: &[String],
 ) -> Result<()> {
     for s in skipped {
-        writeln!(err, "memidx: warning: {s}")?;
+        writeln!(err, "memidx: warning: {}", escape_controls(&s.to_string()))?;
     }
     for w in warnings {
-        writeln!(err, "memidx: warning: {w}")?;
+        writeln!(err, "memidx: warning: {}", escape_controls(w))?;
     }
     Ok(())
 }

@@ -9,6 +9,7 @@ pub mod json;
 pub mod progress;
 pub mod status;
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use anyhow::Result;
@@ -18,20 +19,35 @@ use crate::corpus::markdown::Metadata;
 use crate::retriever::SearchOutcome;
 use crate::store::generation::Generation;
 
-/// The message with control characters (newlines in a request's field
-/// names, say) escaped, so an error always prints as exactly one line.
+/// `text` with every control character (Unicode category Cc: the C0
+/// controls, DEL and the C1 controls U+0080–U+009F) written as its Rust
+/// escape — `\n`, `\t`, `\r`, `\u{1b}`, `\u{9b}` — and everything else
+/// kept; borrowed when there is nothing to escape.
+///
+/// Every human printer passes indexed content (headings, text, metadata,
+/// entity names) and paths through it, whatever the colour setting, so a
+/// file can neither send escape sequences to the terminal (clear the
+/// screen, set the title, make links, ring the bell, move the cursor) nor
+/// forge a line of output with a newline in its name.
+pub fn escape_controls(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return Cow::Borrowed(text);
+    }
+    let mut escaped = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if c.is_control() {
+            escaped.extend(c.escape_default());
+        } else {
+            escaped.push(c);
+        }
+    }
+    Cow::Owned(escaped)
+}
+
+/// An error message as exactly one line: its control characters (newlines
+/// in a request's field names, say) escaped by [`escape_controls`].
 pub fn one_line(message: &str) -> String {
-    message
-        .chars()
-        .flat_map(|c| {
-            let escaped: Vec<char> = if c.is_control() {
-                c.escape_default().collect()
-            } else {
-                vec![c]
-            };
-            escaped
-        })
-        .collect()
+    escape_controls(message).into_owned()
 }
 
 /// The search response (the JSON response shape of the design, §3).
@@ -116,5 +132,28 @@ impl SearchResponse {
             total_retrieved: results.len(),
             results,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_escaped_and_the_rest_kept() {
+        assert!(matches!(
+            escape_controls("plain é → text\\n"),
+            Cow::Borrowed("plain é → text\\n")
+        ));
+        assert_eq!(
+            escape_controls("a\u{1b}]0;t\u{7}b\u{8}c\rd\ne\tf\u{7f}g\u{9b}2Jh\u{85}i\u{0}"),
+            "a\\u{1b}]0;t\\u{7}b\\u{8}c\\rd\\ne\\tf\\u{7f}g\\u{9b}2Jh\\u{85}i\\u{0}"
+        );
+        // Format characters and other non-Cc code points are not controls.
+        assert_eq!(
+            escape_controls("\u{a0}\u{200b}\u{202e}"),
+            "\u{a0}\u{200b}\u{202e}"
+        );
+        assert_eq!(one_line("line 1\nline 2"), "line 1\\nline 2");
     }
 }

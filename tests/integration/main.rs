@@ -28,4 +28,5 @@ mod schema;
 mod schema_outputs;
 mod search;
 mod status;
+mod terminal;
 mod ux;
