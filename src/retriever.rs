@@ -1,7 +1,8 @@
 //! The retriever: opens an index, runs its lists in parallel over the
 //! filtered chunks, and fuses their rankings.
 
-use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
@@ -11,22 +12,13 @@ use crate::embed::Embedder;
 use crate::filter::Filter;
 use crate::fusion::{self, Contribution, Fused, WeightedList};
 use crate::graph::{self, QueryOptions};
+use crate::index::Index;
 use crate::index::manifest::Manifest;
 use crate::lists::dense::DenseIndex;
 use crate::lists::graph::{GraphIndex, no_graph};
 use crate::lists::sparse::SparseIndex;
 use crate::lists::{AllowSet, RankedList, SearchIndex, guard};
-use crate::store::generation::{ChunkOrd, Generation, SPARSE_DIR};
-
-/// A failure to open one generation, remembering which.
-struct OpenError {
-    generation: u64,
-    error: anyhow::Error,
-}
-
-/// How often opening is retried when a concurrent index run replaced the
-/// generation being opened.
-const OPEN_ATTEMPTS: usize = 3;
+use crate::store::generation::{ChunkOrd, ChunkView, FileEntry, Generation, SPARSE_DIR};
 
 /// Smallest default window (candidates per list).
 pub const MIN_DEFAULT_WINDOW: usize = 50;
@@ -108,11 +100,9 @@ pub struct WeightedIndex {
     pub weight: f64,
 }
 
-/// An opened index: manifest, generation and lists.
+/// An opened index and the lists a search runs over it.
 pub struct Retriever {
-    index_dir: PathBuf,
-    manifest: Manifest,
-    generation: Generation,
+    index: Index,
     lists: Vec<WeightedIndex>,
     dense_feedback: Option<usize>,
 }
@@ -199,51 +189,35 @@ pub struct SearchOutcome {
     pub fuse_time: Duration,
 }
 
+impl SearchOutcome {
+    /// The chunks a printer shows: the results, in order.
+    pub fn shown_chunks(&self) -> impl Iterator<Item = ChunkOrd> + '_ {
+        self.results.iter().map(|f| f.chunk)
+    }
+}
+
+impl Explanation {
+    /// The chunks a printer shows: the explained ones, then each list's
+    /// feedback chunks.
+    pub fn shown_chunks(&self) -> impl Iterator<Item = ChunkOrd> + '_ {
+        self.chunks.iter().map(|c| c.chunk).chain(
+            self.outcome
+                .lists
+                .iter()
+                .flat_map(|run| run.ranked.feedback_chunks.iter().copied()),
+        )
+    }
+}
+
 impl Retriever {
     /// Opens the index in `index_dir` (a `.memidx` folder) with the lists
     /// `selection` asks for, weighted by its overrides or the index defaults.
     pub fn open(index_dir: &Path, selection: &ListSelection) -> Result<Self> {
-        let read_manifest = || -> Result<Manifest> {
-            Manifest::read(index_dir)?.with_context(|| {
-                format!(
-                    "{} holds no complete index (no meta.json); run 'memidx index DIR' first",
-                    index_dir.display()
-                )
-            })
-        };
-        // A concurrent `memidx index` may switch the manifest and remove the
-        // generation it named between our reading the one and opening the
-        // other: then the manifest names a newer generation, and we open that.
-        let mut manifest = read_manifest()?;
-        let mut attempts = 1;
-        loop {
-            match Self::open_generation(index_dir, manifest, selection) {
-                Err(err) if attempts < OPEN_ATTEMPTS => {
-                    let tried = err.generation;
-                    manifest = read_manifest()?;
-                    if manifest.generation == tried {
-                        return Err(err.error);
-                    }
-                    attempts += 1;
-                }
-                outcome => return outcome.map_err(|e| e.error),
-            }
-        }
+        Index::open_with(index_dir, |index| Self::open_lists(index, selection))
     }
 
-    /// Opens the generation `manifest` names.
-    fn open_generation(
-        index_dir: &Path,
-        manifest: Manifest,
-        selection: &ListSelection,
-    ) -> Result<Self, OpenError> {
-        let generation = manifest.generation;
-        Self::open_lists(index_dir, manifest, selection)
-            .map_err(|error| OpenError { generation, error })
-    }
-
-    fn open_lists(index_dir: &Path, manifest: Manifest, selection: &ListSelection) -> Result<Self> {
-        let generation = Generation::open(index_dir, manifest.generation, &manifest.checksums)?;
+    fn open_lists(index: Index, selection: &ListSelection) -> Result<Self> {
+        let (manifest, generation) = (index.manifest(), index.generation());
         let defaults = manifest.fusion;
         let mut lists = Vec::new();
         let mut dense_feedback = None;
@@ -259,7 +233,7 @@ impl Retriever {
             });
         }
         if selection.dense {
-            let embedder = query_embedder(&manifest)?;
+            let embedder = query_embedder(manifest)?;
             let feedback = selection.dense_feedback.unwrap_or(defaults.dense_feedback);
             let dense = DenseIndex::open(
                 generation.dir(),
@@ -303,27 +277,25 @@ impl Retriever {
             "every selected list has weight 0; give at least one a positive weight"
         );
         Ok(Self {
-            index_dir: index_dir.to_path_buf(),
-            manifest,
-            generation,
+            index,
             lists,
             dense_feedback,
         })
     }
 
-    /// The index folder.
-    pub fn index_dir(&self) -> &Path {
-        &self.index_dir
+    /// The opened index.
+    pub fn index(&self) -> &Index {
+        &self.index
     }
 
     /// The manifest of the opened index.
     pub fn manifest(&self) -> &Manifest {
-        &self.manifest
+        self.index.manifest()
     }
 
     /// The opened generation (chunk table and texts).
     pub fn generation(&self) -> &Generation {
-        &self.generation
+        self.index.generation()
     }
 
     /// Runs `query` through every list in parallel and fuses the rankings.
@@ -347,7 +319,7 @@ impl Retriever {
             bail!("the query '{query}' has no letters or digits to search for");
         }
         let started = Instant::now();
-        let allow = params.filter.evaluate(&self.generation)?;
+        let allow = params.filter.evaluate(self.generation())?;
         let filter_time = started.elapsed();
         let ranked = self.run_lists(query, self.window(params), &allow)?;
         let started = Instant::now();
@@ -394,7 +366,7 @@ impl Retriever {
         let (mut outcome, allow) = self.search_untruncated(query, params)?;
         // Each list's complete ranking of the allowed chunks, to tell
         // "outside the window" (with the rank) from "no match".
-        let complete = self.run_lists(query, self.generation.len(), &allow)?;
+        let complete = self.run_lists(query, self.generation().len(), &allow)?;
         let targets: Vec<(Option<usize>, Fused)> = match focus {
             None => outcome
                 .results
@@ -473,7 +445,7 @@ impl Retriever {
         filter: &Filter,
     ) -> Result<Absence> {
         if !allow.allows(chunk) {
-            let file = &self.generation.chunk(chunk)?.file.metadata;
+            let file = &self.generation().chunk(chunk)?.file.metadata;
             return Ok(Absence::Filtered {
                 condition: filter.failing_condition(file).unwrap_or_default(),
             });
@@ -489,54 +461,41 @@ impl Retriever {
 
     /// The indexed root folder (as recorded when indexing).
     pub fn root(&self) -> &Path {
-        Path::new(&self.manifest.root)
+        self.index.root()
     }
 
-    /// The source files of `chunks` whose size or modification time on disk
-    /// differs from when they were indexed (each named once, in order).
-    pub fn changed_since_indexing(
-        &self,
-        chunks: impl IntoIterator<Item = ChunkOrd>,
-    ) -> Vec<String> {
-        let mut changed: Vec<String> = Vec::new();
-        for chunk in chunks {
-            let Ok(file) = self
-                .generation
-                .record(chunk)
-                .and_then(|r| self.generation.file(r.file))
-            else {
-                continue;
-            };
-            if changed.contains(&file.path) {
+    /// Decodes `chunks` for printing, each once (a chunk named twice is
+    /// read once), and checks each one's file on disk: a file whose size or
+    /// modification time differs from when it was indexed is changed.
+    pub fn decode(&self, chunks: impl IntoIterator<Item = ChunkOrd>) -> Result<Decoded> {
+        let generation = self.generation();
+        let mut decoded = Decoded::default();
+        let mut file_changed: BTreeMap<u32, bool> = BTreeMap::new();
+        for ord in chunks {
+            if decoded.chunks.contains_key(&ord) {
                 continue;
             }
-            let now = std::fs::metadata(self.root().join(&file.path))
-                .ok()
-                .map(|m| {
-                    let mtime = m
-                        .modified()
-                        .ok()
-                        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
-                    (m.len(), mtime.map_or(0, |d| d.as_nanos() as i128))
-                });
-            if now != Some((file.stamp.size, file.stamp.mtime_ns)) {
-                changed.push(file.path.clone());
-            }
+            let view = generation.chunk(ord)?;
+            let file = view.record.file;
+            let changed = *file_changed
+                .entry(file)
+                .or_insert_with(|| changed_on_disk(self.root(), &view.file));
+            decoded.chunks.insert(ord, DecodedChunk { view, changed });
         }
-        changed
+        Ok(decoded)
     }
 
     /// The window a search with `params` uses.
     pub fn window(&self, params: &SearchParams) -> usize {
         params
             .window
-            .or(self.manifest.fusion.window)
+            .or(self.manifest().fusion.window)
             .unwrap_or_else(|| default_window(params.top_k))
     }
 
     /// The RRF constant a search with `params` uses.
     pub fn rrf_k(&self, params: &SearchParams) -> f64 {
-        params.rrf_k.unwrap_or(self.manifest.fusion.rrf_k)
+        params.rrf_k.unwrap_or(self.manifest().fusion.rrf_k)
     }
 
     /// How many chunks move the dense list's query (`None` without a dense
@@ -562,7 +521,7 @@ impl Retriever {
         allow: &AllowSet,
     ) -> Result<Vec<RankedList>> {
         let run = |l: &WeightedIndex| {
-            guard::catch(l.index.name(), self.generation.dir(), || {
+            guard::catch(l.index.name(), self.generation().dir(), || {
                 l.index.search(query, window, allow)
             })
         };
@@ -576,6 +535,57 @@ impl Retriever {
         // queries) with a transformer model.
         self.lists.par_iter().map(run).collect()
     }
+}
+
+/// Chunks decoded for the printers, by ordinal (see [`Retriever::decode`]).
+#[derive(Debug, Default)]
+pub struct Decoded {
+    chunks: BTreeMap<ChunkOrd, DecodedChunk>,
+}
+
+/// One decoded chunk.
+#[derive(Debug)]
+pub struct DecodedChunk {
+    /// Its record, file entry and text.
+    pub view: ChunkView,
+    /// True when its file changed on disk since indexing.
+    pub changed: bool,
+}
+
+impl Decoded {
+    /// The decoded chunk `ord` (an error if it was not decoded).
+    pub fn get(&self, ord: ChunkOrd) -> Result<&DecodedChunk> {
+        self.chunks
+            .get(&ord)
+            .with_context(|| format!("chunk {ord} was not decoded"))
+    }
+
+    /// The files of `chunks` (in their order, each once) that changed on
+    /// disk since indexing.
+    pub fn changed_files(&self, chunks: impl IntoIterator<Item = ChunkOrd>) -> Vec<String> {
+        let mut changed: Vec<String> = Vec::new();
+        for ord in chunks {
+            if let Some(chunk) = self.chunks.get(&ord).filter(|c| c.changed)
+                && !changed.contains(&chunk.view.file.path)
+            {
+                changed.push(chunk.view.file.path.clone());
+            }
+        }
+        changed
+    }
+}
+
+/// True when `file` under `root` has another size or modification time
+/// than when it was indexed (or is gone).
+fn changed_on_disk(root: &Path, file: &FileEntry) -> bool {
+    let now = std::fs::metadata(root.join(&file.path)).ok().map(|m| {
+        let mtime = m
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+        (m.len(), mtime.map_or(0, |d| d.as_nanos() as i128))
+    });
+    now != Some((file.stamp.size, file.stamp.mtime_ns))
 }
 
 /// The embedder for queries: the one that built the index, or an error

@@ -24,12 +24,15 @@ pub fn run(config: &ExplainConfig, out: &mut dyn Write) -> Result<Status> {
         None => None,
     };
     let explanation = retriever.explain(&search.query, &search.params, focus)?;
+    let started = Instant::now();
+    let decoded = retriever.decode(explanation.shown_chunks())?;
     let report = ExplainReport::build(
         &search.query,
         &search.params.filter,
         &explanation,
-        retriever.generation(),
+        &decoded,
         open_time,
+        started.elapsed(),
     )?;
     match search.format {
         OutputFormat::Human => human::print_explain(out, &report)?,

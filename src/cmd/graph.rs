@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 
 use super::Status;
 use crate::cli::{EntityKindArg, GraphView as View};
@@ -11,7 +11,7 @@ use crate::graph::query::QueryOptions;
 use crate::graph::summary::{ExtractiveSummary, SUMMARY_LABEL};
 use crate::graph::tables::EntityId;
 use crate::graph::{EntityKind, GraphView, entity::normalize_name};
-use crate::index::manifest::Manifest;
+use crate::index::Index;
 use crate::lists::graph::{GraphIndex, no_graph};
 use crate::output::graph::{
     CentralEntity, CommunitiesReport, CommunityRow, EntitiesReport, EntityNeighbors, EntityRow,
@@ -35,17 +35,11 @@ pub struct GraphRequest {
 
 /// Opens the index's graph and prints the view asked for.
 pub fn run(request: &GraphRequest, out: &mut dyn Write) -> Result<Status> {
-    let manifest = Manifest::read(&request.index_dir)?.with_context(|| {
-        format!(
-            "{} holds no complete index (no meta.json); run 'memidx index DIR' first",
-            request.index_dir.display()
-        )
-    })?;
-    if manifest.graph.is_none() {
-        return Err(no_graph(&manifest.root));
+    let index = Index::open(&request.index_dir)?;
+    if index.manifest().graph.is_none() {
+        return Err(no_graph(&index.manifest().root));
     }
-    let generation =
-        Generation::open(&request.index_dir, manifest.generation, &manifest.checksums)?;
+    let generation = index.generation();
     let graph = GraphIndex::open(generation.dir(), generation.len(), QueryOptions::default())?;
     let view = graph.view()?;
     let limit = request.limit;
@@ -58,7 +52,7 @@ pub fn run(request: &GraphRequest, out: &mut dyn Write) -> Result<Status> {
             }
         }
         View::Communities { level } => {
-            let report = communities(&view, &generation, *level, limit)?;
+            let report = communities(&view, generation, *level, limit)?;
             match request.json {
                 true => json::print(out, &report)?,
                 false => print_communities(out, &report)?,

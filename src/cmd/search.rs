@@ -36,14 +36,14 @@ pub fn run(
         params.filter = params.filter.within_folder(&folder.join("/"));
     }
     let outcome = retriever.search(&config.query, &params)?;
-    let response =
-        SearchResponse::build(config.query_id.clone(), &outcome, retriever.generation())?;
+    let decoded = retriever.decode(outcome.shown_chunks())?;
+    let response = SearchResponse::build(config.query_id.clone(), &outcome, &decoded)?;
     match config.format {
         OutputFormat::Human => human::print_search(out, &response, &config.query, width)?,
         OutputFormat::Json => json::print(out, &response)?,
         OutputFormat::JsonLines => json::print_lines(out, &response.results)?,
     }
-    let changed = retriever.changed_since_indexing(outcome.results.iter().map(|f| f.chunk));
+    let changed = decoded.changed_files(outcome.shown_chunks());
     human::print_stale_notice(err, &changed)?;
     Ok(if response.results.is_empty() {
         Status::NoResults

@@ -3,14 +3,12 @@
 use std::io::Write;
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 
 use super::Status;
-use crate::index::manifest::Manifest;
-use crate::output::status::StatusReport;
+use crate::index::status::StatusReport;
+use crate::index::{self, Index};
 use crate::output::{escape_controls, human, json};
-use crate::store::generation::Generation;
-use crate::store::{checks, generation_dir};
 
 /// Reports on the index in `index_dir`; with `verify`, re-reads every file
 /// and fails (exit 2) when any is damaged, after printing the report.
@@ -21,18 +19,7 @@ pub fn run(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<Status> {
-    let manifest = Manifest::read(index_dir)?.with_context(|| {
-        format!(
-            "{} holds no complete index (no meta.json); run 'memidx index DIR' first",
-            index_dir.display()
-        )
-    })?;
-    let damaged = verify.then(|| {
-        checks::verify(
-            &generation_dir(index_dir, manifest.generation),
-            &manifest.checksums,
-        )
-    });
+    let damaged = verify.then(|| index::verify(index_dir)).transpose()?;
     if let Some(problems) = damaged.as_ref().filter(|p| !p.is_empty()) {
         for problem in problems {
             writeln!(err, "memidx: {}", escape_controls(problem))?;
@@ -42,8 +29,7 @@ pub fn run(
             problems.len()
         );
     }
-    let generation = Generation::open(index_dir, manifest.generation, &manifest.checksums)?;
-    let report = StatusReport::build(index_dir, &manifest, &generation, damaged)?;
+    let report = StatusReport::of(&Index::open(index_dir)?, damaged)?;
     if as_json {
         json::print(out, &report)?;
     } else {

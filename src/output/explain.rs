@@ -12,8 +12,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::filter::Filter;
-use crate::retriever::{Absence, Explanation, Standing};
-use crate::store::generation::Generation;
+use crate::retriever::{Absence, Decoded, Explanation, Standing};
 
 /// The whole explanation.
 #[derive(Debug, Clone, Serialize)]
@@ -105,14 +104,16 @@ pub struct ListPart {
 }
 
 impl ExplainReport {
-    /// Builds the report from an explanation.
-    /// `open_time` is how long opening the index took.
+    /// Builds the report from an explanation and its decoded chunks;
+    /// `open_time` is how long opening the index took, `decode_time` how
+    /// long decoding the chunks took.
     pub fn build(
         query: &str,
         filter: &Filter,
         explanation: &Explanation,
-        generation: &Generation,
+        decoded: &Decoded,
         open_time: Duration,
+        decode_time: Duration,
     ) -> Result<Self> {
         let started = Instant::now();
         let outcome = &explanation.outcome;
@@ -130,7 +131,7 @@ impl ExplainReport {
                         .ranked
                         .feedback_chunks
                         .iter()
-                        .map(|&ord| Ok(generation.chunk(ord)?.id()))
+                        .map(|&ord| Ok(decoded.get(ord)?.view.id()))
                         .collect::<Result<_>>()?,
                     prepare_ms: millis(run.ranked.prepare_time),
                     total_ms: millis(run.ranked.elapsed),
@@ -139,7 +140,7 @@ impl ExplainReport {
             .collect::<Result<_>>()?;
         let mut results = Vec::with_capacity(explanation.chunks.len());
         for explained in &explanation.chunks {
-            let chunk = generation.chunk(explained.chunk)?;
+            let chunk = &decoded.get(explained.chunk)?.view;
             let parts = explained
                 .standings
                 .iter()
@@ -173,7 +174,7 @@ impl ExplainReport {
             open_ms: millis(open_time),
             filter_ms: millis(outcome.filter_time),
             fuse_ms: millis(outcome.fuse_time),
-            report_ms: millis(started.elapsed()),
+            report_ms: millis(decode_time + started.elapsed()),
             results,
         })
     }

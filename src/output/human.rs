@@ -6,10 +6,10 @@ use anstyle::{AnsiColor, Color, Style};
 use anyhow::Result;
 
 use super::explain::ExplainReport;
-use super::status::StatusReport;
 use super::{SearchResponse, escape_controls};
 use crate::corpus::Skipped;
 use crate::eval::{EvalReport, FusionSetting};
+use crate::index::status::StatusReport;
 use crate::indexer::IndexReport;
 
 /// Longest snippet shown under a result, in characters.

@@ -7,7 +7,6 @@ pub mod graph;
 pub mod human;
 pub mod json;
 pub mod progress;
-pub mod status;
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -16,8 +15,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::corpus::markdown::Metadata;
-use crate::retriever::SearchOutcome;
-use crate::store::generation::Generation;
+use crate::retriever::{Decoded, SearchOutcome};
 
 /// `text` with every control character (Unicode category Cc: the C0
 /// controls, DEL and the C1 controls U+0080–U+009F) written as its Rust
@@ -93,15 +91,15 @@ pub struct ListRank {
 }
 
 impl SearchResponse {
-    /// Builds the response from a search outcome, reading the hits' texts.
+    /// Builds the response from a search outcome and its decoded chunks.
     pub fn build(
         query_id: Option<String>,
         outcome: &SearchOutcome,
-        generation: &Generation,
+        decoded: &Decoded,
     ) -> Result<Self> {
         let mut results = Vec::with_capacity(outcome.results.len());
         for fused in &outcome.results {
-            let chunk = generation.chunk(fused.chunk)?;
+            let chunk = &decoded.get(fused.chunk)?.view;
             let ranks = outcome
                 .lists
                 .iter()
@@ -119,7 +117,7 @@ impl SearchResponse {
             results.push(SearchResult {
                 chunk_id: chunk.id(),
                 rrf_score: fused.score,
-                text: chunk.text.to_string(),
+                text: chunk.text.clone(),
                 source: chunk.file.path.clone(),
                 heading: chunk.heading(),
                 lines: [chunk.record.lines.0, chunk.record.lines.1],

@@ -40,19 +40,6 @@ const FLOORS: &[(&str, u8)] = &[
 /// The floor of the binary crate's own modules (`main.rs` and what it declares).
 const BINARY_FLOOR: u8 = 8;
 
-/// Upward references and circles the redesign has not yet removed, as
-/// `from-file -> to-file` (or `cycle: a, b, …`). The test fails on any
-/// problem not listed here and on any listed one that is gone, so this list
-/// can only shrink.
-const KNOWN: &[&str] = &[
-    "output/mod.rs: Generation",
-    "output/explain.rs: Generation",
-    "output/status.rs: std::fs",
-    "output/status.rs: Generation",
-    "output/status.rs: Manifest",
-    "output/status.rs: corpus::walk",
-];
-
 /// A source file: its module path (`store::manifest`) and crate.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct Module {
@@ -590,20 +577,12 @@ fn key(problem: &str) -> String {
 fn every_reference_points_down_the_floors_and_no_files_form_a_circle() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let found = problems(&src);
-    let new: Vec<&String> = found
-        .iter()
-        .filter(|p| !KNOWN.contains(&key(p).as_str()))
-        .collect();
-    let gone: Vec<&&str> = KNOWN
-        .iter()
-        .filter(|k| !found.iter().any(|p| key(p) == **k))
-        .collect();
     assert!(
-        new.is_empty() && gone.is_empty(),
-        "{} problems ({} not known):\n{}\nknown but gone (remove from KNOWN): {gone:?}",
+        found.is_empty(),
+        "{} problems:\n{}",
         found.len(),
-        new.len(),
-        new.iter()
+        found
+            .iter()
             .map(|p| format!("  {p}"))
             .collect::<Vec<_>>()
             .join("\n")

@@ -1,18 +1,20 @@
-//! The message type of `memidx status`: what is indexed, with which model
-//! and settings, how big it is, and what changed on disk since.
+//! What `memidx status` reports: what is indexed, with which model and
+//! settings, how big it is, and what changed on disk since (found by
+//! walking the root as the index run did). Printed by the human and JSON
+//! printers as it is.
 
 use std::path::Path;
 
 use anyhow::Result;
 use serde::Serialize;
 
+use super::Index;
+use super::manifest::Counts;
 use crate::corpus::walk::walk;
 use crate::embed::EmbedderInfo;
 use crate::fusion::FusionDefaults;
-use crate::index::manifest::{Counts, Manifest};
 use crate::lists::sparse::Bm25Params;
 use crate::store::MANIFEST_FILE;
-use crate::store::generation::Generation;
 
 /// Everything `status` reports.
 #[derive(Debug, Clone, Serialize)]
@@ -82,14 +84,10 @@ impl Stale {
 }
 
 impl StatusReport {
-    /// Builds the report; `damaged` is the outcome of `--verify`, if run.
-    pub fn build(
-        index_dir: &Path,
-        manifest: &Manifest,
-        generation: &Generation,
-        damaged: Option<Vec<String>>,
-    ) -> Result<Self> {
-        let files = &generation.files()?;
+    /// The report on `index`; `damaged` is the outcome of `--verify`, if run.
+    pub fn of(index: &Index, damaged: Option<Vec<String>>) -> Result<Self> {
+        let (index_dir, manifest) = (index.dir(), index.manifest());
+        let files = &index.generation().files()?;
         let walked = walk(Path::new(&manifest.root), &manifest.walk)?;
         let mut stale = Stale::default();
         let mut on_disk = walked.files.iter().peekable();
