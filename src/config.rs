@@ -12,21 +12,19 @@ use anyhow::{Context, Result, anyhow, bail, ensure};
 use crate::cli::{
     EvalArgs, ExplainArgs, IndexArgs, IndexLocation, Mode, RetrievalArgs, SearchArgs,
 };
-use crate::corpus::walk::WalkOptions;
-use crate::filter::Filter;
-use crate::fusion::{check_rrf_k, check_weight, check_window};
-use crate::indexer::IndexOptions;
-use crate::lists::dense::check_dense_feedback;
-use crate::request::SearchRequest;
-use crate::retriever::{GraphUse, ListSelection, SearchParams};
-use crate::store::{INDEX_DIR_NAME, MANIFEST_FILE, bounded};
+use memidx::corpus::walk::WalkOptions;
+use memidx::filter::Filter;
+use memidx::fusion::{check_rrf_k, check_weight, check_window};
+use memidx::indexer::IndexOptions;
+use memidx::lists::dense::check_dense_feedback;
+use memidx::request::{MAX_REQUEST_BYTES, SearchRequest};
+use memidx::retriever::{GraphUse, ListSelection, SearchParams};
+use memidx::store::{INDEX_DIR_NAME, MANIFEST_FILE, bounded};
 
 /// Default number of results.
 pub const DEFAULT_TOP_K: usize = 10;
 /// Largest accepted `top_k`.
 pub const MAX_TOP_K: usize = 10_000;
-/// Largest search request read from a file or stdin (`--request`).
-pub const MAX_REQUEST_BYTES: u64 = 16 << 20;
 
 /// How results are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

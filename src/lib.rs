@@ -6,12 +6,10 @@
 //! under `.memidx/` ([`store`]), and searched by a [`retriever`] that runs every
 //! list, applies metadata filters ([`filter`]) before each list takes its top
 //! window, and fuses the rankings with Reciprocal Rank Fusion ([`fusion`]).
-//! Commands ([`cmd`]) turn a validated [`config`] into results that the
-//! printers ([`output`]) render; commands never print directly.
+//! The printers ([`output`]) render what the engine returns; the engine
+//! never prints. The command line (`cli`, `config`, `cmd`) is the binary's,
+//! not the library's; `ARCHITECTURE.md` maps the floors.
 
-pub mod cli;
-pub mod cmd;
-pub mod config;
 pub mod corpus;
 pub mod embed;
 pub mod eval;

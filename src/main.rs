@@ -7,9 +7,13 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
-use memidx::cli::Cli;
-use memidx::cmd::{self, Status};
+use cli::Cli;
+use cmd::Status;
 use memidx::output::one_line;
+
+mod cli;
+mod cmd;
+mod config;
 
 fn main() -> ExitCode {
     match cmd::run(Cli::parse()) {

@@ -16,6 +16,9 @@ use serde::Deserialize;
 
 use crate::output::one_line;
 
+/// Largest search request read from a file or stdin (`--request`).
+pub const MAX_REQUEST_BYTES: u64 = 16 << 20;
+
 /// A search request.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]

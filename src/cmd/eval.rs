@@ -8,15 +8,15 @@ use anyhow::{Context, Result};
 
 use super::Status;
 use crate::config::{EvalConfig, OutputFormat};
-use crate::eval::collection::write_trec;
-use crate::eval::{self, EvalOptions, EvalReport, FusionSetting, RUN_DEPTH};
-use crate::fusion::FusionDefaults;
-use crate::index::manifest::Manifest;
-use crate::output::progress::Bars;
-use crate::output::{human, json};
-use crate::retriever::{Retriever, default_window};
-use crate::store::LOCK_FILE;
-use crate::store::lock::IndexLock;
+use memidx::eval::collection::write_trec;
+use memidx::eval::{self, EvalOptions, EvalReport, FusionSetting, RUN_DEPTH};
+use memidx::fusion::FusionDefaults;
+use memidx::index::manifest::Manifest;
+use memidx::output::progress::Bars;
+use memidx::output::{human, json};
+use memidx::retriever::{Retriever, default_window};
+use memidx::store::LOCK_FILE;
+use memidx::store::lock::IndexLock;
 
 /// Evaluates per `config` and prints the report.
 pub fn run(config: &EvalConfig, out: &mut dyn Write) -> Result<Status> {

@@ -7,9 +7,9 @@ use anyhow::{Context, Result};
 
 use super::Status;
 use crate::config::{ExplainConfig, OutputFormat};
-use crate::output::explain::ExplainReport;
-use crate::output::{human, json};
-use crate::retriever::Retriever;
+use memidx::output::explain::ExplainReport;
+use memidx::output::{human, json};
+use memidx::retriever::Retriever;
 
 /// Explains the search in `config` and prints the breakdown.
 pub fn run(config: &ExplainConfig, out: &mut dyn Write) -> Result<Status> {

@@ -7,18 +7,18 @@ use anyhow::{Result, bail};
 
 use super::Status;
 use crate::cli::{EntityKindArg, GraphView as View};
-use crate::graph::query::QueryOptions;
-use crate::graph::summary::{ExtractiveSummary, SUMMARY_LABEL};
-use crate::graph::tables::EntityId;
-use crate::graph::{EntityKind, GraphView, entity::normalize_name};
-use crate::index::Index;
-use crate::lists::graph::{GraphIndex, no_graph};
-use crate::output::graph::{
+use memidx::graph::query::QueryOptions;
+use memidx::graph::summary::{ExtractiveSummary, SUMMARY_LABEL};
+use memidx::graph::tables::EntityId;
+use memidx::graph::{EntityKind, GraphView, entity::normalize_name};
+use memidx::index::Index;
+use memidx::lists::graph::{GraphIndex, no_graph};
+use memidx::output::graph::{
     CentralEntity, CommunitiesReport, CommunityRow, EntitiesReport, EntityNeighbors, EntityRow,
     Neighbor, NeighborsReport, SummaryChunk, print_communities, print_entities, print_neighbors,
 };
-use crate::output::json;
-use crate::store::generation::Generation;
+use memidx::output::json;
+use memidx::store::generation::Generation;
 
 /// What `memidx graph` was asked.
 #[derive(Debug, Clone)]

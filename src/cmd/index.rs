@@ -5,10 +5,10 @@ use std::io::Write;
 use anyhow::Result;
 
 use super::Status;
-use crate::embed;
-use crate::indexer::{self, IndexOptions};
-use crate::output::human;
-use crate::output::progress::Bars;
+use memidx::embed;
+use memidx::indexer::{self, IndexOptions};
+use memidx::output::human;
+use memidx::output::progress::Bars;
 
 /// Indexes per `options`; warnings go to `err`, the summary to `out`
 /// unless `quiet`.

@@ -6,8 +6,8 @@ use anyhow::{Context, Result};
 
 use super::Status;
 use crate::config::{OutputFormat, SearchConfig};
-use crate::output::{SearchResponse, human, json};
-use crate::retriever::Retriever;
+use memidx::output::{SearchResponse, human, json};
+use memidx::retriever::Retriever;
 
 /// Searches per `config`, prints the response to `out` and notices (files
 /// changed since indexing) to `err`.

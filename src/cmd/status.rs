@@ -6,9 +6,9 @@ use std::path::Path;
 use anyhow::{Result, bail};
 
 use super::Status;
-use crate::index::status::StatusReport;
-use crate::index::{self, Index};
-use crate::output::{escape_controls, human, json};
+use memidx::index::status::StatusReport;
+use memidx::index::{self, Index};
+use memidx::output::{escape_controls, human, json};
 
 /// Reports on the index in `index_dir`; with `verify`, re-reads every file
 /// and fails (exit 2) when any is damaged, after printing the report.

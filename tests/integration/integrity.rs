@@ -217,7 +217,7 @@ fn a_request_or_eval_file_that_is_a_device_or_fifo_is_refused_at_once() {
 fn a_request_on_stdin_is_read_only_up_to_its_limit() {
     let corpus = Corpus::fixtures();
     corpus.index();
-    let big = vec![b' '; (memidx::config::MAX_REQUEST_BYTES + 1) as usize];
+    let big = vec![b' '; (memidx::request::MAX_REQUEST_BYTES + 1) as usize];
     let output = corpus
         .memidx()
         .args(["search", "--request", "-"])
