@@ -29,12 +29,12 @@ use crate::corpus::Skipped;
 use crate::corpus::chunk::{ChunkOptions, parse_file};
 use crate::corpus::markdown::Metadata;
 use crate::corpus::read::read_walked;
-use crate::corpus::walk::{SourceFile, WalkOptions, walk};
+use crate::corpus::walk::{SourceFile, Walk, WalkOptions, walk};
 use crate::embed::Embedder;
 use crate::fusion::FusionDefaults;
-use crate::graph::{self, EntityCache, GRAPH_FILE, GraphOptions};
-use crate::index::manifest::{Counts, FORMAT_VERSION, GraphManifest, Manifest};
+use crate::index::manifest::{Counts, FORMAT_VERSION, GraphManifest, Manifest, SkippedFile};
 use crate::lists::dense::{self, VectorWriter};
+use crate::lists::graph::{self, EntityCache, GRAPH_FILE, GraphOptions};
 use crate::lists::sparse::{self, Bm25Params, SparseWriter};
 use crate::lists::vector_cache::{self, ReusableVectors};
 use crate::progress::Progress;
@@ -171,7 +171,7 @@ pub fn run(
         .collect();
     progress.finish();
 
-    if previous.is_current(options, embedder, &states) && walked.skipped.is_empty() {
+    if previous.is_current(options, embedder, &walked, &states) {
         let manifest = previous
             .manifest
             .as_ref()
@@ -179,10 +179,18 @@ pub fn run(
         return Ok(IndexReport {
             index_dir: options.index_dir.clone(),
             generation: manifest.generation,
-            files: states.len(),
-            reused: states.len(),
+            files: manifest.counts.files,
+            reused: manifest.counts.files,
             chunks: manifest.counts.chunks,
-            skipped: Vec::new(),
+            // Skipped again, for the same reasons: warn again.
+            skipped: manifest
+                .skipped
+                .iter()
+                .map(|s| Skipped {
+                    path: s.path.clone(),
+                    reason: s.reason.clone(),
+                })
+                .collect(),
             warnings,
             embedded: 0,
             embed_time: Duration::ZERO,
@@ -191,7 +199,7 @@ pub fn run(
             elapsed: started.elapsed(),
         });
     }
-    let mut skipped = walked.skipped;
+    let mut skipped = walked.skipped.clone();
     let carry = previous.carry_for(&states);
     let generation = previous.manifest.as_ref().map_or(1, |m| m.generation + 1);
     let gen_dir = store::generation_dir(&options.index_dir, generation);
@@ -344,6 +352,7 @@ pub fn run(
             chunks: built.table.chunks.len(),
             skipped: skipped.len(),
         },
+        skipped: skipped_files(&skipped, &walked.files),
         checksums,
     };
     lock.still_held()?;
@@ -496,13 +505,15 @@ impl Previous {
     }
 
     /// True when the walk found exactly the previous files, all with the
-    /// same content, under the same settings: the index is current and a
-    /// new generation would be a copy. (Files only touched keep their old
-    /// mtime in the index and are re-hashed by the next run.)
+    /// same content, and the same skipped files, unchanged, under the same
+    /// settings: the index is current and a new generation would be a copy.
+    /// (Files only touched keep their old mtime in the index and are
+    /// re-hashed by the next run.)
     fn is_current(
         &self,
         options: &IndexOptions,
         embedder: &dyn Embedder,
+        walked: &Walk,
         states: &[FileState],
     ) -> bool {
         let Some(manifest) = &self.manifest else {
@@ -520,11 +531,12 @@ impl Previous {
                 }
                 None => !options.builds_graph(Some(manifest)),
             }
-            && manifest.counts.skipped == 0
-            && states.len() == self.entries.len()
+            && same_skips(&manifest.skipped, walked, states)
             && states
                 .iter()
-                .all(|s| matches!(s, FileState::Unchanged { .. }))
+                .filter(|s| matches!(s, FileState::Unchanged { .. }))
+                .count()
+                == self.entries.len()
     }
 
     /// Whether this run carries the previous generation's chunks over (their
@@ -556,6 +568,57 @@ impl Previous {
         let entry = self.entries.get(index)?;
         matches(&entry.stamp).then_some(index)
     }
+}
+
+/// True when this run would skip exactly what the previous one did: the
+/// walk's skips are the recorded ones, and every walked file that is not in
+/// the index is a recorded skip with the same size and modification time
+/// (so it would be skipped again, for the same reason).
+fn same_skips(recorded: &[SkippedFile], walked: &Walk, states: &[FileState]) -> bool {
+    let walk_skips: Vec<(&str, &str)> = walked
+        .skipped
+        .iter()
+        .map(|s| (s.path.as_str(), s.reason.as_str()))
+        .collect();
+    let recorded_walk_skips: Vec<(&str, &str)> = recorded
+        .iter()
+        .filter(|s| s.stamp.is_none())
+        .map(|s| (s.path.as_str(), s.reason.as_str()))
+        .collect();
+    let file_skips: HashMap<&str, (u64, i128)> = recorded
+        .iter()
+        .filter_map(|s| Some((s.path.as_str(), s.stamp?)))
+        .collect();
+    let new_files = walked
+        .files
+        .iter()
+        .zip(states)
+        .filter(|(_, state)| matches!(state, FileState::Changed));
+    let mut still_skipped = 0;
+    for (file, _) in new_files {
+        if file_skips.get(file.rel_path.as_str()) != Some(&(file.size, file.mtime_ns)) {
+            return false;
+        }
+        still_skipped += 1;
+    }
+    walk_skips == recorded_walk_skips && still_skipped == file_skips.len()
+}
+
+/// The record of what a run skipped: each file with the stamp it was
+/// walked with (found in `walked`), each walk-level skip without one.
+fn skipped_files(skipped: &[Skipped], walked: &[SourceFile]) -> Vec<SkippedFile> {
+    let stamps: HashMap<&str, (u64, i128)> = walked
+        .iter()
+        .map(|f| (f.rel_path.as_str(), (f.size, f.mtime_ns)))
+        .collect();
+    skipped
+        .iter()
+        .map(|s| SkippedFile {
+            path: s.path.clone(),
+            reason: s.reason.clone(),
+            stamp: stamps.get(s.path.as_str()).copied(),
+        })
+        .collect()
 }
 
 /// What happened to one walked file.

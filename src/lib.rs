@@ -15,7 +15,6 @@ pub mod embed;
 pub mod eval;
 pub mod filter;
 pub mod fusion;
-pub mod graph;
 pub mod index;
 pub mod indexer;
 pub mod lists;

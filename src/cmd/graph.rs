@@ -7,11 +7,11 @@ use anyhow::{Result, bail};
 
 use super::Status;
 use crate::cli::{EntityKindArg, GraphView as View};
-use memidx::graph::query::QueryOptions;
-use memidx::graph::summary::{ExtractiveSummary, SUMMARY_LABEL};
-use memidx::graph::tables::EntityId;
-use memidx::graph::{EntityKind, GraphView, entity::normalize_name};
 use memidx::index::Index;
+use memidx::lists::graph::query::QueryOptions;
+use memidx::lists::graph::summary::{ExtractiveSummary, SUMMARY_LABEL};
+use memidx::lists::graph::tables::EntityId;
+use memidx::lists::graph::{EntityKind, GraphView, entity::normalize_name};
 use memidx::lists::graph::{GraphIndex, no_graph};
 use memidx::output::graph::{
     CentralEntity, CommunitiesReport, CommunityRow, EntitiesReport, EntityNeighbors, EntityRow,

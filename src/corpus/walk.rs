@@ -3,7 +3,8 @@
 //! Uses `walkdir` (the walker ripgrep's and fd's authors maintain) with
 //! symlinks not followed, so symlink loops and links that point outside the
 //! root can neither trap nor widen the walk. Hidden folders (a name starting
-//! with `.`, which includes `.memidx` and `.git`) are pruned. Entries come
+//! with `.`, which includes `.memidx` and `.git`) are pruned; a hidden
+//! markdown file is skipped with a warning naming it. Entries come
 //! back sorted by path so that every run sees the same order.
 //!
 //! Ignore rules: `.gitignore` and `.memidxignore` files in any folder are
@@ -90,7 +91,9 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<Walk> {
                 return true;
             }
             let is_dir = e.file_type().is_dir();
-            let keep = !is_hidden(e.file_name())
+            // Hidden folders are pruned; hidden files are skipped by name below.
+            let hidden_dir = is_dir && is_hidden(e.file_name());
+            let keep = !hidden_dir
                 && !exclude
                     .as_ref()
                     .is_some_and(|x| x.is_match(rel_path(root, e.path())))
@@ -126,6 +129,13 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<Walk> {
             continue;
         }
         let rel_path = display_rel(root, entry.path());
+        if is_hidden(entry.file_name()) {
+            out.skipped.push(Skipped {
+                path: rel_path,
+                reason: "hidden (its name starts with '.'); rename it to index it".into(),
+            });
+            continue;
+        }
         if rel_path_of(root, entry.path()).is_none() {
             // Lossy decoding would give two such names one path and one id.
             out.skipped.push(Skipped {
@@ -297,6 +307,12 @@ mod tests {
         assert_eq!(names, ["a.MARKDOWN", "b/c/d.md", "z.md"]);
         assert!(walk.skipped.is_empty());
         assert_eq!(walk.files[2].size, 4);
+        fs::write(root.join("b/.draft.md"), "# x\n").unwrap();
+        let walk = super::walk(root, &WalkOptions::default()).unwrap();
+        assert_eq!(walk.files.len(), 3);
+        assert_eq!(walk.skipped.len(), 1);
+        assert_eq!(walk.skipped[0].path, "b/.draft.md");
+        assert!(walk.skipped[0].reason.starts_with("hidden"));
         assert!(walk.files[2].mtime_ns > 0);
     }
 

@@ -22,7 +22,7 @@ use crate::corpus::chunk::ChunkOptions;
 use crate::corpus::walk::WalkOptions;
 use crate::embed::EmbedderInfo;
 use crate::fusion::FusionDefaults;
-use crate::graph::GraphOptions;
+use crate::lists::graph::GraphOptions;
 use crate::lists::sparse::{Bm25Params, SparseStats};
 use crate::text::tokenize::Analyzer;
 
@@ -92,6 +92,10 @@ pub struct Manifest {
     pub graph: Option<GraphManifest>,
     /// Totals of the last run.
     pub counts: Counts,
+    /// The files and folders the last run skipped, so that a run over the
+    /// same unchanged corpus can tell nothing changed (and warn again).
+    #[serde(default)]
+    pub skipped: Vec<SkippedFile>,
     /// Size and CRC-32 of every generation file, by its path inside the
     /// generation folder.
     pub checksums: Checksums,
@@ -101,7 +105,7 @@ pub struct Manifest {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GraphManifest {
-    /// Format of `graph.bin` ([`crate::graph::tables::FORMAT_VERSION`]).
+    /// Format of `graph.bin` ([`crate::lists::graph::tables::FORMAT_VERSION`]).
     pub format_version: u32,
     /// The settings it was built with.
     pub options: GraphOptions,
@@ -123,6 +127,19 @@ pub struct Counts {
     pub chunks: usize,
     /// Files skipped with a warning in the run that wrote this index.
     pub skipped: usize,
+}
+
+/// A file or folder an index run skipped, with the reason, and the size and
+/// modification time it had (none for what the walk could not enter).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkippedFile {
+    /// Path relative to the root.
+    pub path: String,
+    /// Why it was skipped.
+    pub reason: String,
+    /// `(size, mtime in nanoseconds)` when it was a file the walk listed.
+    pub stamp: Option<(u64, i128)>,
 }
 
 /// Only the version and seal fields, parsed first so that a newer layout is
@@ -287,7 +304,7 @@ mod tests {
                 uids: 3,
             },
             graph: Some(GraphManifest {
-                format_version: crate::graph::tables::FORMAT_VERSION,
+                format_version: crate::lists::graph::tables::FORMAT_VERSION,
                 options: GraphOptions::default(),
                 weight: 0.5,
                 entities: 3,
@@ -298,6 +315,7 @@ mod tests {
                 chunks: 2,
                 skipped: 0,
             },
+            skipped: Vec::new(),
             checksums: Checksums::from([(
                 "chunks.bin".to_string(),
                 FileCheck {

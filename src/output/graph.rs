@@ -10,7 +10,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::escape_controls;
-use crate::graph::summary::SUMMARY_LABEL;
+use crate::lists::graph::summary::SUMMARY_LABEL;
 
 /// `memidx graph entities`.
 #[derive(Debug, Clone, Serialize)]

@@ -755,6 +755,7 @@ mod tests {
             sparse: Default::default(),
             graph: None,
             counts: Counts::default(),
+            skipped: Vec::new(),
             checksums,
         }
     }

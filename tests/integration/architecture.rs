@@ -23,7 +23,6 @@ const FLOORS: &[(&str, u8)] = &[
     ("embed", 1),
     ("store", 2),
     ("lists", 3),
-    ("graph", 3),
     ("fusion", 4),
     ("filter", 4),
     ("index", 5),

@@ -125,3 +125,46 @@ fn leftovers_of_interrupted_runs_are_removed_and_nothing_else() {
         "not memidx's to remove"
     );
 }
+
+#[test]
+fn a_skipped_file_alone_does_not_rewrite_the_index_and_is_named_every_run() {
+    let corpus = Corpus::fixtures();
+    fs::write(
+        corpus.path().join("notes/blob.md"),
+        b"PK\x03\x04\x00\x00binary",
+    )
+    .unwrap();
+    fs::write(
+        corpus.path().join("notes/.draft.md"),
+        "# Draft\n\nNot yet.\n",
+    )
+    .unwrap();
+    let run = || {
+        let output = corpus.memidx().args(["index", "."]).output().unwrap();
+        assert_eq!(output.status.code(), Some(0));
+        (
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let generation = || -> u64 {
+        let meta: serde_json::Value =
+            serde_json::from_slice(&fs::read(corpus.path().join(".memidx/meta.json")).unwrap())
+                .unwrap();
+        meta["generation"].as_u64().unwrap()
+    };
+    let warnings = "memidx: warning: skipped notes/.draft.md: hidden (its name starts with '.'); rename it to index it\nmemidx: warning: skipped notes/blob.md: looks binary (contains NUL bytes)\n";
+    let (_, first) = run();
+    assert_eq!(first, warnings);
+    assert_eq!(generation(), 1);
+    let (summary, again) = run();
+    assert!(summary.contains("up to date"), "{summary}");
+    assert_eq!(again, warnings, "the same skips are named again");
+    assert_eq!(generation(), 1, "no new generation for an unchanged corpus");
+
+    // A change to the skipped file is a change.
+    fs::write(corpus.path().join("notes/blob.md"), "# Blob\n\nNow text.\n").unwrap();
+    let (summary, _) = run();
+    assert!(!summary.contains("up to date"), "{summary}");
+    assert_eq!(generation(), 2);
+}

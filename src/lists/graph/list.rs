@@ -1,15 +1,14 @@
 //! The graph list: chunks ranked through the query's entities and their
-//! communities ([`crate::graph::query`]), as one more [`SearchIndex`].
+//! communities ([`super::query`]), as one more [`SearchIndex`].
 
 use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Result, ensure};
 
-use super::AllowSet;
-use super::{ListHit, RankedList, SearchIndex};
-use crate::graph::query::{self, QueryOptions};
-use crate::graph::{GRAPH_FILE, GraphFile, GraphView};
+use super::query::{self, QueryOptions};
+use super::{GRAPH_FILE, GraphFile, GraphView};
+use crate::lists::{AllowSet, ListHit, RankedList, SearchIndex};
 use crate::store::damaged;
 
 /// The error for an index of `root` built without a graph (`index --graph`
