@@ -69,7 +69,7 @@ impl FusionDefaults {
 
 /// One list's ranking and its weight, as input to [`fuse`].
 #[derive(Debug, Clone, Copy)]
-pub struct WeightedList<'a> {
+pub struct Ranking<'a> {
     /// The list's hits, best first (rank = index + 1).
     pub hits: &'a [ListHit],
     /// The list's weight `w`.
@@ -113,7 +113,7 @@ impl Fused {
 
 /// Fuses `lists` with weighted RRF and constant `k`; returns every chunk that
 /// appears in any list, best first.
-pub fn fuse(lists: &[WeightedList<'_>], k: f64) -> Vec<Fused> {
+pub fn fuse(lists: &[Ranking<'_>], k: f64) -> Vec<Fused> {
     let mut by_chunk: std::collections::HashMap<ChunkOrd, Vec<Option<Contribution>>> =
         std::collections::HashMap::new();
     for (index, list) in lists.iter().enumerate() {
@@ -195,11 +195,11 @@ mod tests {
         let (a, b) = (hits(&[7, 1, 2]), hits(&[3, 4, 7]));
         let fused = fuse(
             &[
-                WeightedList {
+                Ranking {
                     hits: &a,
                     weight: 1.0,
                 },
-                WeightedList {
+                Ranking {
                     hits: &b,
                     weight: 1.0,
                 },
@@ -217,11 +217,11 @@ mod tests {
         let (a, b) = (hits(&[1, 2, 3]), hits(&[3, 1, 2]));
         let fused = fuse(
             &[
-                WeightedList {
+                Ranking {
                     hits: &a,
                     weight: 1.0,
                 },
-                WeightedList {
+                Ranking {
                     hits: &b,
                     weight: 1.0,
                 },
@@ -242,11 +242,11 @@ mod tests {
         let (a, b) = (hits(&[1]), hits(&[2]));
         let fused = fuse(
             &[
-                WeightedList {
+                Ranking {
                     hits: &a,
                     weight: 0.5,
                 },
-                WeightedList {
+                Ranking {
                     hits: &b,
                     weight: 2.0,
                 },
@@ -265,11 +265,11 @@ mod tests {
         let (a, b) = (hits(&[9]), hits(&[4]));
         let fused = fuse(
             &[
-                WeightedList {
+                Ranking {
                     hits: &a,
                     weight: 1.0,
                 },
-                WeightedList {
+                Ranking {
                     hits: &b,
                     weight: 1.0,
                 },
@@ -281,11 +281,11 @@ mod tests {
         let (a, b) = (hits(&[3]), hits(&[8, 2]));
         let fused = fuse(
             &[
-                WeightedList {
+                Ranking {
                     hits: &a,
                     weight: 1.0,
                 },
-                WeightedList {
+                Ranking {
                     hits: &b,
                     weight: 2.0,
                 },

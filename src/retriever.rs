@@ -10,14 +10,14 @@ use rayon::prelude::*;
 
 use crate::embed::Embedder;
 use crate::filter::Filter;
-use crate::fusion::{self, Contribution, Fused, WeightedList};
+use crate::fusion::{self, Contribution, Fused, Ranking};
 use crate::index::Index;
 use crate::index::manifest::Manifest;
-use crate::lists::dense::DenseIndex;
+use crate::lists::dense::DenseList;
 use crate::lists::graph::{self, QueryOptions};
-use crate::lists::graph::{GraphIndex, no_graph};
-use crate::lists::sparse::SparseIndex;
-use crate::lists::{AllowSet, RankedList, SearchIndex, guard};
+use crate::lists::graph::{GraphList, no_graph};
+use crate::lists::sparse::SparseList;
+use crate::lists::{AllowSet, List, ListKind, RankedList, guard};
 use crate::store::generation::{ChunkOrd, ChunkView, FileEntry, Generation, SPARSE_DIR};
 
 /// Smallest default window (candidates per list).
@@ -93,9 +93,9 @@ impl Default for ListSelection {
 }
 
 /// A list taking part in the fusion, with its weight.
-pub struct WeightedIndex {
+pub struct WeightedList {
     /// The list.
-    pub index: Box<dyn SearchIndex>,
+    pub index: Box<dyn List>,
     /// Its RRF weight.
     pub weight: f64,
 }
@@ -103,7 +103,7 @@ pub struct WeightedIndex {
 /// An opened index and the lists a search runs over it.
 pub struct Retriever {
     index: Index,
-    lists: Vec<WeightedIndex>,
+    lists: Vec<WeightedList>,
     dense_feedback: Option<usize>,
 }
 
@@ -224,10 +224,10 @@ impl Retriever {
         if selection.sparse {
             let dir = generation.dir().join(SPARSE_DIR);
             let sparse = guard::catch("sparse", &dir, || {
-                SparseIndex::open(&dir, manifest.tokenizer, manifest.bm25, manifest.sparse)
+                SparseList::open(&dir, manifest.tokenizer, manifest.bm25, manifest.sparse)
             })?;
             let weight = selection.sparse_weight.unwrap_or(defaults.sparse_weight);
-            lists.push(WeightedIndex {
+            lists.push(WeightedList {
                 index: Box::new(sparse),
                 weight,
             });
@@ -235,7 +235,7 @@ impl Retriever {
         if selection.dense {
             let embedder = query_embedder(manifest)?;
             let feedback = selection.dense_feedback.unwrap_or(defaults.dense_feedback);
-            let dense = DenseIndex::open(
+            let dense = DenseList::open(
                 generation.dir(),
                 generation.vector_flags(),
                 embedder,
@@ -243,7 +243,7 @@ impl Retriever {
             )?;
             dense_feedback = Some(feedback);
             let weight = selection.dense_weight.unwrap_or(defaults.dense_weight);
-            lists.push(WeightedIndex {
+            lists.push(WeightedList {
                 index: Box::new(dense),
                 weight,
             });
@@ -262,8 +262,8 @@ impl Retriever {
         };
         if let Some(weight) = graph_weight {
             let graph =
-                GraphIndex::open(generation.dir(), generation.len(), QueryOptions::default())?;
-            lists.push(WeightedIndex {
+                GraphList::open(generation.dir(), generation.len(), QueryOptions::default())?;
+            lists.push(WeightedList {
                 index: Box::new(graph),
                 weight,
             });
@@ -323,10 +323,10 @@ impl Retriever {
         let filter_time = started.elapsed();
         let ranked = self.run_lists(query, self.window(params), &allow)?;
         let started = Instant::now();
-        let inputs: Vec<WeightedList<'_>> = ranked
+        let inputs: Vec<Ranking<'_>> = ranked
             .iter()
             .zip(&self.lists)
-            .map(|(r, l)| WeightedList {
+            .map(|(r, l)| Ranking {
                 hits: &r.hits,
                 weight: l.weight,
             })
@@ -505,10 +505,10 @@ impl Retriever {
     }
 
     /// The lists' names and weights, in fusion order.
-    pub fn list_weights(&self) -> Vec<(&'static str, f64)> {
+    pub fn list_weights(&self) -> Vec<(ListKind, f64)> {
         self.lists
             .iter()
-            .map(|l| (l.index.name(), l.weight))
+            .map(|l| (l.index.kind(), l.weight))
             .collect()
     }
 
@@ -520,8 +520,8 @@ impl Retriever {
         window: usize,
         allow: &AllowSet,
     ) -> Result<Vec<RankedList>> {
-        let run = |l: &WeightedIndex| {
-            guard::catch(l.index.name(), self.generation().dir(), || {
+        let run = |l: &WeightedList| {
+            guard::catch(l.index.kind().name(), self.generation().dir(), || {
                 l.index.search(query, window, allow)
             })
         };

@@ -12,6 +12,7 @@ use memidx::eval::collection::write_trec;
 use memidx::eval::{self, EvalOptions, EvalReport, FusionSetting, RUN_DEPTH};
 use memidx::fusion::FusionDefaults;
 use memidx::index::manifest::Manifest;
+use memidx::lists::ListKind;
 use memidx::output::progress::Bars;
 use memidx::output::{human, json};
 use memidx::retriever::{Retriever, default_window};
@@ -29,7 +30,7 @@ pub fn run(config: &EvalConfig, out: &mut dyn Write) -> Result<Status> {
         graph_weight: retriever
             .list_weights()
             .into_iter()
-            .find_map(|(name, weight)| (name == "graph").then_some(weight))
+            .find_map(|(kind, weight)| (kind == ListKind::Graph).then_some(weight))
             .unwrap_or(0.0),
         window: config
             .window

@@ -12,7 +12,7 @@ use memidx::lists::graph::query::QueryOptions;
 use memidx::lists::graph::summary::{ExtractiveSummary, SUMMARY_LABEL};
 use memidx::lists::graph::tables::EntityId;
 use memidx::lists::graph::{EntityKind, GraphView, entity::normalize_name};
-use memidx::lists::graph::{GraphIndex, no_graph};
+use memidx::lists::graph::{GraphList, no_graph};
 use memidx::output::graph::{
     CentralEntity, CommunitiesReport, CommunityRow, EntitiesReport, EntityNeighbors, EntityRow,
     Neighbor, NeighborsReport, SummaryChunk, print_communities, print_entities, print_neighbors,
@@ -40,7 +40,7 @@ pub fn run(request: &GraphRequest, out: &mut dyn Write) -> Result<Status> {
         return Err(no_graph(&index.manifest().root));
     }
     let generation = index.generation();
-    let graph = GraphIndex::open(generation.dir(), generation.len(), QueryOptions::default())?;
+    let graph = GraphList::open(generation.dir(), generation.len(), QueryOptions::default())?;
     let view = graph.view()?;
     let limit = request.limit;
     match &request.view {

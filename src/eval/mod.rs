@@ -18,8 +18,8 @@ use anyhow::Result;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::fusion::{self, WeightedList};
-use crate::lists::{AllowSet, RankedList};
+use crate::fusion::{self, Ranking};
+use crate::lists::{AllowSet, ListKind, RankedList};
 use crate::progress::Progress;
 use crate::retriever::Retriever;
 use collection::{EvalQuery, Qrels, Run, best_chunk_per_doc, doc_id, is_held_out};
@@ -54,6 +54,17 @@ pub struct FusionSetting {
     pub graph_weight: f64,
     /// Candidates per list.
     pub window: usize,
+}
+
+impl FusionSetting {
+    /// The weight this setting gives the list `kind`.
+    pub fn weight(&self, kind: ListKind) -> f64 {
+        match kind {
+            ListKind::Sparse => self.sparse_weight,
+            ListKind::Dense => self.dense_weight,
+            ListKind::Graph => self.graph_weight,
+        }
+    }
 }
 
 /// The measures of one mode.
@@ -148,21 +159,22 @@ pub fn run(
     };
     let rankings = rank_all(retriever, &queries, depth, progress)?;
     let docs = chunk_doc_ids(retriever)?;
-    let names: Vec<&str> = retriever.list_weights().iter().map(|(n, _)| *n).collect();
-    let fuse_run = |setting: &FusionSetting, lists: &[&str]| {
-        fuse_run(&queries, &rankings, &docs, &names, lists, setting)
+    let kinds: Vec<ListKind> = retriever.list_weights().iter().map(|(k, _)| *k).collect();
+    let fuse_run = |setting: &FusionSetting, lists: &[ListKind]| {
+        fuse_run(&queries, &rankings, &docs, &kinds, lists, setting)
     };
-    let has_graph = names.contains(&"graph");
+    use ListKind::{Dense, Graph, Sparse};
+    let has_graph = kinds.contains(&Graph);
     let all_lists = if has_graph {
-        &["sparse", "dense", "graph"][..]
+        &[Sparse, Dense, Graph][..]
     } else {
-        &["sparse", "dense"]
+        &[Sparse, Dense]
     };
-    let graph_modes = [("graph", &["graph"][..]), ("hybrid+graph", all_lists)];
+    let graph_modes = [("graph", &[Graph][..]), ("hybrid+graph", all_lists)];
     let modes = [
-        ("sparse", &["sparse"][..]),
-        ("dense", &["dense"]),
-        ("hybrid", &["sparse", "dense"]),
+        ("sparse", &[Sparse][..]),
+        ("dense", &[Dense]),
+        ("hybrid", &[Sparse, Dense]),
     ]
     .into_iter()
     .chain(graph_modes.into_iter().filter(|_| has_graph))
@@ -180,7 +192,7 @@ pub fn run(
             let lists = if setting.graph_weight > 0.0 {
                 all_lists
             } else {
-                &["sparse", "dense"]
+                &[Sparse, Dense]
             };
             fuse_run(setting, lists)
         })
@@ -236,25 +248,21 @@ fn fuse_run(
     queries: &[EvalQuery],
     rankings: &[Vec<RankedList>],
     docs: &[String],
-    names: &[&str],
-    lists: &[&str],
+    kinds: &[ListKind],
+    lists: &[ListKind],
     setting: &FusionSetting,
 ) -> Run {
     queries
         .iter()
         .zip(rankings)
         .map(|(query, ranked)| {
-            let inputs: Vec<WeightedList<'_>> = ranked
+            let inputs: Vec<Ranking<'_>> = ranked
                 .iter()
-                .zip(names)
-                .filter(|(_, name)| lists.contains(name))
-                .map(|(list, name)| WeightedList {
+                .zip(kinds)
+                .filter(|(_, kind)| lists.contains(kind))
+                .map(|(list, kind)| Ranking {
                     hits: &list.hits[..list.hits.len().min(setting.window)],
-                    weight: match *name {
-                        "dense" => setting.dense_weight,
-                        "graph" => setting.graph_weight,
-                        _ => setting.sparse_weight,
-                    },
+                    weight: setting.weight(*kind),
                 })
                 .collect();
             let fused = fusion::fuse(&inputs, setting.rrf_k);

@@ -35,7 +35,7 @@ use ndarray::ArrayView2;
 use rayon::prelude::*;
 
 use super::AllowSet;
-use super::{Candidate, ListHit, RankedList, SearchIndex, TopWindow};
+use super::{Candidate, List, ListHit, ListKind, RankedList, TopWindow};
 use crate::embed::{Embedder, normalize};
 use crate::store::damaged;
 use crate::store::generation::{ChunkOrd, VectorFlags};
@@ -298,7 +298,7 @@ impl StoredVectors {
 }
 
 /// The dense list of one generation.
-pub struct DenseIndex {
+pub struct DenseList {
     vectors: StoredVectors,
     /// Which chunks have a non-zero vector (from the chunk table).
     has_vector: VectorFlags,
@@ -314,7 +314,7 @@ struct Scan {
     filtered_out: usize,
 }
 
-impl DenseIndex {
+impl DenseList {
     /// Opens the vectors in `gen_dir`: one per chunk (`has_vector` says
     /// which are non-zero), of the embedder's dimension. Searches move the
     /// query toward its best `feedback` chunks first (0: they do not).
@@ -460,15 +460,15 @@ fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
         .sum()
 }
 
-impl SearchIndex for DenseIndex {
-    fn name(&self) -> &'static str {
-        "dense"
+impl List for DenseList {
+    fn kind(&self) -> ListKind {
+        ListKind::Dense
     }
 
     fn search(&self, query: &str, window: usize, allow: &AllowSet) -> Result<RankedList> {
         let started = Instant::now();
         let vector = self.embedder.embed(&[query.to_string()])?;
-        let mut list = RankedList::empty(self.name());
+        let mut list = RankedList::empty(self.kind());
         // A query the model knows nothing of has a zero vector: no ranking.
         if vector.iter().all(|v| *v == 0.0) || window == 0 {
             list.prepare_time = started.elapsed();

@@ -1,6 +1,6 @@
 //! Ranked lists: the retrieval methods whose rankings the fusion combines.
 //!
-//! Each list implements [`SearchIndex`]: given a query, the set of chunks the
+//! Each list implements [`List`]: given a query, the set of chunks the
 //! filters allow, and a window size, it returns its best `window` allowed
 //! chunks in rank order. A new list joins the fusion by implementing this
 //! trait, as the graph list ([`graph`]) does; nothing else changes.
@@ -36,8 +36,8 @@ pub struct ListHit {
 /// What one list returned for one query.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RankedList {
-    /// The list's name (`sparse`, `dense`, …), the key in `ranks`.
-    pub name: &'static str,
+    /// The list it comes from (its name is the key in `ranks`).
+    pub kind: ListKind,
     /// Candidates, best first; rank = position + 1.
     pub hits: Vec<ListHit>,
     /// How many allowed chunks matched at all (≥ `hits.len()`).
@@ -58,10 +58,10 @@ pub struct RankedList {
 }
 
 impl RankedList {
-    /// A list named `name` with no hits yet.
-    pub fn empty(name: &'static str) -> Self {
+    /// A ranking of the list `kind` with no hits yet.
+    pub fn empty(kind: ListKind) -> Self {
         Self {
-            name,
+            kind,
             hits: Vec::new(),
             matched: 0,
             filtered_out: 0,
@@ -73,10 +73,33 @@ impl RankedList {
     }
 }
 
+/// Which list a ranking comes from: fusion, eval and the printers name
+/// lists by it, never by a string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ListKind {
+    /// BM25 over the identifier-aware tokens ([`sparse`]).
+    Sparse,
+    /// Cosine over the chunks' embeddings ([`dense`]).
+    Dense,
+    /// Through the entity graph ([`graph`]).
+    Graph,
+}
+
+impl ListKind {
+    /// The short stable name used in output and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Sparse => "sparse",
+            Self::Dense => "dense",
+            Self::Graph => "graph",
+        }
+    }
+}
+
 /// A retrieval method over the chunks of one generation.
-pub trait SearchIndex: Sync {
-    /// Short stable name used in output (`sparse`, `dense`).
-    fn name(&self) -> &'static str;
+pub trait List: Sync {
+    /// Which list this is.
+    fn kind(&self) -> ListKind;
 
     /// Returns the best `window` chunks of `allow` for `query`, best first,
     /// ties broken by chunk ordinal.

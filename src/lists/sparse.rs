@@ -54,7 +54,7 @@ use tantivy::{
 
 use super::AllowSet;
 use super::frozen_dir::FrozenDirectory;
-use super::{Candidate, ListHit, RankedList, SearchIndex, TopWindow};
+use super::{Candidate, List, ListHit, ListKind, RankedList, TopWindow};
 use crate::store::generation::ChunkOrd;
 use crate::store::{atomic, damaged, map_file};
 use crate::text::tokenize::{Analyzer, Token};
@@ -141,7 +141,7 @@ pub struct SparseWritten {
 }
 
 /// The BM25 list of one generation.
-pub struct SparseIndex {
+pub struct SparseList {
     reader: IndexReader,
     body: Field,
     analyzer: Analyzer,
@@ -382,7 +382,7 @@ fn to_tantivy(t: Token) -> TantivyToken {
     }
 }
 
-impl SparseIndex {
+impl SparseList {
     /// Opens the sparse index in `dir`, scoring with `params` over the live
     /// documents `stats` describes.
     pub fn open(
@@ -454,9 +454,9 @@ impl SparseIndex {
     }
 }
 
-impl SearchIndex for SparseIndex {
-    fn name(&self) -> &'static str {
-        "sparse"
+impl List for SparseList {
+    fn kind(&self) -> ListKind {
+        ListKind::Sparse
     }
 
     fn search(&self, query: &str, window: usize, allow: &AllowSet) -> Result<RankedList> {
@@ -465,7 +465,7 @@ impl SearchIndex for SparseIndex {
         for term in self.query_terms(query) {
             *terms.entry(term).or_default() += 1;
         }
-        let mut list = RankedList::empty(self.name());
+        let mut list = RankedList::empty(self.kind());
         list.prepare_time = started.elapsed();
         if !terms.is_empty() && window > 0 {
             let mut best = TopWindow::new(window);
@@ -485,7 +485,7 @@ impl SearchIndex for SparseIndex {
     }
 }
 
-impl SparseIndex {
+impl SparseList {
     /// Scores every live chunk that holds at least one of `terms` (term →
     /// its count in the query) and hands each `(chunk, score)` to `emit`.
     fn score(

@@ -122,7 +122,7 @@ impl ExplainReport {
             .iter()
             .map(|run| {
                 Ok(ListSummary {
-                    name: run.ranked.name,
+                    name: run.ranked.kind.name(),
                     weight: run.weight,
                     candidates: run.ranked.hits.len(),
                     matched: run.ranked.matched,
@@ -148,7 +148,12 @@ impl ExplainReport {
                 .zip(&outcome.lists)
                 .map(|((standing, reason), run)| ListPart {
                     reason: reason.clone(),
-                    ..list_part(run.ranked.name, run.weight, standing, explanation.window)
+                    ..list_part(
+                        run.ranked.kind.name(),
+                        run.weight,
+                        standing,
+                        explanation.window,
+                    )
                 })
                 .collect();
             results.push(ExplainedResult {

@@ -106,7 +106,7 @@ impl SearchResponse {
                 .zip(&fused.contributions)
                 .map(|(run, c)| {
                     (
-                        run.ranked.name,
+                        run.ranked.kind.name(),
                         c.map(|c| ListRank {
                             rank: c.rank,
                             score: c.raw_score,

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use memidx::corpus::chunk::{ChunkOptions, parse_file};
 use memidx::corpus::markdown::parse_front_matter;
-use memidx::fusion::{Fused, WeightedList, fuse};
+use memidx::fusion::{Fused, Ranking, fuse};
 use memidx::lists::ListHit;
 use memidx::request::SearchRequest;
 use memidx::text::tokenize::Analyzer;
@@ -59,11 +59,11 @@ fn weight() -> impl Strategy<Value = f64> {
     prop_oneof![Just(0.0), Just(1.0), Just(0.3), 0.0f64..5.0]
 }
 
-fn weighted<'a>(lists: &'a [Vec<ListHit>], weights: &[f64]) -> Vec<WeightedList<'a>> {
+fn weighted<'a>(lists: &'a [Vec<ListHit>], weights: &[f64]) -> Vec<Ranking<'a>> {
     lists
         .iter()
         .zip(weights)
-        .map(|(hits, &weight)| WeightedList { hits, weight })
+        .map(|(hits, &weight)| Ranking { hits, weight })
         .collect()
 }
 

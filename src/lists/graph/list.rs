@@ -1,5 +1,5 @@
 //! The graph list: chunks ranked through the query's entities and their
-//! communities ([`super::query`]), as one more [`SearchIndex`].
+//! communities ([`super::query`]), as one more [`List`].
 
 use std::path::Path;
 use std::time::Instant;
@@ -8,7 +8,7 @@ use anyhow::{Result, ensure};
 
 use super::query::{self, QueryOptions};
 use super::{GRAPH_FILE, GraphFile, GraphView};
-use crate::lists::{AllowSet, ListHit, RankedList, SearchIndex};
+use crate::lists::{AllowSet, List, ListHit, ListKind, RankedList};
 use crate::store::damaged;
 
 /// The error for an index of `root` built without a graph (`index --graph`
@@ -19,12 +19,12 @@ pub fn no_graph(root: &str) -> anyhow::Error {
 
 /// The graph list of one generation.
 #[derive(Debug)]
-pub struct GraphIndex {
+pub struct GraphList {
     file: GraphFile,
     options: QueryOptions,
 }
 
-impl GraphIndex {
+impl GraphList {
     /// Opens the graph of the generation folder `gen_dir`, whose chunk table
     /// holds `chunk_count` chunks.
     pub fn open(gen_dir: &Path, chunk_count: usize, options: QueryOptions) -> Result<Self> {
@@ -47,9 +47,9 @@ impl GraphIndex {
     }
 }
 
-impl SearchIndex for GraphIndex {
-    fn name(&self) -> &'static str {
-        "graph"
+impl List for GraphList {
+    fn kind(&self) -> ListKind {
+        ListKind::Graph
     }
 
     fn search(&self, query: &str, window: usize, allow: &AllowSet) -> Result<RankedList> {
@@ -58,7 +58,7 @@ impl SearchIndex for GraphIndex {
         let ranking = query::rank(&view, query, window, &self.options, |chunk| {
             allow.allows(chunk)
         });
-        let mut list = RankedList::empty(self.name());
+        let mut list = RankedList::empty(self.kind());
         (list.hits, list.reasons) = ranking
             .hits
             .into_iter()

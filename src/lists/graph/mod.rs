@@ -45,7 +45,7 @@ mod tests;
 pub use build::{BuiltGraph, GraphBuilder};
 pub use cache::{EntityCache, NewEntityCache};
 pub use entity::{ChunkSource, EntityExtractor, EntityKey, EntityKind, FileEntities};
-pub use list::{GraphIndex, no_graph};
+pub use list::{GraphList, no_graph};
 pub use options::GraphOptions;
 pub use query::{GraphHit, GraphRanking, QueryOptions};
 pub use tables::{GraphFile, GraphView};
