@@ -58,6 +58,15 @@ pub struct RankedList {
 }
 
 impl RankedList {
+    /// The first `window` hits of this ranking (with their reasons): what
+    /// the list returns for that window, since a window only cuts.
+    pub fn prefix(&self, window: usize) -> Self {
+        let mut cut = self.clone();
+        cut.hits.truncate(window);
+        cut.reasons.truncate(window);
+        cut
+    }
+
     /// A ranking of the list `kind` with no hits yet.
     pub fn empty(kind: ListKind) -> Self {
         Self {

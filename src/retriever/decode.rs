@@ -1,0 +1,84 @@
+//! What a printer needs of a search's chunks, decoded once, with whether
+//! each one's file changed on disk since indexing.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+use super::Retriever;
+use crate::store::generation::{ChunkOrd, ChunkView, FileEntry};
+
+/// Chunks decoded for the printers, by ordinal (see [`Retriever::decode`]).
+#[derive(Debug, Default)]
+pub struct Decoded {
+    chunks: BTreeMap<ChunkOrd, DecodedChunk>,
+}
+
+/// One decoded chunk.
+#[derive(Debug)]
+pub struct DecodedChunk {
+    /// Its record, file entry and text.
+    pub view: ChunkView,
+    /// True when its file changed on disk since indexing.
+    pub changed: bool,
+}
+
+impl Decoded {
+    /// The decoded chunk `ord` (an error if it was not decoded).
+    pub fn get(&self, ord: ChunkOrd) -> Result<&DecodedChunk> {
+        self.chunks
+            .get(&ord)
+            .with_context(|| format!("chunk {ord} was not decoded"))
+    }
+
+    /// The files of `chunks` (in their order, each once) that changed on
+    /// disk since indexing.
+    pub fn changed_files(&self, chunks: impl IntoIterator<Item = ChunkOrd>) -> Vec<String> {
+        let mut changed: Vec<String> = Vec::new();
+        for ord in chunks {
+            if let Some(chunk) = self.chunks.get(&ord).filter(|c| c.changed)
+                && !changed.contains(&chunk.view.file.path)
+            {
+                changed.push(chunk.view.file.path.clone());
+            }
+        }
+        changed
+    }
+}
+
+/// True when `file` under `root` has another size or modification time
+/// than when it was indexed (or is gone).
+fn changed_on_disk(root: &Path, file: &FileEntry) -> bool {
+    let now = std::fs::metadata(root.join(&file.path)).ok().map(|m| {
+        let mtime = m
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+        (m.len(), mtime.map_or(0, |d| d.as_nanos() as i128))
+    });
+    now != Some((file.stamp.size, file.stamp.mtime_ns))
+}
+
+impl Retriever {
+    /// Decodes `chunks` for printing, each once (a chunk named twice is
+    /// read once), and checks each one's file on disk: a file whose size or
+    /// modification time differs from when it was indexed is changed.
+    pub fn decode(&self, chunks: impl IntoIterator<Item = ChunkOrd>) -> Result<Decoded> {
+        let generation = self.generation();
+        let mut decoded = Decoded::default();
+        let mut file_changed: BTreeMap<u32, bool> = BTreeMap::new();
+        for ord in chunks {
+            if decoded.chunks.contains_key(&ord) {
+                continue;
+            }
+            let view = generation.chunk(ord)?;
+            let file = view.record.file;
+            let changed = *file_changed
+                .entry(file)
+                .or_insert_with(|| changed_on_disk(self.root(), &view.file));
+            decoded.chunks.insert(ord, DecodedChunk { view, changed });
+        }
+        Ok(decoded)
+    }
+}

@@ -1,0 +1,192 @@
+//! `explain`: for each explained chunk, each list's rank, raw score, weight
+//! and contribution, or why the list did not contribute.
+
+use anyhow::Result;
+
+use super::{Retriever, SearchOutcome, SearchParams};
+use crate::filter::Filter;
+use crate::fusion::{Contribution, Fused};
+use crate::lists::{AllowSet, RankedList};
+use crate::store::generation::ChunkOrd;
+
+/// Why a list did not contribute to a chunk's score.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Absence {
+    /// The list ranks it, but below the window.
+    OutsideWindow {
+        /// Its rank in the list.
+        rank: usize,
+        /// Its raw score there.
+        score: f32,
+    },
+    /// The list does not match it at all.
+    NoMatch {
+        /// What that means in this list ("no query term matched").
+        reason: &'static str,
+    },
+    /// A metadata filter removed it before the lists ran.
+    Filtered {
+        /// The condition it fails, `key=value`.
+        condition: String,
+    },
+}
+
+/// A chunk's standing in one list.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Standing {
+    /// Among the list's candidates, contributing to the fused score.
+    Ranked(Contribution),
+    /// Not contributing, and why.
+    Absent(Absence),
+}
+
+/// One explained chunk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExplainedChunk {
+    /// The chunk.
+    pub chunk: ChunkOrd,
+    /// Its position among all fused candidates, if it is one.
+    pub fused_rank: Option<usize>,
+    /// Its fused score: the sum of the ranked standings' contributions, in list order.
+    pub score: f64,
+    /// One standing per list, in fusion order.
+    pub standings: Vec<Standing>,
+    /// Per list, in fusion order: why it ranks the chunk, for a list that
+    /// says (the graph list), when it ranks it at all.
+    pub reasons: Vec<Option<String>>,
+}
+
+/// What `explain` reports: the search itself and the explained chunks.
+#[derive(Debug, Clone)]
+pub struct Explanation {
+    /// The search (results truncated to top_k, lists, timings).
+    pub outcome: SearchOutcome,
+    /// The window each list used.
+    pub window: usize,
+    /// The explained chunks.
+    pub chunks: Vec<ExplainedChunk>,
+}
+
+impl Explanation {
+    /// The chunks a printer shows: the explained ones, then each list's
+    /// feedback chunks.
+    pub fn shown_chunks(&self) -> impl Iterator<Item = ChunkOrd> + '_ {
+        self.chunks.iter().map(|c| c.chunk).chain(
+            self.outcome
+                .lists
+                .iter()
+                .flat_map(|run| run.ranked.feedback_chunks.iter().copied()),
+        )
+    }
+}
+
+impl Retriever {
+    /// Explains a search: for every fused result (or only for `focus`, even
+    /// when it is not among them), each list's rank, raw score, weight and
+    /// contribution, or why the list did not contribute.
+    pub fn explain(
+        &self,
+        query: &str,
+        params: &SearchParams,
+        focus: Option<ChunkOrd>,
+    ) -> Result<Explanation> {
+        let (allow, filter_time) = self.allowed(query, params)?;
+        // Each list runs once, ranking every allowed chunk: its window is a
+        // prefix of that ranking, and the rest tells "outside the window"
+        // (with the rank) from "no match".
+        let complete = self.run_lists(query, self.generation().len(), &allow)?;
+        let window = self.window(params);
+        let windowed = complete.iter().map(|r| r.prefix(window)).collect();
+        let mut outcome = self.fuse(windowed, params, filter_time);
+        let targets: Vec<(Option<usize>, Fused)> = match focus {
+            None => outcome
+                .results
+                .iter()
+                .take(params.top_k)
+                .cloned()
+                .enumerate()
+                .map(|(i, f)| (Some(i + 1), f))
+                .collect(),
+            Some(chunk) => vec![
+                match outcome.results.iter().position(|f| f.chunk == chunk) {
+                    Some(i) => (Some(i + 1), outcome.results[i].clone()),
+                    None => (
+                        None,
+                        Fused {
+                            chunk,
+                            score: 0.0,
+                            contributions: vec![None; self.lists.len()],
+                        },
+                    ),
+                },
+            ],
+        };
+        let chunks = targets
+            .into_iter()
+            .map(|(fused_rank, fused)| {
+                let standings = fused
+                    .contributions
+                    .iter()
+                    .zip(&complete)
+                    .zip(&self.lists)
+                    .map(|((contribution, full), list)| match contribution {
+                        Some(c) => Ok(Standing::Ranked(*c)),
+                        None => self
+                            .absence(
+                                fused.chunk,
+                                full,
+                                list.index.no_match_reason(),
+                                &allow,
+                                &params.filter,
+                            )
+                            .map(Standing::Absent),
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let reasons = complete
+                    .iter()
+                    .map(|full| {
+                        let position = full.hits.iter().position(|h| h.chunk == fused.chunk)?;
+                        full.reasons.get(position).cloned()
+                    })
+                    .collect();
+                Ok(ExplainedChunk {
+                    chunk: fused.chunk,
+                    fused_rank,
+                    score: fused.score,
+                    standings,
+                    reasons,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        outcome.results.truncate(params.top_k);
+        Ok(Explanation {
+            outcome,
+            window,
+            chunks,
+        })
+    }
+
+    /// Why `chunk` is not among a list's candidates.
+    fn absence(
+        &self,
+        chunk: ChunkOrd,
+        complete: &RankedList,
+        no_match: &'static str,
+        allow: &AllowSet,
+        filter: &Filter,
+    ) -> Result<Absence> {
+        if !allow.allows(chunk) {
+            let file = &self.generation().chunk(chunk)?.file.metadata;
+            return Ok(Absence::Filtered {
+                condition: filter.failing_condition(file).unwrap_or_default(),
+            });
+        }
+        Ok(match complete.hits.iter().position(|h| h.chunk == chunk) {
+            Some(i) => Absence::OutsideWindow {
+                rank: i + 1,
+                score: complete.hits[i].score,
+            },
+            None => Absence::NoMatch { reason: no_match },
+        })
+    }
+}

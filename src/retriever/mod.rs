@@ -1,0 +1,192 @@
+//! The retriever: opens an index, runs its lists in parallel over the
+//! filtered chunks, and fuses their rankings.
+
+mod decode;
+mod explain;
+mod params;
+mod search;
+
+pub use decode::{Decoded, DecodedChunk};
+pub use explain::{Absence, ExplainedChunk, Explanation, Standing};
+pub use params::{GraphUse, ListSelection, MIN_DEFAULT_WINDOW, SearchParams, default_window};
+pub use search::{ListRun, SearchOutcome};
+
+use std::path::Path;
+
+use anyhow::{Context, Result, ensure};
+
+use crate::embed::Embedder;
+use crate::index::Index;
+use crate::index::manifest::Manifest;
+use crate::lists::dense::DenseList;
+use crate::lists::graph::{self, GraphList, QueryOptions, no_graph};
+use crate::lists::sparse::SparseList;
+use crate::lists::{List, ListKind, guard};
+use crate::store::generation::{Generation, SPARSE_DIR};
+
+/// A list taking part in the fusion, with its weight.
+pub struct WeightedList {
+    /// The list.
+    pub index: Box<dyn List>,
+    /// Its RRF weight.
+    pub weight: f64,
+}
+
+/// An opened index and the lists a search runs over it.
+pub struct Retriever {
+    index: Index,
+    lists: Vec<WeightedList>,
+    dense_feedback: Option<usize>,
+}
+
+impl Retriever {
+    /// Opens the index in `index_dir` (a `.memidx` folder) with the lists
+    /// `selection` asks for, weighted by its overrides or the index defaults.
+    pub fn open(index_dir: &Path, selection: &ListSelection) -> Result<Self> {
+        Index::open_with(index_dir, |index| Self::open_lists(index, selection))
+    }
+
+    fn open_lists(index: Index, selection: &ListSelection) -> Result<Self> {
+        let (manifest, generation) = (index.manifest(), index.generation());
+        let defaults = manifest.fusion;
+        let mut lists = Vec::new();
+        let mut dense_feedback = None;
+        if selection.sparse {
+            let dir = generation.dir().join(SPARSE_DIR);
+            let sparse = guard::catch("sparse", &dir, || {
+                SparseList::open(&dir, manifest.tokenizer, manifest.bm25, manifest.sparse)
+            })?;
+            let weight = selection.sparse_weight.unwrap_or(defaults.sparse_weight);
+            lists.push(WeightedList {
+                index: Box::new(sparse),
+                weight,
+            });
+        }
+        if selection.dense {
+            let embedder = query_embedder(manifest)?;
+            let feedback = selection.dense_feedback.unwrap_or(defaults.dense_feedback);
+            let dense = DenseList::open(
+                generation.dir(),
+                generation.vector_flags(),
+                embedder,
+                feedback,
+            )?;
+            dense_feedback = Some(feedback);
+            let weight = selection.dense_weight.unwrap_or(defaults.dense_weight);
+            lists.push(WeightedList {
+                index: Box::new(dense),
+                weight,
+            });
+        }
+        let graph_weight = match (selection.graph, &manifest.graph) {
+            (GraphUse::Off, _) | (GraphUse::Default | GraphUse::Available, None) => None,
+            (GraphUse::Default, Some(graph)) => {
+                Some(selection.graph_weight.unwrap_or(graph.weight)).filter(|&w| w > 0.0)
+            }
+            (GraphUse::Available | GraphUse::Required, Some(graph)) => Some(
+                selection
+                    .graph_weight
+                    .unwrap_or_else(|| graph::named_weight(graph.weight)),
+            ),
+            (GraphUse::Required, None) => return Err(no_graph(&manifest.root)),
+        };
+        if let Some(weight) = graph_weight {
+            let graph =
+                GraphList::open(generation.dir(), generation.len(), QueryOptions::default())?;
+            lists.push(WeightedList {
+                index: Box::new(graph),
+                weight,
+            });
+        }
+        ensure!(
+            !lists.is_empty(),
+            "no list selected; choose --mode hybrid, or a combination of sparse, dense and graph"
+        );
+        ensure!(
+            lists.iter().any(|l| l.weight > 0.0),
+            "every selected list has weight 0; give at least one a positive weight"
+        );
+        Ok(Self {
+            index,
+            lists,
+            dense_feedback,
+        })
+    }
+
+    /// The opened index.
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    /// The manifest of the opened index.
+    pub fn manifest(&self) -> &Manifest {
+        self.index.manifest()
+    }
+
+    /// The opened generation (chunk table and texts).
+    pub fn generation(&self) -> &Generation {
+        self.index.generation()
+    }
+
+    /// The indexed root folder (as recorded when indexing).
+    pub fn root(&self) -> &Path {
+        self.index.root()
+    }
+
+    /// The window a search with `params` uses.
+    pub fn window(&self, params: &SearchParams) -> usize {
+        params
+            .window
+            .or(self.manifest().fusion.window)
+            .unwrap_or_else(|| default_window(params.top_k))
+    }
+
+    /// The RRF constant a search with `params` uses.
+    pub fn rrf_k(&self, params: &SearchParams) -> f64 {
+        params.rrf_k.unwrap_or(self.manifest().fusion.rrf_k)
+    }
+
+    /// How many chunks move the dense list's query (`None` without a dense
+    /// list).
+    pub fn dense_feedback(&self) -> Option<usize> {
+        self.dense_feedback
+    }
+
+    /// The lists' names and weights, in fusion order.
+    pub fn list_weights(&self) -> Vec<(ListKind, f64)> {
+        self.lists
+            .iter()
+            .map(|l| (l.index.kind(), l.weight))
+            .collect()
+    }
+}
+
+/// The embedder for queries: the one that built the index, or an error
+/// saying how to rebuild when it is not available or has changed.
+fn query_embedder(manifest: &Manifest) -> Result<&'static dyn Embedder> {
+    let built_with = &manifest.embedder;
+    let rebuild = |dir: &str| match dir {
+        "" => "memidx index --full DIR".to_string(),
+        dir => format!("memidx index --full --model {dir} DIR"),
+    };
+    let dir = manifest.model_dir.as_deref();
+    let embedder = crate::embed::load(dir.map(Path::new)).with_context(|| {
+        format!(
+            "cannot load the model the index was built with; rebuild it with '{}'",
+            rebuild("")
+        )
+    })?;
+    ensure!(
+        built_with == embedder.info(),
+        "the index was embedded with '{}' ({}), but {} is now '{}' ({}); rebuild it with '{}'",
+        built_with.id,
+        built_with.fingerprint,
+        dir.map_or("this memidx's bundled model".to_string(), |d| format!(
+            "the model in {d}"
+        )),
+        embedder.info().id,
+        embedder.info().fingerprint,
+        rebuild(dir.unwrap_or_default())
+    );
+    Ok(embedder)
+}

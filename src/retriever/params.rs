@@ -1,0 +1,75 @@
+//! How a search is asked for: its parameters and which lists it runs.
+
+use crate::filter::Filter;
+
+/// Smallest default window (candidates per list).
+pub const MIN_DEFAULT_WINDOW: usize = 50;
+
+/// The window when neither the search nor the index sets one: max(50, 2 × top_k).
+pub fn default_window(top_k: usize) -> usize {
+    MIN_DEFAULT_WINDOW.max(2 * top_k)
+}
+
+/// How one search is run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchParams {
+    /// Number of fused results to return.
+    pub top_k: usize,
+    /// Candidates each list contributes before fusion; `None` uses the
+    /// index's default, else max(50, 2 × top_k).
+    pub window: Option<usize>,
+    /// The RRF constant `k`; `None` uses the index's default.
+    pub rrf_k: Option<f64>,
+    /// Metadata conditions, applied before each list's window is taken.
+    pub filter: Filter,
+}
+
+/// Whether a search runs the graph list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GraphUse {
+    /// Not run.
+    Off,
+    /// As one of the default lists: run when the index has a graph and its
+    /// weight (the search's, else the index's) is positive.
+    Default,
+    /// Run when the index has a graph (`eval` measures it with and without).
+    Available,
+    /// Asked for by name: run, and an index without a graph is an error
+    /// saying how to add one.
+    Required,
+}
+
+/// Which lists a search runs, and weights that override the index defaults.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ListSelection {
+    /// Run the sparse (BM25) list.
+    pub sparse: bool,
+    /// Run the dense (embedding) list.
+    pub dense: bool,
+    /// Whether to run the graph list.
+    pub graph: GraphUse,
+    /// Weight of the sparse list; `None` uses the index's default.
+    pub sparse_weight: Option<f64>,
+    /// Weight of the dense list; `None` uses the index's default.
+    pub dense_weight: Option<f64>,
+    /// Weight of the graph list; `None` uses the index's default.
+    pub graph_weight: Option<f64>,
+    /// How many of its best chunks move the dense list's query; `None`
+    /// uses the index's default.
+    pub dense_feedback: Option<usize>,
+}
+
+impl Default for ListSelection {
+    /// The default lists (`--mode hybrid`) at the index's weights.
+    fn default() -> Self {
+        Self {
+            sparse: true,
+            dense: true,
+            graph: GraphUse::Default,
+            sparse_weight: None,
+            dense_weight: None,
+            graph_weight: None,
+            dense_feedback: None,
+        }
+    }
+}
