@@ -20,20 +20,10 @@ pub fn run(
     let retriever = Retriever::open(&config.index_dir, &config.lists)?;
     let mut params = config.params.clone();
     if let Some(cwd) = &config.here {
-        let root = std::fs::canonicalize(retriever.root())
-            .unwrap_or_else(|_| retriever.root().to_path_buf());
-        let cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.clone());
-        let folder = cwd.strip_prefix(&root).with_context(|| {
-            format!(
-                "--here: the current folder is not inside the indexed folder {}",
-                root.display()
-            )
-        })?;
-        let folder: Vec<String> = folder
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect();
-        params.filter = params.filter.within_folder(&folder.join("/"));
+        let folder = retriever
+            .folder_of(cwd)
+            .context("--here: the current folder is not inside the indexed folder")?;
+        params.filter = params.filter.within_folder(&folder);
     }
     let outcome = retriever.search(&config.query, &params)?;
     let decoded = retriever.decode(outcome.shown_chunks())?;

@@ -11,10 +11,12 @@
 pub mod collection;
 pub mod metrics;
 
-use std::path::PathBuf;
+use std::fs;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -338,4 +340,26 @@ fn sweep(
         best: scores[0],
         top: scores.into_iter().take(5).collect(),
     }
+}
+/// Writes one TREC run per mode into `dir`, queries in file order.
+pub fn write_runs(dir: &Path, report: &EvalReport, queries: &Path) -> Result<()> {
+    fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let order: Vec<String> = collection::read_queries(queries)?
+        .into_iter()
+        .map(|q| q.id)
+        .collect();
+    for mode in &report.modes {
+        let path = dir.join(format!("{}.trec", mode.mode));
+        let mut file = BufWriter::new(
+            fs::File::create(&path).with_context(|| format!("cannot create {}", path.display()))?,
+        );
+        collection::write_trec(
+            &mut file,
+            &mode.run,
+            &order,
+            &format!("memidx-{}", mode.mode),
+        )?;
+        file.flush()?;
+    }
+    Ok(())
 }

@@ -15,8 +15,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use crate::fusion::FusionDefaults;
+use crate::lists::graph::{GraphList, QueryOptions, no_graph};
+use crate::store::LOCK_FILE;
 use crate::store::checks;
 use crate::store::generation::Generation;
+use crate::store::lock::IndexLock;
 use manifest::Manifest;
 
 /// How often opening is retried when a concurrent index run replaced the
@@ -87,6 +91,15 @@ impl Index {
     pub fn root(&self) -> &Path {
         Path::new(&self.manifest.root)
     }
+
+    /// The live generation's graph list, or an error saying how to build
+    /// one when the index has none.
+    pub fn open_graph(&self, options: QueryOptions) -> Result<GraphList> {
+        if self.manifest.graph.is_none() {
+            return Err(no_graph(&self.manifest.root));
+        }
+        GraphList::open(self.generation.dir(), self.generation.len(), options)
+    }
 }
 
 /// Re-reads every file of the live generation of the index in `dir`
@@ -108,4 +121,17 @@ fn read_manifest(dir: &Path) -> Result<Manifest> {
             dir.display()
         )
     })
+}
+
+/// Stores `fusion` (and the graph list's `graph_weight`, when the index has
+/// a graph) as the defaults of the index in `dir`: under the writer lock,
+/// replacing `meta.json` atomically (`eval --sweep --save`).
+pub fn save_fusion_defaults(dir: &Path, fusion: FusionDefaults, graph_weight: f64) -> Result<()> {
+    let _lock = IndexLock::acquire(&dir.join(LOCK_FILE))?;
+    let mut manifest = read_manifest(dir)?;
+    manifest.fusion = fusion;
+    if let Some(graph) = &mut manifest.graph {
+        graph.weight = graph_weight;
+    }
+    manifest.write(dir)
 }

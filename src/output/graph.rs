@@ -1,120 +1,13 @@
-//! The message types of `memidx graph`, shared by the human and JSON
-//! printers: what the entity graph holds, so a person can see it.
-//!
-//! Community summaries are **extractive** (central entities and the chunks
-//! that best cover them, nothing paraphrased) and say so in both forms.
+//! The human printers of `memidx graph`: what the entity graph holds, as
+//! tables (the JSON printer prints the same reports).
 
 use std::io::Write;
 
 use anyhow::Result;
-use serde::Serialize;
 
 use super::escape_controls;
+use crate::lists::graph::inspect::{CommunitiesReport, EntitiesReport, EntityRow, NeighborsReport};
 use crate::lists::graph::summary::SUMMARY_LABEL;
-
-/// `memidx graph entities`.
-#[derive(Debug, Clone, Serialize)]
-pub struct EntitiesReport {
-    /// Entities in the graph, all kinds.
-    pub total: usize,
-    /// The shown entities, most mentioned first.
-    pub entities: Vec<EntityRow>,
-}
-
-/// One entity.
-#[derive(Debug, Clone, Serialize)]
-pub struct EntityRow {
-    /// Its kind (`identifier`, `metadata`, …).
-    pub kind: &'static str,
-    /// Its normalized name.
-    pub name: String,
-    /// Chunks that mention it.
-    pub chunks: u32,
-    /// Its level-0 community, if any.
-    pub community: Option<u32>,
-}
-
-/// `memidx graph communities`.
-#[derive(Debug, Clone, Serialize)]
-pub struct CommunitiesReport {
-    /// The level shown (0 = finest).
-    pub level: usize,
-    /// How many levels there are.
-    pub levels: usize,
-    /// Communities at this level.
-    pub total: usize,
-    /// How the summaries were made: always `extractive`.
-    pub summary: &'static str,
-    /// The shown communities, largest first.
-    pub communities: Vec<CommunityRow>,
-}
-
-/// One community and its extractive summary.
-#[derive(Debug, Clone, Serialize)]
-pub struct CommunityRow {
-    /// Its id (position among all levels' communities).
-    pub id: u32,
-    /// Its member count.
-    pub size: u32,
-    /// Its parent at the next level, if any.
-    pub parent: Option<u32>,
-    /// Most central members, most central first.
-    pub central: Vec<CentralEntity>,
-    /// Chunks that best cover them, best first.
-    pub chunks: Vec<SummaryChunk>,
-}
-
-/// A central member of a community.
-#[derive(Debug, Clone, Serialize)]
-pub struct CentralEntity {
-    /// Its kind.
-    pub kind: &'static str,
-    /// Its name.
-    pub name: String,
-    /// Its centrality, 0–1 (the most central has 1).
-    pub centrality: f32,
-}
-
-/// A chunk of a community's extractive summary.
-#[derive(Debug, Clone, Serialize)]
-pub struct SummaryChunk {
-    /// Chunk id, `path#n`.
-    pub chunk_id: String,
-    /// Its heading path.
-    pub heading: String,
-    /// Summed centrality of the central entities it mentions.
-    pub coverage: f32,
-}
-
-/// `memidx graph neighbors ENTITY`: one block per entity with that name.
-#[derive(Debug, Clone, Serialize)]
-pub struct NeighborsReport {
-    /// The name asked for.
-    pub entity: String,
-    /// Each entity with that name and its strongest relations.
-    pub matches: Vec<EntityNeighbors>,
-}
-
-/// One entity and its strongest relations.
-#[derive(Debug, Clone, Serialize)]
-pub struct EntityNeighbors {
-    /// The entity.
-    pub entity: EntityRow,
-    /// Its related entities, strongest relation first.
-    pub neighbors: Vec<Neighbor>,
-}
-
-/// A related entity.
-#[derive(Debug, Clone, Serialize)]
-pub struct Neighbor {
-    /// Its kind.
-    pub kind: &'static str,
-    /// Its name.
-    pub name: String,
-    /// The relation's weight (co-occurrence, same file, same front-matter
-    /// value, links; summed).
-    pub weight: f32,
-}
 
 /// Prints the entities as a table (names with their control characters
 /// escaped, as in every printer here).

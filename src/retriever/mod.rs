@@ -133,6 +133,22 @@ impl Retriever {
         self.index.root()
     }
 
+    /// The folder `dir` relative to the indexed root (`/`-separated, empty
+    /// for the root itself), for a filter to files under it; an error when
+    /// `dir` is not inside the root.
+    pub fn folder_of(&self, dir: &Path) -> Result<String> {
+        let root = std::fs::canonicalize(self.root()).unwrap_or_else(|_| self.root().to_path_buf());
+        let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        let folder = dir
+            .strip_prefix(&root)
+            .with_context(|| format!("{} is not inside {}", dir.display(), root.display()))?;
+        let parts: Vec<String> = folder
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        Ok(parts.join("/"))
+    }
+
     /// The window a search with `params` uses.
     pub fn window(&self, params: &SearchParams) -> usize {
         params

@@ -32,6 +32,7 @@ pub mod build;
 pub mod cache;
 pub mod community;
 pub mod entity;
+pub mod inspect;
 mod list;
 pub mod options;
 pub mod query;
