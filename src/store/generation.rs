@@ -22,7 +22,7 @@
 //! checked when it is read.
 
 use std::fs::{self, File};
-use std::io::{BufWriter, Write};
+use std::io::BufWriter;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -34,6 +34,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::corpus::markdown::Metadata;
 
+use super::blocks::{self, BlockWriter};
 use super::checks::{self, Checksums};
 use super::{atomic, damaged, map_file};
 
@@ -50,10 +51,6 @@ pub const TEXTS_FILE: &str = "texts.bin";
 /// File holding the text blocks' offsets.
 pub const TEXT_INDEX_FILE: &str = "texts.idx";
 
-/// Uncompressed size a text block reaches before it is closed.
-const TEXT_BLOCK_BYTES: usize = 64 * 1024;
-/// zstd compression level for the texts (zstd's default).
-const TEXT_ZSTD_LEVEL: i32 = 3;
 /// Folder holding the sparse (tantivy) index.
 pub const SPARSE_DIR: &str = "sparse";
 
@@ -188,14 +185,7 @@ pub fn write_table(gen_dir: &Path, table: &ChunkTable) -> Result<()> {
 /// in memory.
 pub struct TextWriter {
     path: PathBuf,
-    file: BufWriter<File>,
-    /// (uncompressed start, compressed start) of every closed block.
-    index: Vec<u64>,
-    /// The open block's texts, and its start in the stream.
-    block: Vec<u8>,
-    block_start: u64,
-    /// Length of the compressed stream written so far.
-    compressed_len: u64,
+    blocks: BlockWriter<BufWriter<File>>,
 }
 
 impl TextWriter {
@@ -203,77 +193,47 @@ impl TextWriter {
     /// generation folder) when given, else an empty one.
     pub fn create(gen_dir: &Path, base: Option<&Path>) -> Result<Self> {
         let path = gen_dir.join(TEXTS_FILE);
-        let (mut index, mut block_start, mut compressed_len) = (Vec::new(), 0, 0);
-        match base {
+        let (closed, end) = match base {
             Some(base) => {
                 let store = TextStore::open(base)?;
                 let (starts, end) = store.blocks_and_end()?;
-                index.extend_from_slice(starts);
-                [block_start, compressed_len] = end;
                 fs::copy(base.join(TEXTS_FILE), &path)
                     .with_context(|| format!("cannot copy the texts into {}", gen_dir.display()))?;
+                (starts.to_vec(), end)
             }
             None => {
                 File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
+                (Vec::new(), [0, 0])
             }
-        }
+        };
         let file = fs::OpenOptions::new()
             .append(true)
             .open(&path)
             .with_context(|| format!("cannot open {}", path.display()))?;
         Ok(Self {
             path,
-            file: BufWriter::new(file),
-            index,
-            block: Vec::new(),
-            block_start,
-            compressed_len,
+            blocks: BlockWriter::resume(BufWriter::new(file), closed, end),
         })
     }
 
-    /// Length of the uncompressed stream so far: where the next text starts.
-    fn stream_len(&self) -> u64 {
-        self.block_start + self.block.len() as u64
-    }
-
-    /// Appends one chunk's text; returns its start in the stream. A block
-    /// closes once it holds [`TEXT_BLOCK_BYTES`], always on a chunk's end,
-    /// so every chunk lies in one block.
+    /// Appends one chunk's text; returns its start in the stream (a chunk
+    /// always lies in one block).
     pub fn push(&mut self, text: &str) -> Result<u64> {
-        let start = self.stream_len();
-        self.block.extend_from_slice(text.as_bytes());
-        if self.block.len() >= TEXT_BLOCK_BYTES {
-            self.close_block()?;
-        }
-        Ok(start)
-    }
-
-    fn close_block(&mut self) -> Result<()> {
-        let compressed = zstd::bulk::compress(&self.block, TEXT_ZSTD_LEVEL)?;
-        self.file
-            .write_all(&compressed)
-            .with_context(|| format!("cannot write {}", self.path.display()))?;
-        self.index.extend([self.block_start, self.compressed_len]);
-        self.compressed_len += compressed.len() as u64;
-        self.block_start += self.block.len() as u64;
-        self.block.clear();
-        Ok(())
+        self.blocks
+            .push(text.as_bytes())
+            .with_context(|| format!("cannot write {}", self.path.display()))
     }
 
     /// Closes the last block and writes the block index, fsynced.
-    pub fn finish(mut self) -> Result<()> {
-        if !self.block.is_empty() {
-            self.close_block()?;
-        }
-        self.index.extend([self.block_start, self.compressed_len]);
-        let file = self
-            .file
+    pub fn finish(self) -> Result<()> {
+        let write_error = || format!("cannot write {}", self.path.display());
+        let (file, index) = self.blocks.finish().with_context(write_error)?;
+        let file = file
             .into_inner()
             .map_err(|e| e.into_error())
-            .with_context(|| format!("cannot write {}", self.path.display()))?;
-        file.sync_all()
-            .with_context(|| format!("cannot write {}", self.path.display()))?;
-        let index: Vec<u8> = self.index.iter().flat_map(|v| v.to_le_bytes()).collect();
+            .with_context(write_error)?;
+        file.sync_all().with_context(write_error)?;
+        let index: Vec<u8> = index.iter().flat_map(|v| v.to_le_bytes()).collect();
         let dir = self.path.parent().unwrap_or(Path::new("."));
         atomic::write_synced(&dir.join(TEXT_INDEX_FILE), &index)
     }
@@ -642,26 +602,19 @@ impl TextStore {
     /// The decompressed block holding uncompressed offset `offset`, with its start.
     fn block(&self, offset: u64) -> Result<(u64, Arc<Vec<u8>>)> {
         let index = self.index()?;
-        // Entries 0..blocks-1 start blocks; the last one marks the end.
         let pairs: &[[u64; 2]] = bytemuck::cast_slice(index);
-        let block = pairs[..pairs.len() - 1].partition_point(|pair| pair[0] <= offset);
-        let block = block
-            .checked_sub(1)
+        let block = blocks::block_of(pairs, offset)
             .with_context(|| damaged(&self.index_path(), "does not cover a chunk"))?;
         if let Ok(cache) = self.cache.lock()
             && let Some((cached, bytes)) = cache.as_ref()
             && *cached == block
         {
-            return Ok((index[2 * block], Arc::clone(bytes)));
+            return Ok((pairs[block][0], Arc::clone(bytes)));
         }
-        let (ustart, uend) = (index[2 * block], index[2 * block + 2]);
-        let (cstart, cend) = (index[2 * block + 1] as usize, index[2 * block + 3] as usize);
         let path = self.dir.join(TEXTS_FILE);
-        let compressed = slice(&self.texts, cstart..cend, &path)?;
-        let capacity = usize::try_from(uend.saturating_sub(ustart)).unwrap_or(0);
-        let bytes = zstd::bulk::decompress(compressed, capacity).map_err(|_| {
-            anyhow::anyhow!(damaged(&path, "holds a block that does not decompress"))
-        })?;
+        let (ustart, bytes) =
+            blocks::decompress(pairs, self.texts.as_deref().unwrap_or_default(), block)
+                .with_context(|| damaged(&path, "holds a block that does not decompress"))?;
         let bytes = Arc::new(bytes);
         if let Ok(mut cache) = self.cache.lock() {
             *cache = Some((block, Arc::clone(&bytes)));

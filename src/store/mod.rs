@@ -14,6 +14,7 @@
 //! tantivy itself uses for its own `meta.json`.
 
 pub mod atomic;
+pub mod blocks;
 pub mod bounded;
 pub mod checks;
 pub mod generation;

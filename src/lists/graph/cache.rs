@@ -38,6 +38,7 @@ use xxhash_rust::xxh3::Xxh3;
 use super::entity::{EntityExtractor, FileEntities};
 use super::sections::Framing;
 use crate::store::atomic;
+use crate::store::blocks::{self, BlockWriter};
 use crate::store::generation::{ChunkRecord, FileEntry};
 
 /// Name of the entity cache inside a generation folder.
@@ -47,12 +48,6 @@ pub const CACHE_FILE: &str = "graph-files.bin";
 /// layout **or what [`EntityExtractor::file`] produces** changes: a cache of
 /// another version is ignored (everything is extracted again).
 pub const FORMAT_VERSION: u32 = 1;
-
-/// Uncompressed size an entry block reaches before it is closed.
-const BLOCK_BYTES: usize = 64 * 1024;
-
-/// zstd compression level of the blocks (zstd's default).
-const ZSTD_LEVEL: i32 = 3;
 
 /// How the cache file is framed.
 const FRAMING: Framing = Framing {
@@ -211,8 +206,7 @@ impl EntityCache {
     /// the block's own start offset.
     fn block_at(&self, offset: u64) -> Option<(u64, Arc<Vec<u8>>)> {
         let blocks = self.tables().ok()?.blocks;
-        let (_, bounds) = blocks.split_last()?;
-        let block = bounds.partition_point(|b| b[0] <= offset).checked_sub(1)?;
+        let block = blocks::block_of(blocks, offset)?;
         let thread = rayon::current_thread_index().unwrap_or(0);
         let mut last = self.last_blocks[thread % self.last_blocks.len()]
             .lock()
@@ -222,13 +216,9 @@ impl EntityCache {
         {
             return Some((blocks[block][0], Arc::clone(bytes)));
         }
-        let ([start, compressed_start], [end, compressed_end]) = (blocks[block], blocks[block + 1]);
-        let compressed = self
-            .map
-            .get(self.spans[3].clone())?
-            .get(compressed_start as usize..compressed_end as usize)?;
-        let capacity = usize::try_from(end.checked_sub(start)?).ok()?;
-        let bytes = Arc::new(zstd::bulk::decompress(compressed, capacity).ok()?);
+        let (start, bytes) =
+            blocks::decompress(blocks, self.map.get(self.spans[3].clone())?, block)?;
+        let bytes = Arc::new(bytes);
         *last = Some((block, Arc::clone(&bytes)));
         Some((start, bytes))
     }
@@ -236,18 +226,20 @@ impl EntityCache {
 
 /// A new generation's cache, built file after file, compressed as it goes;
 /// [`NewEntityCache::write`] puts it into the generation folder.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct NewEntityCache {
     file_offsets: Vec<u64>,
     fingerprints: Vec<u64>,
-    block_offsets: Vec<u64>,
-    blocks: Vec<u8>,
-    /// Entries not yet compressed.
-    pending: Vec<u8>,
-    /// Where `pending` starts in the entry stream.
-    pending_start: u64,
+    /// The entry stream, compressed as it grows.
+    entries: BlockWriter<Vec<u8>>,
     /// Files whose entities came from the previous cache.
     reused: usize,
+}
+
+impl Default for NewEntityCache {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl NewEntityCache {
@@ -255,35 +247,22 @@ impl NewEntityCache {
     pub fn new() -> Self {
         Self {
             file_offsets: vec![0],
-            ..Self::default()
+            fingerprints: Vec::new(),
+            entries: BlockWriter::new(Vec::new()),
+            reused: 0,
         }
     }
 
     /// Appends the next file's entities and fingerprint; `reused` tells
     /// whether they came from the previous cache (for [`Self::reused`]).
     pub fn push(&mut self, file: &FileEntities, fingerprint: u64, reused: bool) -> Result<()> {
-        self.pending = postcard::to_extend(file, std::mem::take(&mut self.pending))
-            .context("cannot encode a file's entities")?;
-        self.file_offsets
-            .push(self.pending_start + self.pending.len() as u64);
+        let entry = postcard::to_stdvec(file).context("cannot encode a file's entities")?;
+        self.entries
+            .push(&entry)
+            .context("cannot compress the entity cache")?;
+        self.file_offsets.push(self.entries.stream_len());
         self.fingerprints.push(fingerprint);
         self.reused += usize::from(reused);
-        if self.pending.len() >= BLOCK_BYTES {
-            self.close_block()?;
-        }
-        Ok(())
-    }
-
-    /// Compresses the pending entries as one block.
-    fn close_block(&mut self) -> Result<()> {
-        self.block_offsets
-            .extend([self.pending_start, self.blocks.len() as u64]);
-        self.blocks.extend(
-            zstd::bulk::compress(&self.pending, ZSTD_LEVEL)
-                .context("cannot compress the entity cache")?,
-        );
-        self.pending_start += self.pending.len() as u64;
-        self.pending.clear();
         Ok(())
     }
 
@@ -295,12 +274,11 @@ impl NewEntityCache {
     /// Writes it as `graph-files.bin` into `gen_dir` (fsynced; the folder
     /// becomes visible through the manifest, like `graph.bin`). Write it
     /// before the generation's checksums are computed, so they cover it.
-    pub fn write(mut self, gen_dir: &Path) -> Result<()> {
-        if !self.pending.is_empty() {
-            self.close_block()?;
-        }
-        self.block_offsets
-            .extend([self.pending_start, self.blocks.len() as u64]);
+    pub fn write(self, gen_dir: &Path) -> Result<()> {
+        let (blocks, block_offsets) = self
+            .entries
+            .finish()
+            .context("cannot compress the entity cache")?;
         let header = CacheHeader {
             extractor: EntityExtractor::new(),
             file_count: self.fingerprints.len() as u32,
@@ -311,8 +289,8 @@ impl NewEntityCache {
             &[
                 bytemuck::cast_slice(&self.file_offsets),
                 bytemuck::cast_slice(&self.fingerprints),
-                bytemuck::cast_slice(&self.block_offsets),
-                &self.blocks,
+                bytemuck::cast_slice(&block_offsets),
+                &blocks,
             ],
         );
         atomic::write_synced(&gen_dir.join(CACHE_FILE), &bytes)
