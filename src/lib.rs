@@ -12,6 +12,7 @@
 
 pub mod corpus;
 pub mod embed;
+pub mod error;
 pub mod eval;
 pub mod filter;
 pub mod fusion;

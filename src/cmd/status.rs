@@ -22,13 +22,14 @@ pub fn run(
     let damaged = verify.then(|| index::verify(index_dir)).transpose()?;
     if let Some(problems) = damaged.as_ref().filter(|p| !p.is_empty()) {
         for problem in problems {
-            writeln!(err, "memidx: {}", escape_controls(problem))?;
+            writeln!(err, "memidx: {}", escape_controls(&problem.to_string()))?;
         }
         bail!(
             "{} index file(s) damaged; run 'memidx index --full' to rebuild the index",
             problems.len()
         );
     }
+    let damaged = damaged.map(|problems| problems.iter().map(ToString::to_string).collect());
     let report = StatusReport::of(&Index::open(index_dir)?, damaged)?;
     if as_json {
         json::print(out, &report)?;

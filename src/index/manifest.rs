@@ -26,6 +26,7 @@ use crate::lists::graph::GraphOptions;
 use crate::lists::sparse::{Bm25Params, SparseStats};
 use crate::text::tokenize::Analyzer;
 
+use crate::error::IndexError;
 use crate::fusion;
 use crate::lists::dense;
 use crate::store::checks::Checksums;
@@ -173,13 +174,12 @@ impl Manifest {
         let probe: VersionProbe =
             serde_json::from_slice(&bytes).map_err(|_| damaged("does not parse"))?;
         if !SUPPORTED_FORMAT_VERSIONS.contains(&probe.format_version) {
-            bail!(
-                "index format version {} in {} is not supported (this memidx reads {}..={}); rebuild it with 'memidx index'",
-                probe.format_version,
-                path.display(),
-                SUPPORTED_FORMAT_VERSIONS.start(),
-                SUPPORTED_FORMAT_VERSIONS.end()
-            );
+            bail!(IndexError::Unsupported {
+                path,
+                found: probe.format_version,
+                oldest: *SUPPORTED_FORMAT_VERSIONS.start(),
+                newest: *SUPPORTED_FORMAT_VERSIONS.end(),
+            });
         }
         let json = match probe.meta_crc32 {
             Some(crc) => {

@@ -13,8 +13,9 @@ pub mod status;
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
+use crate::error::IndexError;
 use crate::fusion::FusionDefaults;
 use crate::lists::graph::{GraphList, QueryOptions, no_graph};
 use crate::store::LOCK_FILE;
@@ -60,7 +61,7 @@ impl Index {
                 },
             );
             match opened {
-                Err(err) if attempts < OPEN_ATTEMPTS => {
+                Err(err) if attempts < OPEN_ATTEMPTS && a_race_may_explain(&err) => {
                     manifest = read_manifest(dir)?;
                     if manifest.generation == tried {
                         return Err(err);
@@ -105,7 +106,7 @@ impl Index {
 /// Re-reads every file of the live generation of the index in `dir`
 /// against its checksum, without opening it (damage must not stop the
 /// check); the damaged files, named (empty when all are intact).
-pub fn verify(dir: &Path) -> Result<Vec<String>> {
+pub fn verify(dir: &Path) -> Result<Vec<IndexError>> {
     let manifest = read_manifest(dir)?;
     Ok(checks::verify(
         &crate::store::generation_dir(dir, manifest.generation),
@@ -113,13 +114,25 @@ pub fn verify(dir: &Path) -> Result<Vec<String>> {
     ))
 }
 
+/// True when `err` may come from a concurrent run that replaced the
+/// generation being opened (its files vanished or changed under us): the
+/// only failure worth opening again.
+fn a_race_may_explain(err: &anyhow::Error) -> bool {
+    matches!(IndexError::find(err), Some(IndexError::Damaged { .. }))
+        || err.chain().any(|cause| {
+            cause
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        })
+}
+
 /// Reads `dir/meta.json`, which must exist.
 fn read_manifest(dir: &Path) -> Result<Manifest> {
-    Manifest::read(dir)?.with_context(|| {
-        format!(
-            "{} holds no complete index (no meta.json); run 'memidx index DIR' first",
-            dir.display()
-        )
+    Manifest::read(dir)?.ok_or_else(|| {
+        IndexError::NoIndex {
+            dir: dir.to_path_buf(),
+        }
+        .into()
     })
 }
 
@@ -134,4 +147,34 @@ pub fn save_fusion_defaults(dir: &Path, fusion: FusionDefaults, graph_weight: f6
         graph.weight = graph_weight;
     }
     manifest.write(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_folder_without_an_index_is_no_index_and_an_unknown_format_is_unsupported() {
+        let dir = tempfile::tempdir().unwrap();
+        let Err(err) = Index::open(dir.path()) else {
+            panic!("opened an empty folder")
+        };
+        assert!(matches!(
+            IndexError::find(&err),
+            Some(IndexError::NoIndex { .. })
+        ));
+        std::fs::write(
+            dir.path().join(crate::store::MANIFEST_FILE),
+            r#"{"format_version": 999}"#,
+        )
+        .unwrap();
+        let Err(err) = Index::open(dir.path()) else {
+            panic!("opened a future format")
+        };
+        assert!(matches!(
+            IndexError::find(&err),
+            Some(IndexError::Unsupported { found: 999, .. })
+        ));
+        assert!(!a_race_may_explain(&err), "a race cannot explain a format");
+    }
 }

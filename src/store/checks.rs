@@ -25,6 +25,7 @@ use walkdir::WalkDir;
 
 use super::bounded::{self, ReadError};
 use super::damaged;
+use crate::error::IndexError;
 
 /// Size, modification time and CRC-32 of one generation file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -125,9 +126,9 @@ pub fn check_on_open(gen_dir: &Path, checks: &Checksums) -> Result<()> {
 }
 
 /// Re-reads every recorded file (never more than its recorded size, and
-/// only a regular file) and compares its CRC-32; returns the message of
+/// only a regular file) and compares its CRC-32; returns the damage of
 /// each damaged file (empty when all are intact).
-pub fn verify(gen_dir: &Path, checks: &Checksums) -> Vec<String> {
+pub fn verify(gen_dir: &Path, checks: &Checksums) -> Vec<IndexError> {
     verify_matching(gen_dir, checks, |_| true)
 }
 
@@ -136,7 +137,7 @@ pub fn verify_matching(
     gen_dir: &Path,
     checks: &Checksums,
     select: impl Fn(&str) -> bool,
-) -> Vec<String> {
+) -> Vec<IndexError> {
     let mut problems = Vec::new();
     for (name, check) in checks.iter().filter(|(name, _)| select(name)) {
         let path = gen_dir.join(name);
@@ -202,7 +203,7 @@ mod tests {
         let problems = verify(dir.path(), &checks);
         assert_eq!(problems.len(), 1);
         assert!(
-            problems[0].contains("b.bin checksum mismatch"),
+            problems[0].to_string().contains("b.bin checksum mismatch"),
             "{problems:?}"
         );
 
@@ -232,11 +233,15 @@ mod tests {
         let problems = verify(dir.path(), &checks);
         assert_eq!(problems.len(), 2, "{problems:?}");
         assert!(
-            problems[0].contains("a.bin is a character device, not a regular file"),
+            problems[0]
+                .to_string()
+                .contains("a.bin is a character device, not a regular file"),
             "{problems:?}"
         );
         assert!(
-            problems[1].contains("b.bin is a FIFO, not a regular file"),
+            problems[1]
+                .to_string()
+                .contains("b.bin is a FIFO, not a regular file"),
             "{problems:?}"
         );
         let err = check_on_open(dir.path(), &checks).unwrap_err().to_string();
@@ -252,7 +257,9 @@ mod tests {
         let problems = verify(dir.path(), &checks);
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(
-            problems[0].contains("a.bin has more than the 5 bytes expected"),
+            problems[0]
+                .to_string()
+                .contains("a.bin has more than the 5 bytes expected"),
             "{problems:?}"
         );
     }

@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+use crate::error::IndexError;
+
 /// How often taking the lock is retried when `LOCK` was replaced between
 /// opening and locking it.
 const ATTEMPTS: usize = 3;
@@ -32,10 +34,9 @@ impl IndexLock {
             let file = open_no_follow(path)?;
             match file.try_lock() {
                 Ok(()) => {}
-                Err(TryLockError::WouldBlock) => bail!(
-                    "another 'memidx index' is running on this index (lock held on {}); wait for it to finish",
-                    path.display()
-                ),
+                Err(TryLockError::WouldBlock) => bail!(IndexError::Locked {
+                    lock: path.to_path_buf()
+                }),
                 Err(TryLockError::Error(err)) => {
                     return Err(err).with_context(|| format!("cannot lock {}", path.display()));
                 }
@@ -116,8 +117,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("LOCK");
         let first = IndexLock::acquire(&path).unwrap();
-        let err = IndexLock::acquire(&path).unwrap_err().to_string();
-        assert!(err.contains("another 'memidx index' is running"), "{err}");
+        let err = IndexLock::acquire(&path).unwrap_err();
+        assert!(matches!(
+            IndexError::find(&err),
+            Some(IndexError::Locked { .. })
+        ));
+        assert!(
+            err.to_string()
+                .contains("another 'memidx index' is running")
+        );
         drop(first);
         IndexLock::acquire(&path).unwrap();
     }

@@ -25,6 +25,8 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+
+use crate::error::IndexError;
 use memmap2::Mmap;
 
 /// Name of the index folder placed in the indexed root.
@@ -41,12 +43,13 @@ pub fn generation_dir(index_dir: &Path, n: u64) -> PathBuf {
     index_dir.join(format!("gen-{n}"))
 }
 
-/// The one message for a damaged index file: what is wrong and the fix.
-pub fn damaged(path: &Path, what: &str) -> String {
-    format!(
-        "index is damaged: {} {what}; run 'memidx index --full' to rebuild it",
-        path.display()
-    )
+/// The error for a damaged index file: what is wrong (its message names
+/// the fix).
+pub fn damaged(path: &Path, what: &str) -> IndexError {
+    IndexError::Damaged {
+        path: path.to_path_buf(),
+        what: what.to_string(),
+    }
 }
 
 /// Maps a generation file read-only (`None` for an empty file, which

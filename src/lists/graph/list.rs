@@ -8,13 +8,17 @@ use anyhow::{Result, ensure};
 
 use super::query::{self, QueryOptions};
 use super::{GRAPH_FILE, GraphFile, GraphView};
+use crate::error::IndexError;
 use crate::lists::{AllowSet, List, ListHit, ListKind, RankedList};
 use crate::store::damaged;
 
 /// The error for an index of `root` built without a graph (`index --graph`
 /// builds one).
 pub fn no_graph(root: &str) -> anyhow::Error {
-    anyhow::anyhow!("this index has no graph; build one with 'memidx index --graph {root}'")
+    IndexError::NoGraph {
+        root: root.to_string(),
+    }
+    .into()
 }
 
 /// The graph list of one generation.
