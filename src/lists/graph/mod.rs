@@ -13,7 +13,7 @@
 //! - [`community`] finds hierarchical communities (Leiden, seeded) and each
 //!   member's centrality;
 //! - [`summary`] gives each community an extractive summary (central
-//!   entities, the chunks best covering them) and the hook for a generated one;
+//!   entities, the chunks best covering them);
 //! - [`query`] turns a query into ranked chunks: its entities, their
 //!   communities, the chunks covering both;
 //! - [`tables`] is the on-disk format, `graph.bin`, memory-mapped.

@@ -1,18 +1,12 @@
-//! Community summaries: extractive, with a hook for a generated one.
+//! Community summaries: extractive.
 //!
 //! Every community gets an **extractive** summary at build time, made of
 //! what the corpus already says: its most central entities, and the chunks
 //! that best cover them (a chunk's coverage is the summed centrality of the
 //! central entities it mentions). Nothing is paraphrased, so it is labelled
 //! [`SUMMARY_LABEL`] wherever it is shown.
-//!
-//! A prose summary can be added later through [`CommunitySummarizer`] (an
-//! LLM, say): it receives a [`CommunityDigest`] (the extractive summary with
-//! names and chunk texts filled in) and returns text. memidx implements none.
 
 use std::collections::HashMap;
-
-use anyhow::Result;
 
 use super::entity::EntityKind;
 use super::tables::{CommunityId, EntityId, GraphView};
@@ -88,25 +82,4 @@ impl ExtractiveSummary {
             .collect::<Vec<_>>()
             .join(", ")
     }
-}
-
-/// What a [`CommunitySummarizer`] is given about one community.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CommunityDigest {
-    /// The extractive summary it starts from.
-    pub summary: ExtractiveSummary,
-    /// Kind and name of each of `summary.central_entities`, same order.
-    pub central_names: Vec<(EntityKind, String)>,
-    /// Text of each of `summary.chunks`, same order.
-    pub chunk_texts: Vec<String>,
-}
-
-/// Writes a prose summary of a community (for example with an LLM); an
-/// optional step after the extractive summary, which memidx does not implement.
-pub trait CommunitySummarizer {
-    /// A short name for output (`"llm:…"`), replacing [`SUMMARY_LABEL`].
-    fn label(&self) -> &str;
-
-    /// The summary of one community.
-    fn summarize(&self, digest: &CommunityDigest) -> Result<String>;
 }
