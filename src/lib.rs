@@ -10,6 +10,9 @@
 //! never prints. The command line (`cli`, `config`, `cmd`) is the binary's,
 //! not the library's; `ARCHITECTURE.md` maps the floors.
 
+#![deny(missing_docs)]
+#![warn(unreachable_pub)]
+
 pub mod corpus;
 pub mod embed;
 pub mod error;

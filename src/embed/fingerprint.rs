@@ -5,7 +5,7 @@
 //! the bundled model and the same files loaded as a folder agree.
 
 /// The fingerprint of `parts`, in order (`None` for an absent file).
-pub fn fingerprint(parts: &[Option<&[u8]>]) -> String {
+pub(super) fn fingerprint(parts: &[Option<&[u8]>]) -> String {
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
     for part in parts {
         match part {

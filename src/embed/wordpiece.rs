@@ -25,14 +25,14 @@ static INITIAL: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/vocab_initial.
 static CONTINUATION: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/vocab_continuation.da"));
 
 /// The bundled model's WordPiece tokenizer.
-pub struct WordPiece {
+pub(super) struct WordPiece {
     initial: DoubleArray<&'static [u8]>,
     continuation: DoubleArray<&'static [u8]>,
 }
 
 impl WordPiece {
     /// The bundled vocabulary (nothing is parsed or built).
-    pub fn bundled() -> Self {
+    pub(super) fn bundled() -> Self {
         Self {
             initial: DoubleArray::new(INITIAL),
             continuation: DoubleArray::new(CONTINUATION),
@@ -40,18 +40,18 @@ impl WordPiece {
     }
 
     /// The id of the unknown-word token.
-    pub fn unk_id(&self) -> u32 {
+    pub(super) fn unk_id(&self) -> u32 {
         UNK_ID
     }
 
     /// How many characters of a text model2vec keeps before tokenizing
     /// text meant to give at most `max_tokens` tokens.
-    pub fn truncation_chars(&self, max_tokens: usize) -> usize {
+    pub(super) fn truncation_chars(&self, max_tokens: usize) -> usize {
         max_tokens.saturating_mul(MEDIAN_TOKEN_LENGTH)
     }
 
     /// Appends the token ids of `text` to `ids` (no special tokens added).
-    pub fn encode(&self, text: &str, ids: &mut Vec<u32>) {
+    pub(super) fn encode(&self, text: &str, ids: &mut Vec<u32>) {
         let mut rest = text;
         while let Some((at, content, id)) = first_added_token(rest) {
             self.encode_plain(&rest[..at], ids);

@@ -20,13 +20,13 @@ use tantivy::directory::{
 
 /// Reads a frozen tantivy folder; never writes, never locks.
 #[derive(Clone, Debug)]
-pub struct FrozenDirectory {
+pub(super) struct FrozenDirectory {
     inner: MmapDirectory,
 }
 
 impl FrozenDirectory {
     /// Opens `dir` for reading.
-    pub fn open(dir: &Path) -> Result<Self, OpenDirectoryError> {
+    pub(super) fn open(dir: &Path) -> Result<Self, OpenDirectoryError> {
         Ok(Self {
             inner: MmapDirectory::open(dir)?,
         })

@@ -160,7 +160,7 @@ pub(crate) struct TopWindow {
 
 impl TopWindow {
     /// An empty window keeping at most `window` candidates.
-    pub fn new(window: usize) -> Self {
+    pub(crate) fn new(window: usize) -> Self {
         Self {
             window,
             heap: BinaryHeap::new(),
@@ -168,7 +168,7 @@ impl TopWindow {
     }
 
     /// Offers a candidate; it is kept if it beats the worst kept one.
-    pub fn push(&mut self, candidate: Candidate) {
+    pub(crate) fn push(&mut self, candidate: Candidate) {
         if self.heap.len() < self.window {
             self.heap.push(Reverse(candidate));
         } else if self
@@ -182,7 +182,7 @@ impl TopWindow {
     }
 
     /// The kept candidates, best first.
-    pub fn into_sorted(self) -> Vec<Candidate> {
+    pub(crate) fn into_sorted(self) -> Vec<Candidate> {
         let mut out: Vec<Candidate> = self.heap.into_iter().map(|Reverse(c)| c).collect();
         out.sort_unstable_by(|a, b| b.cmp(a));
         out

@@ -8,7 +8,6 @@
 
 use std::collections::HashMap;
 
-use super::entity::EntityKind;
 use super::tables::{CommunityId, EntityId, GraphView};
 use crate::store::generation::ChunkOrd;
 
