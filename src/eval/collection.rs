@@ -1,9 +1,9 @@
-//! The file formats of the evaluation collections (`../shared/eval`): queries
+//! The file formats of judged evaluation collections: queries
 //! JSONL, qrels and TREC runs, plus the rule that turns a markdown path into a
 //! doc id and the fixed held-out split of the queries.
 //!
-//! `memidx eval` must report the numbers that `../shared/eval/score.py` (which
-//! mirrors trec_eval 9) reports, so everything that score.py reads is read here
+//! `memidx eval` must report the numbers that the collections' scorer,
+//! `score.py` (which mirrors trec_eval 9), reports, so everything that score.py reads is read here
 //! exactly as score.py reads it: Python's universal newlines and `str.split()`
 //! whitespace, its header rule for qrels, its `norm_docid`. A run is ordered as
 //! trec_eval orders it ([`trec_order`]), and [`write_trec`] writes runs that

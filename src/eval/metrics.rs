@@ -1,7 +1,7 @@
 //! Retrieval measures of a run against qrels: nDCG@10, Recall@10, Recall@100
 //! and MRR@10, per query and averaged.
 //!
-//! `memidx eval` must print the numbers `../shared/eval/score.py` prints, so
+//! `memidx eval` must print the numbers the collections' `score.py` prints, so
 //! the definitions here are score.py's, which are trec_eval 9's:
 //! - hits are ranked by [`trec_order`] (score descending, ties by doc id in
 //!   reverse string order, first occurrence of a duplicate kept);
@@ -431,7 +431,7 @@ mod tests {
         (qrels, trec, run)
     }
 
-    /// score.py: from `MEMIDX_SCORE_PY`, else next to the crate in `../shared/eval`.
+    /// score.py: from `MEMIDX_SCORE_PY`, else the shared collections' copy.
     fn score_py_path() -> PathBuf {
         std::env::var_os("MEMIDX_SCORE_PY")
             .map(PathBuf::from)

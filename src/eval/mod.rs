@@ -5,7 +5,7 @@
 //! needs; the modes (sparse alone, dense alone, hybrid, and with a graph,
 //! graph alone and hybrid+graph) and every sweep setting are then fused from
 //! those same rankings, so a sweep costs one retrieval pass. Chunk hits become document hits by their best chunk
-//! (a document id is its file name without `.md`, as in `shared/eval`), and
+//! (a document id is its file name without `.md`), and
 //! the measures follow `score.py` (trec_eval 9) exactly.
 
 pub mod collection;

@@ -5,8 +5,7 @@
 //! Each chunk's unit vector is stored quantized: `vectors.i8` holds the
 //! rows (one signed byte per dimension, `round(x / scale)`), `scales.f32`
 //! each row's scale (`max |x| / 127`, little-endian). That is a quarter of
-//! the f32 size, and on shared/eval/cranfield it ranks exactly as well (see
-//! the README). A search quantizes the query the same way, takes integer
+//! the f32 size, and ranks as well (measured: README, How it works). A search quantizes the query the same way, takes integer
 //! dot products (which the compiler vectorizes; `rayon` splits the rows
 //! over the cores), rescales, and lets the filter's allowed rows compete
 //! for the top window. `ndarray` provides the row views of the mapped file.
@@ -21,8 +20,8 @@
 //! top chunks share the query's topic and carry its context, so `q'` finds
 //! paraphrases `q` misses. The count is a setting recorded with the fusion
 //! defaults ([`DEFAULT_FEEDBACK`]; 0 turns feedback off), and `explain`
-//! names the chunks used. On shared/eval/cranfield it lifts the dense list
-//! of the bundled model and of all-MiniLM-L6-v2 alike (see the README).
+//! names the chunks used. It lifts the dense list of the bundled model and
+//! of a transformer alike (measured: README, Quality).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};

@@ -61,10 +61,9 @@ pub const GRAPH_FILE: &str = "graph.bin";
 
 /// The graph list's weight in the default lists (`--mode hybrid`) unless
 /// the index (`eval --sweep --save`) or a search sets another. It is 0, so
-/// the graph is off by default: measured with `memidx eval`, any positive
-/// weight lowers hybrid nDCG@10 on Cranfield (0.3798 → 0.3784 at 0.02),
-/// whose questions name no entities, while it lifts the graph fixture's
-/// corpus-wide questions (0.8315 → 0.8490 at 0.2). See the README.
+/// the graph is off by default: on questions that name no entities any
+/// positive weight lowers hybrid quality, while corpus-wide questions gain
+/// (measured: README, The graph list).
 pub const DEFAULT_WEIGHT: f64 = 0.0;
 
 /// The graph list's weight when it is asked for by name (`--mode
