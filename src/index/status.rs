@@ -97,9 +97,7 @@ impl StatusReport {
                 stale.added.push(file.rel_path.clone());
             }
             match on_disk.next_if(|f| f.rel_path == entry.path) {
-                Some(file)
-                    if file.size != entry.stamp.size || file.mtime_ns != entry.stamp.mtime_ns =>
-                {
+                Some(file) if !entry.stamp.matches(file.size, file.mtime_ns) => {
                     stale.changed.push(entry.path.clone())
                 }
                 Some(_) => {}

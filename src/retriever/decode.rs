@@ -50,14 +50,14 @@ impl Decoded {
 /// True when `file` under `root` has another size or modification time
 /// than when it was indexed (or is gone).
 fn changed_on_disk(root: &Path, file: &FileEntry) -> bool {
-    let now = std::fs::metadata(root.join(&file.path)).ok().map(|m| {
-        let mtime = m
+    std::fs::metadata(root.join(&file.path)).map_or(true, |now| {
+        let mtime = now
             .modified()
             .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
-        (m.len(), mtime.map_or(0, |d| d.as_nanos() as i128))
-    });
-    now != Some((file.stamp.size, file.stamp.mtime_ns))
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos() as i128);
+        !file.stamp.matches(now.len(), mtime)
+    })
 }
 
 impl Retriever {

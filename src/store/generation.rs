@@ -98,6 +98,14 @@ pub struct FileStamp {
     pub hash: String,
 }
 
+impl FileStamp {
+    /// True when a file of `size` bytes modified at `mtime_ns` looks
+    /// unchanged since this stamp: the quick check, without reading it.
+    pub fn matches(&self, size: u64, mtime_ns: i128) -> bool {
+        self.size == size && self.mtime_ns == mtime_ns
+    }
+}
+
 /// One chunk: where it comes from and where its text is.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChunkRecord {
