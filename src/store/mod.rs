@@ -20,6 +20,7 @@ pub mod checks;
 pub mod generation;
 pub mod lock;
 pub mod ownership;
+pub mod texts;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
