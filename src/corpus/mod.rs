@@ -3,11 +3,12 @@
 //! [`walk`] lists the files, [`read`] reads one safely (bounded, text only)
 //! and gives its built-in metadata, [`front_matter`] reads its YAML
 //! metadata, [`sections`] cuts its body at headings, [`chunk`] packs
-//! sections into budgeted chunks.
+//! sections into budgeted chunks; [`links`] finds the links of a text.
 
 pub mod chunk;
 pub mod front_matter;
 mod lines;
+pub mod links;
 pub mod read;
 pub mod sections;
 pub mod walk;

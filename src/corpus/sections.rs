@@ -90,9 +90,7 @@ pub enum BlockKind {
 /// link reference definitions (they are not blocks).
 pub fn sections(body: &str, first_line: usize) -> Vec<Section> {
     let index = LineIndex::new(body, first_line);
-    let options =
-        Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
-    let mut events = Parser::new_ext(body, options).into_offset_iter();
+    let mut events = parser(body, Options::empty()).into_offset_iter();
     let mut builder = SectionBuilder::default();
     while let Some((event, range)) = events.next() {
         let kind = match event {
@@ -115,6 +113,14 @@ pub fn sections(body: &str, first_line: usize) -> Vec<Section> {
         }
     }
     builder.finish()
+}
+
+/// The pulldown-cmark parser of `text` with the extensions every reader of
+/// a body uses (GFM tables, strikethrough, task lists) and `extra`.
+pub(super) fn parser(text: &str, extra: Options) -> Parser<'_> {
+    let options =
+        Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS | extra;
+    Parser::new_ext(text, options)
 }
 
 /// The document title: the first level-1 heading's text, if any.
