@@ -3,7 +3,7 @@
 //! A chunk is what gets indexed and returned as a search hit, so it should be
 //! big enough to carry context and small enough to be specific (and to fit an
 //! embedding model's window). The rules, applied per section of
-//! [`super::markdown::sections`]:
+//! [`super::sections::sections`]:
 //!
 //! - A section's heading and body blocks are packed in order into chunks of at
 //!   most `budget_tokens`, cut only between blocks; when a section needs several
@@ -25,15 +25,17 @@
 //! joined with blank lines; its line range is 1-based and inclusive, in the
 //! original file. The output depends only on the input, and no input panics.
 //!
-//! Parsing (pulldown-cmark, serde-saphyr) happens in [`super::markdown`]; this
-//! module only uses serde's derives, for [`ChunkOptions`].
+//! Parsing (pulldown-cmark, serde-saphyr) happens in [`super::front_matter`]
+//! and [`super::sections`]; this module only uses serde's derives, for
+//! [`ChunkOptions`].
 
 use std::borrow::Cow;
 use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
-use super::markdown::{self, Block, FrontMatter, Section};
+use super::front_matter::{self, FrontMatter};
+use super::sections::{self, Block, Section};
 
 /// Characters of a letter/digit run that make one estimated token: subword
 /// tokenizers keep short words whole and split long ones.
@@ -139,16 +141,16 @@ pub struct ParsedFile {
 
 /// Convenience: front matter + sections + chunks for one file's source.
 pub fn parse_file(source: &str, opts: &ChunkOptions) -> ParsedFile {
-    let front_matter = markdown::parse_front_matter(source);
+    let front_matter = front_matter::parse_front_matter(source);
     let body = source.get(front_matter.body_start..).unwrap_or_default();
-    let sections = markdown::sections(body, front_matter.body_first_line);
+    let sections = sections::sections(body, front_matter.body_first_line);
     let title = front_matter
         .metadata
         .get("title")
         .and_then(|values| values.first())
         .filter(|title| !title.trim().is_empty())
         .cloned()
-        .or_else(|| markdown::title(&sections));
+        .or_else(|| sections::title(&sections));
     let chunks = chunk_sections(&sections, opts);
     ParsedFile {
         front_matter,

@@ -1,14 +1,29 @@
 //! The corpus side: finding markdown files and turning each into chunks.
 //!
-//! [`walk`] lists the files, [`read`] reads one safely, [`markdown`] reads front matter and heading
-//! sections, [`chunk`] packs sections into budgeted chunks.
+//! [`walk`] lists the files, [`read`] reads one safely (bounded, text only)
+//! and gives its built-in metadata, [`front_matter`] reads its YAML
+//! metadata, [`sections`] cuts its body at headings, [`chunk`] packs
+//! sections into budgeted chunks; [`links`] finds the links of a text.
 
 pub mod chunk;
-pub mod markdown;
+pub mod front_matter;
+mod lines;
+pub mod links;
 pub mod read;
+pub mod sections;
 pub mod walk;
 
+use std::collections::BTreeMap;
 use std::fmt;
+
+/// Metadata: key → list of string values (a scalar becomes a one-element list), keys sorted.
+pub type Metadata = BTreeMap<String, Vec<String>>;
+
+/// The former home of [`Metadata`] (the file that read both front matter and
+/// sections), kept while its users move to [`crate::corpus::Metadata`].
+pub mod markdown {
+    pub use super::Metadata;
+}
 
 /// A file (or folder) left out of the index, with the reason, so the run can
 /// warn about it by name and go on with the rest.

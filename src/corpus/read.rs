@@ -1,4 +1,6 @@
-//! Reading one walked file safely: bounded, never blocking, never outside the root.
+//! Reading one walked file safely: bounded, never blocking, never outside the
+//! root, and (for indexing) only as UTF-8 text; plus the metadata every file
+//! has built in (`path`, `dir`, `title`).
 //!
 //! Between the walk and the read a file can be replaced. A FIFO put in its
 //! place would block a plain `open` forever (while the run holds the index
@@ -13,6 +15,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::Read;
 
+use super::Metadata;
 use super::walk::SourceFile;
 
 /// Reads `file` as walked, refusing more than `limit` bytes; the error is the
@@ -28,6 +31,36 @@ pub fn read_walked(file: &SourceFile, limit: u64) -> Result<Vec<u8>, String> {
         return Err(format!("grew over the {limit}-byte limit while being read"));
     }
     Ok(bytes)
+}
+
+/// Reads `file` as walked ([`read_walked`]) and checks that it is text:
+/// no NUL byte, valid UTF-8. The error is the reason to give in a skip
+/// warning.
+pub fn read_markdown(file: &SourceFile, limit: u64) -> Result<String, String> {
+    let bytes = read_walked(file, limit)?;
+    if bytes.contains(&0) {
+        return Err("looks binary (contains NUL bytes)".into());
+    }
+    String::from_utf8(bytes).map_err(|err| {
+        format!(
+            "not valid UTF-8 (at byte {})",
+            err.utf8_error().valid_up_to()
+        )
+    })
+}
+
+/// Adds `path`, `dir` and `title` (front matter `title`, else the first
+/// level-1 heading, else the file stem) to the metadata of the file at
+/// `rel_path`. Built-in keys win over front matter.
+pub fn add_builtin_metadata(metadata: &mut Metadata, rel_path: &str, heading_title: Option<&str>) {
+    let (dir, name) = rel_path.rsplit_once('/').unwrap_or((".", rel_path));
+    let stem = name.rsplit_once('.').map_or(name, |(stem, _)| stem);
+    if metadata.get("title").is_none_or(|t| t.is_empty()) {
+        let title = heading_title.unwrap_or(stem).to_string();
+        metadata.insert("title".into(), vec![title]);
+    }
+    metadata.insert("path".into(), vec![rel_path.to_string()]);
+    metadata.insert("dir".into(), vec![dir.to_string()]);
 }
 
 /// Opens `file` without following a final symlink or blocking, and checks
@@ -65,6 +98,27 @@ fn open_walked(file: &SourceFile) -> Result<File, String> {
 
 fn lowercase(err: &std::io::Error) -> String {
     err.to_string().to_lowercase()
+}
+
+#[cfg(test)]
+mod metadata_tests {
+    use super::*;
+
+    #[test]
+    fn builtin_metadata_prefers_front_matter_title() {
+        let mut m = Metadata::new();
+        add_builtin_metadata(&mut m, "runbooks/db/pool.md", Some("Pool"));
+        assert_eq!(m["title"], ["Pool"]);
+        assert_eq!(m["dir"], ["runbooks/db"]);
+        assert_eq!(m["path"], ["runbooks/db/pool.md"]);
+        let mut m = Metadata::from([("title".to_string(), vec!["Given".to_string()])]);
+        add_builtin_metadata(&mut m, "top.md", None);
+        assert_eq!(m["title"], ["Given"]);
+        assert_eq!(m["dir"], ["."]);
+        let mut m = Metadata::new();
+        add_builtin_metadata(&mut m, "notes.markdown", None);
+        assert_eq!(m["title"], ["notes"]);
+    }
 }
 
 #[cfg(all(test, unix))]

@@ -150,11 +150,7 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<Walk> {
                 rel_path,
                 abs_path: entry.into_path(),
                 size: meta.len(),
-                mtime_ns: meta
-                    .modified()
-                    .ok()
-                    .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-                    .map_or(0, |d| d.as_nanos() as i128),
+                mtime_ns: mtime_ns(&meta),
                 identity: identity(&meta),
             }),
             Err(err) => out.skipped.push(Skipped {
@@ -246,6 +242,16 @@ fn rel_path<'a>(root: &Path, path: &'a Path) -> &'a Path {
 /// True for names that start with a dot (`.git`, `.obsidian`, `.memidx`).
 fn is_hidden(name: &std::ffi::OsStr) -> bool {
     name.to_str().is_some_and(|n| n.starts_with('.'))
+}
+
+/// A file's modification time in nanoseconds since the Unix epoch (0 if
+/// unknown): the unit of every stamp (walked files, index entries,
+/// generation checks).
+pub fn mtime_ns(meta: &std::fs::Metadata) -> i128 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as i128)
 }
 
 /// True when the path has a markdown extension.

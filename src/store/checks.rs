@@ -25,6 +25,7 @@ use walkdir::WalkDir;
 
 use super::bounded::{self, ReadError};
 use super::damaged;
+use crate::corpus::walk::mtime_ns;
 use crate::error::IndexError;
 
 /// Size, modification time and CRC-32 of one generation file.
@@ -50,14 +51,6 @@ pub fn seal(path: &Path) -> std::io::Result<()> {
         .write(true)
         .open(path)?
         .set_modified(sealed)
-}
-
-/// A file's modification time in nanoseconds since the Unix epoch (0 if unknown).
-fn mtime_ns(meta: &fs::Metadata) -> i128 {
-    meta.modified()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos() as i128)
 }
 
 /// Every file under a generation folder, by `/`-separated relative path.

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use memidx::corpus::chunk::{ChunkOptions, parse_file};
-use memidx::corpus::markdown::parse_front_matter;
+use memidx::corpus::front_matter::parse_front_matter;
 use memidx::fusion::{Fused, Ranking, fuse};
 use memidx::lists::ListHit;
 use memidx::request::SearchRequest;

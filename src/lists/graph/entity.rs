@@ -21,16 +21,20 @@
 //! [`MAX_METADATA_VALUE_WORDS`] words) or carry no letter (dates, numbers)
 //! are not entities.
 //!
-//! Links between files are found here too: markdown links to another
-//! markdown file (`[x](../db/failover.md)`) and wiki links (`[[Failover]]`);
-//! the builder resolves them to [`EntityKind::Document`] entities.
+//! Links between files are found here too, from the markdown's own links
+//! ([`crate::corpus::links`], none inside code): links to another markdown
+//! file (`[x](../db/failover.md)`) and wiki links (`[[Failover]]`); the
+//! builder resolves them to [`EntityKind::Document`] entities.
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::corpus::links::{Link, links};
 use crate::corpus::markdown::Metadata;
+use crate::corpus::walk::is_markdown;
 use crate::text::tokenize::{Analyzer, Token};
 
 /// Front-matter values with more words than this are free text, not names.
@@ -452,32 +456,20 @@ fn file_stem(path: &str) -> &str {
     name.rsplit_once('.').map_or(name, |(stem, _)| stem)
 }
 
-/// The links of a chunk of the file at `path`: markdown links to markdown
-/// files (resolved against the file's folder) and wiki links.
+/// The links of a chunk of the file at `path`, in document order: markdown
+/// links to markdown files (resolved against the file's folder) and wiki
+/// links, none inside code ([`links`]).
 pub fn links_in(path: &str, text: &str) -> Vec<LinkTarget> {
-    let mut links = Vec::new();
-    let mut rest = text;
-    while let Some(start) = rest.find("](") {
-        let after = &rest[start + 2..];
-        let end = after.find([')', ' ', '\n']).unwrap_or(after.len());
-        if let Some(target) = markdown_link_target(path, &after[..end]) {
-            links.push(LinkTarget::Path(target));
-        }
-        rest = &after[end..];
-    }
-    let mut rest = text;
-    while let Some(start) = rest.find("[[") {
-        let after = &rest[start + 2..];
-        let Some(end) = after.find("]]") else { break };
-        let inner = &after[..end];
-        let name = inner.split(['|', '#']).next().unwrap_or_default();
-        let name = normalize_name(name);
-        if !name.is_empty() && !inner.contains('\n') {
-            links.push(LinkTarget::WikiName(name));
-        }
-        rest = &after[end + 2..];
-    }
-    links
+    links(text)
+        .into_iter()
+        .filter_map(|link| match link {
+            Link::Markdown(target) => markdown_link_target(path, &target).map(LinkTarget::Path),
+            Link::Wiki(target) => {
+                let name = normalize_name(target.split(['|', '#']).next().unwrap_or_default());
+                (!name.is_empty() && !target.contains('\n')).then_some(LinkTarget::WikiName(name))
+            }
+        })
+        .collect()
 }
 
 /// The root-relative path a markdown link target points at, when it is a
@@ -489,7 +481,8 @@ fn markdown_link_target(from: &str, target: &str) -> Option<String> {
     if target.is_empty() || target.contains("://") || lower.starts_with("mailto:") {
         return None;
     }
-    if !(lower.ends_with(".md") || lower.ends_with(".markdown")) {
+    let name = target.rsplit('/').next().unwrap_or_default();
+    if !is_markdown(Path::new(name)) {
         return None;
     }
     let mut parts: Vec<&str> = Vec::new();

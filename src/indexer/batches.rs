@@ -1,0 +1,131 @@
+//! The streaming pass: the walked files go through in batches, read and
+//! chunked in parallel, then tokenized by the sparse list while the model
+//! embeds them; only one batch's texts are in memory at a time.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, bail};
+use rayon::prelude::*;
+
+use super::Run;
+use super::examine::{FileOutcome, examine};
+use super::previous::{FileState, Previous};
+use super::table::Built;
+use super::vectors::embed_batch;
+use crate::corpus::Skipped;
+use crate::corpus::walk::Walk;
+use crate::lists::dense::VectorWriter;
+use crate::lists::sparse::SparseWriter;
+use crate::store::generation::{Generation, SPARSE_DIR, TextWriter};
+
+/// Files read and chunked per batch of the streaming pass (bounds the
+/// texts held at once).
+const FILE_BATCH: usize = 1024;
+
+/// What the streaming pass leaves: the table, the sparse list still to
+/// commit, and what was skipped, warned about and embedded on the way.
+pub(super) struct Streamed {
+    /// The new generation's table (its texts and vectors are written).
+    pub(super) built: Built,
+    /// The sparse list with every document added, not yet committed.
+    pub(super) sparse: SparseWriter,
+    /// The walk's skips, then the files skipped when read.
+    pub(super) skipped: Vec<Skipped>,
+    /// Problems in indexed files (e.g. broken front matter).
+    pub(super) warnings: Vec<String>,
+    /// Chunks embedded (the rest reused their vectors).
+    pub(super) embedded: usize,
+    /// Time spent embedding.
+    pub(super) embed_time: Duration,
+}
+
+/// Streams `walked`'s files (with their `states`) into the generation
+/// folder `gen_dir`: texts and vectors written, sparse documents added.
+/// With `carry`, unchanged files' chunks are carried over from `previous`
+/// rather than written anew.
+pub(super) fn stream(
+    run: &Run,
+    gen_dir: &Path,
+    walked: &Walk,
+    states: &[FileState],
+    previous: &Previous,
+    carry: bool,
+) -> Result<Streamed> {
+    let (options, progress) = (run.options, run.progress);
+    let mut skipped = walked.skipped.clone();
+    let mut warnings = Vec::new();
+    let base_dir = previous
+        .generation
+        .as_ref()
+        .map(Generation::dir)
+        .filter(|_| carry);
+    let mut built = Built::new(previous.carried.as_ref().filter(|_| carry));
+    let mut texts = TextWriter::create(gen_dir, base_dir)?;
+    let mut sparse = SparseWriter::create(
+        &gen_dir.join(SPARSE_DIR),
+        options.analyzer,
+        base_dir.map(|d| d.join(SPARSE_DIR)).as_deref(),
+    )?;
+    let mut vectors = VectorWriter::create(gen_dir)?;
+    let (mut embedded, mut embed_time) = (0, Duration::ZERO);
+
+    progress.stage("indexing", walked.files.len(), "files");
+    for (files, states) in walked
+        .files
+        .chunks(FILE_BATCH)
+        .zip(states.chunks(FILE_BATCH))
+    {
+        let outcomes: Vec<FileOutcome> = files
+            .par_iter()
+            .zip(states)
+            .map(|(file, state)| examine(file, options, state.clone()))
+            .collect();
+        let first = built.table.chunks.len();
+        let sources = built.assemble(
+            outcomes,
+            previous,
+            carry,
+            &mut texts,
+            &mut skipped,
+            &mut warnings,
+        )?;
+        let chunks = &built.table.chunks[first..];
+        let docs: Vec<(u32, &str)> = chunks
+            .iter()
+            .zip(&sources)
+            .filter_map(|(chunk, source)| Some((chunk.uid, source.searchable.as_deref()?)))
+            .collect();
+        let (added, batch) = std::thread::scope(|scope| {
+            let added = scope.spawn(|| sparse.add(&docs));
+            let embed_started = Instant::now();
+            let batch = embed_batch(chunks, &sources, previous, run.embedder)
+                .map(|b| (b, embed_started.elapsed()));
+            let added = added
+                .join()
+                .unwrap_or_else(|_| bail!("the sparse index builder panicked"));
+            (added, batch)
+        });
+        added?;
+        let (batch, elapsed) = batch?;
+        embed_time += elapsed;
+        embedded += batch.embedded;
+        vectors.append(&batch.vectors, &batch.keys)?;
+        for (offset, chunk) in built.table.chunks[first..].iter_mut().enumerate() {
+            chunk.has_vector = batch.vectors.has_vector(offset);
+        }
+        progress.advance(files.len());
+        progress.note(&format!("{embedded} chunks embedded"));
+    }
+    progress.finish();
+    texts.finish()?;
+    vectors.finish()?;
+    Ok(Streamed {
+        built,
+        sparse,
+        skipped,
+        warnings,
+        embedded,
+        embed_time,
+    })
+}

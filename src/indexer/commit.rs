@@ -1,0 +1,232 @@
+//! Committing a run: the new generation's folder, checksums and manifest,
+//! the switch to it, and the clean-up of what older runs left.
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, bail};
+
+use super::Run;
+use super::lists::FinishedLists;
+use super::previous::Previous;
+use crate::corpus::Skipped;
+use crate::corpus::walk::SourceFile;
+use crate::fusion::FusionDefaults;
+use crate::index::manifest::{Counts, FORMAT_VERSION, GraphManifest, Manifest, SkippedFile};
+use crate::lists::graph;
+use crate::lists::sparse::Bm25Params;
+use crate::lists::vector_cache;
+use crate::store::checks::{self, Checksums};
+use crate::store::generation::SPARSE_DIR;
+use crate::store::{self, atomic};
+
+/// Creates the empty folder of generation `generation` under `index_dir`,
+/// removing a leftover of that name first.
+pub(super) fn create_generation_dir(index_dir: &Path, generation: u64) -> Result<PathBuf> {
+    let gen_dir = store::generation_dir(index_dir, generation);
+    if gen_dir.exists() {
+        fs::remove_dir_all(&gen_dir)
+            .with_context(|| format!("cannot remove leftover {}", gen_dir.display()))?;
+    }
+    fs::create_dir_all(&gen_dir).with_context(|| format!("cannot create {}", gen_dir.display()))?;
+    Ok(gen_dir)
+}
+
+/// Seals `gen_dir`'s files and computes their checks; the sparse segment
+/// files `linked` from the previous generation keep the checks `previous`
+/// recorded for them.
+pub(super) fn checksums(
+    gen_dir: &Path,
+    linked: &[String],
+    previous: Option<&Manifest>,
+) -> Result<Checksums> {
+    let linked: Checksums = match previous {
+        Some(old) => linked
+            .iter()
+            .map(|name| format!("{SPARSE_DIR}/{name}"))
+            .filter_map(|name| Some((name.clone(), *old.checksums.get(&name)?)))
+            .collect(),
+        None => Checksums::new(),
+    };
+    checks::compute(gen_dir, &linked)
+}
+
+/// The manifest of generation `generation`, written by `run` with the
+/// finished `lists`; a graph keeps the weight `previous` gave it.
+pub(super) fn manifest(
+    run: &Run,
+    generation: u64,
+    lists: FinishedLists,
+    counts: Counts,
+    skipped: Vec<SkippedFile>,
+    checksums: Checksums,
+    previous: Option<&Manifest>,
+) -> Manifest {
+    let (options, embedder) = (run.options, run.embedder);
+    let root = &options.root;
+    Manifest {
+        format_version: FORMAT_VERSION,
+        generation,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        created_unix_ms: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64),
+        root: fs::canonicalize(root)
+            .unwrap_or_else(|_| root.clone())
+            .display()
+            .to_string(),
+        walk: options.walk.clone(),
+        tokenizer: options.analyzer,
+        bm25: Bm25Params::default(),
+        chunker: options.chunker,
+        embedder: embedder.info().clone(),
+        model_dir: options.model_dir.as_ref().map(|d| {
+            fs::canonicalize(d)
+                .unwrap_or_else(|_| d.clone())
+                .display()
+                .to_string()
+        }),
+        fusion: FusionDefaults::for_model(embedder.kind()),
+        sparse: lists.sparse.stats,
+        graph: lists.graph.map(|(graph_manifest, _)| GraphManifest {
+            // A weight chosen with `eval --save` survives re-indexing.
+            weight: previous
+                .and_then(|m| m.graph)
+                .map_or(graph::DEFAULT_WEIGHT, |g| g.weight),
+            ..graph_manifest
+        }),
+        counts,
+        skipped,
+        checksums,
+    }
+}
+
+/// Writes `manifest` into `index_dir`, switching the index to its
+/// generation, and keeps the generation folder `partial` once it is live
+/// (a failed folder sync after the switch is a warning).
+pub(super) fn switch(
+    index_dir: &Path,
+    manifest: &Manifest,
+    mut partial: PartialGeneration,
+    warnings: &mut Vec<String>,
+) -> Result<()> {
+    let generation = manifest.generation;
+    if let Err(err) = manifest.write(index_dir) {
+        if !names_generation(index_dir, generation) {
+            return Err(err);
+        }
+        // The rename went through; only the folder's sync failed.
+        warnings.push(format!(
+            "generation {generation} is live, but {err:#}; a power cut before the disk catches up could bring back the previous index"
+        ));
+    }
+    partial.0 = None;
+    Ok(())
+}
+
+/// Removes the previous generation now that `manifest`'s is live; when the
+/// model changed, first keeps the previous model's vectors for a switch
+/// back. Either way the cache of `manifest`'s model is dropped (its vectors
+/// are in the live generation).
+pub(super) fn clean_up(
+    index_dir: &Path,
+    previous: &Previous,
+    manifest: &Manifest,
+    warnings: &mut Vec<String>,
+) {
+    if let Some(old) = &previous.manifest {
+        let old_dir = store::generation_dir(index_dir, old.generation);
+        if old.embedder != manifest.embedder && previous.generation.is_some() {
+            // Switching models: keep the old model's vectors for a switch back.
+            if let Err(err) = vector_cache::keep(index_dir, &old_dir, &old.embedder, &old.checksums)
+            {
+                warnings.push(format!(
+                    "could not keep the previous model's vectors: {err:#}"
+                ));
+            }
+        }
+        let _ = fs::remove_dir_all(old_dir);
+    }
+    vector_cache::forget(index_dir, &manifest.embedder);
+}
+
+/// The record of what a run skipped: each file with the stamp it was
+/// walked with (found in `walked`), each walk-level skip without one.
+pub(super) fn skipped_files(skipped: &[Skipped], walked: &[SourceFile]) -> Vec<SkippedFile> {
+    let stamps: HashMap<&str, (u64, i128)> = walked
+        .iter()
+        .map(|f| (f.rel_path.as_str(), (f.size, f.mtime_ns)))
+        .collect();
+    skipped
+        .iter()
+        .map(|s| SkippedFile {
+            path: s.path.clone(),
+            reason: s.reason.clone(),
+            stamp: stamps.get(s.path.as_str()).copied(),
+        })
+        .collect()
+}
+
+/// True when `index_dir/meta.json` names `generation` (the switch to it
+/// happened, whatever failed after).
+fn names_generation(index_dir: &Path, generation: u64) -> bool {
+    Manifest::read(index_dir).is_ok_and(|m| m.is_some_and(|m| m.generation == generation))
+}
+
+/// A generation folder being written: removed when the run fails before
+/// the manifest names it (so a full disk is freed at once), kept once the
+/// field is cleared.
+pub(super) struct PartialGeneration<'a>(Option<&'a Path>);
+
+impl<'a> PartialGeneration<'a> {
+    /// Arms the removal of `dir`.
+    pub(super) fn new(dir: &'a Path) -> Self {
+        Self(Some(dir))
+    }
+}
+
+impl Drop for PartialGeneration<'_> {
+    fn drop(&mut self) {
+        if let Some(dir) = self.0 {
+            let _ = fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// Refuses an index folder that is the indexed folder or holds it: the
+/// run would index its own files and clean up among the user's.
+pub(super) fn refuse_index_over_root(root: &Path, index_dir: &Path) -> Result<()> {
+    let (Ok(root), Ok(index)) = (fs::canonicalize(root), fs::canonicalize(index_dir)) else {
+        return Ok(());
+    };
+    if root.starts_with(&index) {
+        bail!(
+            "the index folder {} is the folder being indexed or holds it; keep the index in its own folder",
+            index.display()
+        );
+    }
+    Ok(())
+}
+
+/// Removes what interrupted runs left in the (claimed) index folder:
+/// generation folders other than the live one, temporary files of
+/// `meta.json` writes, and half-moved vector caches.
+pub(super) fn remove_leftovers(index_dir: &Path, live: Option<u64>) {
+    let Ok(entries) = fs::read_dir(index_dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else {
+            continue;
+        };
+        if name.starts_with(atomic::TEMP_PREFIX) {
+            let _ = fs::remove_file(entry.path());
+        } else if store::parse_generation_name(name).is_some_and(|n| Some(n) != live) {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
+    vector_cache::remove_staging(index_dir);
+}

@@ -1,0 +1,104 @@
+//! The lists' last step over the whole table: the graph is built, checked
+//! and written while the sparse list commits.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use super::IndexOptions;
+use super::previous::Previous;
+use super::table::Built;
+use crate::index::manifest::GraphManifest;
+use crate::lists::graph::{self, EntityCache, GRAPH_FILE, GraphOptions};
+use crate::lists::sparse::{SparseWriter, SparseWritten};
+use crate::store::atomic;
+use crate::store::generation::{ChunkOrd, Generation, TextStore};
+
+/// The finished sparse list, and the graph's manifest entry (with the
+/// default weight) and build time when this run built one.
+pub(super) struct FinishedLists {
+    /// What the sparse list's commit reports.
+    pub(super) sparse: SparseWritten,
+    /// The graph's manifest entry and build time.
+    pub(super) graph: Option<(GraphManifest, Duration)>,
+}
+
+/// Commits `sparse` over `built`'s uid map while the graph (when `options`
+/// build one) is built over the table in `gen_dir`.
+pub(super) fn finish(
+    gen_dir: &Path,
+    built: &Built,
+    sparse: SparseWriter,
+    previous: &Previous,
+    options: &IndexOptions,
+) -> Result<FinishedLists> {
+    let graph_options = GraphOptions {
+        analyzer: options.analyzer,
+        ..GraphOptions::default()
+    };
+    let build_graph = options.builds_graph(previous.manifest.as_ref());
+    let old_dir = previous.generation.as_ref().map(Generation::dir);
+    let (sparse_built, graph_built) = std::thread::scope(|scope| {
+        let graph = scope.spawn(|| {
+            build_graph
+                .then(|| write_graph(gen_dir, built, old_dir, graph_options))
+                .transpose()
+        });
+        let sparse = sparse.finish(&built.ords);
+        let graph = graph
+            .join()
+            .unwrap_or_else(|_| bail!("the graph builder panicked"));
+        (sparse, graph)
+    });
+    Ok(FinishedLists {
+        sparse: sparse_built?,
+        graph: graph_built?,
+    })
+}
+
+/// Builds the graph of `built` (whose texts are already in `gen_dir`),
+/// decoding unchanged files' entities from `previous_dir`'s cache when it
+/// has one, checks its invariants, and writes it and the new cache into
+/// `gen_dir`; returns what the manifest records about it (with the
+/// default weight) and the time taken.
+fn write_graph(
+    gen_dir: &Path,
+    built: &Built,
+    previous_dir: Option<&Path>,
+    options: GraphOptions,
+) -> Result<(GraphManifest, Duration)> {
+    let started = Instant::now();
+    // A damaged cache only costs extraction.
+    let previous = previous_dir.and_then(|dir| EntityCache::open(dir).ok().flatten());
+    let store = TextStore::open(gen_dir)?;
+    let chunk_text = |ord: ChunkOrd| {
+        let chunk = built
+            .table
+            .chunks
+            .get(ord as usize)
+            .context("the graph asked for a chunk past the end")?;
+        store.read(chunk.text_start, chunk.text_len, chunk.text_crc)
+    };
+    let (graph, cache) = graph::build_generation(
+        &built.table,
+        &chunk_text,
+        &built.reused_from,
+        previous.as_ref(),
+        options,
+    )?;
+    let view = graph.tables.view(&graph.header);
+    view.validate()
+        .context("the graph just built is inconsistent")?;
+    let bytes = graph::tables::encode(&graph.header, &graph.tables)?;
+    atomic::write_synced(&gen_dir.join(GRAPH_FILE), &bytes)?;
+    cache.write(gen_dir)?;
+    let manifest = GraphManifest {
+        format_version: graph::tables::FORMAT_VERSION,
+        options,
+        weight: graph::DEFAULT_WEIGHT,
+        entities: view.entity_count(),
+        communities: view.community_sizes.len(),
+    };
+    Ok((manifest, started.elapsed()))
+}

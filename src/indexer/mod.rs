@@ -1,0 +1,266 @@
+//! The indexing pipeline: walk → check against the previous index →
+//! stream the files in batches (read and chunk ∥ sparse ∥ embed) → graph ∥
+//! sparse commit → table → checksums → manifest → clean up.
+//!
+//! Files whose size and modification time (or, failing that, content hash)
+//! match the previous index keep their chunks; the others are read, checked
+//! (size bound, binary, UTF-8) and chunked in parallel with `rayon`. A bad
+//! file becomes a [`Skipped`] warning and never stops the run. The new
+//! generation is written beside the old one; the manifest switches to it
+//! atomically; the old generation is removed last.
+//!
+//! A re-index *carries* the unchanged files' chunks over rather than
+//! rewriting them: their texts stay in the copied text store (new texts
+//! are appended), their sparse documents stay in the hard-linked tantivy
+//! segments (new ones are added, removed ones marked dead through the uid
+//! map), and their vectors are copied by key. Only new and changed files
+//! are read, chunked, tokenized and embedded, so a one-file edit costs
+//! about as much as a walk of the folder. When carrying over would leave
+//! more dead data than live (many files changed or removed), the run
+//! writes everything anew instead, which also drops the garbage.
+//!
+//! The steps, one file each: `previous` (the last run's index and change
+//! detection), `batches` (the streaming pass) with `examine` (one file),
+//! `table` (the chunk table) and `vectors` (embedding or reuse by key),
+//! `lists` (graph and sparse commit), `commit` (manifest, switch, clean-up).
+
+mod batches;
+mod commit;
+mod examine;
+mod lists;
+mod previous;
+mod table;
+mod vectors;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, bail};
+
+use crate::corpus::Skipped;
+use crate::corpus::chunk::ChunkOptions;
+use crate::corpus::walk::{Walk, WalkOptions, walk};
+use crate::embed::Embedder;
+use crate::index::manifest::{Counts, Manifest};
+use crate::progress::Progress;
+use crate::store::generation;
+use crate::store::lock::IndexLock;
+use crate::store::{INDEX_DIR_NAME, LOCK_FILE, atomic, ownership};
+use crate::text::tokenize::Analyzer;
+use commit::PartialGeneration;
+use previous::Previous;
+
+/// Settings of one indexing run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexOptions {
+    /// The folder to index.
+    pub root: PathBuf,
+    /// Where the index lives (normally `root/.memidx`).
+    pub index_dir: PathBuf,
+    /// Files larger than this many bytes are skipped.
+    pub max_file_size: u64,
+    /// Re-read and re-chunk every file, ignoring the previous index.
+    pub full: bool,
+    /// Chunker settings.
+    pub chunker: ChunkOptions,
+    /// Tokenizer settings for the sparse list.
+    pub analyzer: Analyzer,
+    /// Ignore rules and globs for the walk.
+    pub walk: WalkOptions,
+    /// The transformer model folder (`--model`), or `None` for the bundled model.
+    pub model_dir: Option<PathBuf>,
+    /// Build the entity graph (`--graph`, `--no-graph`); `None` keeps what
+    /// the previous index did (no graph for a new index).
+    pub graph: Option<bool>,
+}
+
+impl IndexOptions {
+    /// Default settings for indexing `root` into `root/.memidx`.
+    pub fn new(root: PathBuf) -> Self {
+        Self {
+            index_dir: root.join(INDEX_DIR_NAME),
+            root,
+            max_file_size: DEFAULT_MAX_FILE_SIZE,
+            full: false,
+            chunker: ChunkOptions::default(),
+            analyzer: Analyzer::default(),
+            walk: WalkOptions::default(),
+            model_dir: None,
+            graph: None,
+        }
+    }
+
+    /// Whether this run builds the graph, given the previous manifest.
+    fn builds_graph(&self, previous: Option<&Manifest>) -> bool {
+        self.graph
+            .unwrap_or_else(|| previous.is_some_and(|m| m.graph.is_some()))
+    }
+}
+
+/// Default bound on the size of one markdown file (10 MiB).
+pub const DEFAULT_MAX_FILE_SIZE: u64 = 10 * 1024 * 1024;
+
+/// What an indexing run did.
+#[derive(Debug, Clone)]
+pub struct IndexReport {
+    /// The index folder written.
+    pub index_dir: PathBuf,
+    /// The generation now live.
+    pub generation: u64,
+    /// Files indexed (fresh + reused).
+    pub files: usize,
+    /// Files whose chunks were kept from the previous index.
+    pub reused: usize,
+    /// Chunks in the new index.
+    pub chunks: usize,
+    /// Files skipped, with reasons.
+    pub skipped: Vec<Skipped>,
+    /// Non-fatal problems in indexed files (e.g. broken front matter).
+    pub warnings: Vec<String>,
+    /// Chunks embedded in this run (the rest reused their vectors).
+    pub embedded: usize,
+    /// Time spent embedding.
+    pub embed_time: Duration,
+    /// Time spent building, checking and encoding the graph (alongside the
+    /// other lists), when one was built.
+    pub graph_time: Option<Duration>,
+    /// True when nothing changed, so no new generation was written.
+    pub up_to_date: bool,
+    /// Wall-clock time of the run.
+    pub elapsed: Duration,
+}
+
+/// Indexes `options.root` into `options.index_dir`, embedding chunks with
+/// `embedder` and reporting each stage to `progress`.
+pub fn run(
+    options: &IndexOptions,
+    embedder: &'static dyn Embedder,
+    progress: &dyn Progress,
+) -> Result<IndexReport> {
+    let started = Instant::now();
+    let run = Run {
+        options,
+        embedder,
+        progress,
+    };
+    let root = &options.root;
+    if !root.is_dir() {
+        bail!(
+            "'{}' is not a folder; give the folder of markdown to index",
+            root.display()
+        );
+    }
+    commit::refuse_index_over_root(root, &options.index_dir)?;
+    ownership::claim(&options.index_dir)?;
+    let lock = IndexLock::acquire(&options.index_dir.join(LOCK_FILE))?;
+    let mut warnings = Vec::new();
+    let previous = Previous::load(options, embedder, &mut warnings);
+    let live = previous.manifest.as_ref().map(|m| m.generation);
+    commit::remove_leftovers(&options.index_dir, live);
+
+    let walked = walk_root(options, &mut warnings)?;
+    let states = previous::check_all(&walked.files, options, &previous, progress);
+    if let Some(current) = previous.current(options, embedder, &walked, &states) {
+        return Ok(IndexReport::up_to_date(options, current, warnings, started));
+    }
+
+    let carry = previous.carry_for(&states);
+    let generation = live.map_or(1, |g| g + 1);
+    let gen_dir = commit::create_generation_dir(&options.index_dir, generation)?;
+    let partial = PartialGeneration::new(&gen_dir);
+    let streamed = batches::stream(&run, &gen_dir, &walked, &states, &previous, carry)?;
+    warnings.extend(streamed.warnings);
+    let built = streamed.built;
+    let lists = lists::finish(&gen_dir, &built, streamed.sparse, &previous, options)?;
+    let graph_time = lists.graph.as_ref().map(|(_, t)| *t);
+    generation::write_table(&gen_dir, &built.table)?;
+    atomic::sync_tree(&gen_dir)?;
+    let checksums = commit::checksums(&gen_dir, &lists.sparse.linked, previous.manifest.as_ref())?;
+
+    let skipped = streamed.skipped;
+    let counts = Counts {
+        files: built.table.files.len(),
+        chunks: built.table.chunks.len(),
+        skipped: skipped.len(),
+    };
+    let skipped_record = commit::skipped_files(&skipped, &walked.files);
+    let manifest = commit::manifest(
+        &run,
+        generation,
+        lists,
+        counts,
+        skipped_record,
+        checksums,
+        previous.manifest.as_ref(),
+    );
+    lock.still_held()?;
+    commit::switch(&options.index_dir, &manifest, partial, &mut warnings)?;
+    commit::clean_up(&options.index_dir, &previous, &manifest, &mut warnings);
+    Ok(IndexReport {
+        index_dir: options.index_dir.clone(),
+        generation,
+        files: manifest.counts.files,
+        reused: built.reused_from.iter().flatten().count(),
+        chunks: manifest.counts.chunks,
+        skipped,
+        warnings,
+        embedded: streamed.embedded,
+        embed_time: streamed.embed_time,
+        graph_time,
+        up_to_date: false,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// One run's settings, model and progress sink, which its steps read.
+struct Run<'a> {
+    options: &'a IndexOptions,
+    embedder: &'static dyn Embedder,
+    progress: &'a dyn Progress,
+}
+
+/// Walks `options.root`, warning when it holds no markdown file.
+fn walk_root(options: &IndexOptions, warnings: &mut Vec<String>) -> Result<Walk> {
+    let walked = walk(&options.root, &options.walk)?;
+    if walked.files.is_empty() {
+        warnings.push(format!(
+            "no markdown files (.md, .markdown) found under {}",
+            options.root.display()
+        ));
+    }
+    Ok(walked)
+}
+
+impl IndexReport {
+    /// The report of a run that found the index `current` (described by its
+    /// manifest) up to date and wrote nothing.
+    fn up_to_date(
+        options: &IndexOptions,
+        current: &Manifest,
+        warnings: Vec<String>,
+        started: Instant,
+    ) -> Self {
+        Self {
+            index_dir: options.index_dir.clone(),
+            generation: current.generation,
+            files: current.counts.files,
+            reused: current.counts.files,
+            chunks: current.counts.chunks,
+            // Skipped again, for the same reasons: warn again.
+            skipped: current
+                .skipped
+                .iter()
+                .map(|s| Skipped {
+                    path: s.path.clone(),
+                    reason: s.reason.clone(),
+                })
+                .collect(),
+            warnings,
+            embedded: 0,
+            embed_time: Duration::ZERO,
+            graph_time: None,
+            up_to_date: true,
+            elapsed: started.elapsed(),
+        }
+    }
+}

@@ -1,0 +1,321 @@
+//! The previous index and change detection: what the last run left, which
+//! walked files are unchanged, and whether anything must be written at all.
+
+use std::collections::HashMap;
+
+use anyhow::{Result, bail};
+use rayon::prelude::*;
+
+use super::IndexOptions;
+use crate::corpus::read::read_walked;
+use crate::corpus::walk::{SourceFile, Walk};
+use crate::embed::Embedder;
+use crate::index::manifest::{Manifest, SkippedFile};
+use crate::lists::dense;
+use crate::lists::graph;
+use crate::lists::vector_cache::{self, ReusableVectors};
+use crate::progress::Progress;
+use crate::store::checks;
+use crate::store::generation::{FileEntry, FileStamp, Generation, SPARSE_DIR};
+
+/// The previous index, when its chunks can be reused.
+pub(super) struct Previous {
+    pub(super) manifest: Option<Manifest>,
+    pub(super) generation: Option<Generation>,
+    /// Vectors this run's model made before, by key: the previous
+    /// generation's, or the model's cache.
+    pub(super) vectors: Option<ReusableVectors>,
+    /// Previous file index by path.
+    files: HashMap<String, usize>,
+    /// The previous file entries, by index.
+    pub(super) entries: Vec<FileEntry>,
+    /// What a run needs to carry the previous generation's chunks over
+    /// instead of rewriting them; `None` when it cannot.
+    pub(super) carried: Option<Carried>,
+}
+
+/// The parts of the previous generation a run carries over.
+pub(super) struct Carried {
+    /// Per previous chunk, the key of its vector ([`dense::vector_key`]).
+    pub(super) keys: Vec<u64>,
+    /// Uids the previous sparse list has given out (live and dead).
+    pub(super) uid_count: u32,
+    /// Length of the previous text stream (live texts and garbage).
+    text_len: u64,
+}
+
+impl Carried {
+    /// Reads them from the previous generation `old`, described by `manifest`.
+    fn read(old: &Generation, manifest: &Manifest) -> Result<Self> {
+        Ok(Self {
+            keys: dense::read_keys(old.dir())?,
+            uid_count: u32::try_from(manifest.sparse.uids)?,
+            text_len: old.text_stream_len()?,
+        })
+    }
+}
+
+impl Previous {
+    /// Loads the previous manifest and generation; problems become warnings
+    /// and mean a full rebuild, never a failed run.
+    pub(super) fn load(
+        options: &IndexOptions,
+        embedder: &'static dyn Embedder,
+        warnings: &mut Vec<String>,
+    ) -> Self {
+        let mut previous = Self {
+            manifest: None,
+            generation: None,
+            vectors: None,
+            files: HashMap::new(),
+            entries: Vec::new(),
+            carried: None,
+        };
+        let manifest = match Manifest::read(&options.index_dir) {
+            Ok(manifest) => manifest,
+            Err(err) => {
+                warnings.push(format!(
+                    "previous index unusable, rebuilding it whole: {err:#}"
+                ));
+                return previous;
+            }
+        };
+        let Some(manifest) = manifest else {
+            return previous;
+        };
+        if options.full {
+            previous.manifest = Some(manifest);
+            return previous;
+        }
+        let generation =
+            match Generation::open(&options.index_dir, manifest.generation, &manifest.checksums)
+                .and_then(|g| {
+                    check_carried_files(&g, &manifest)?;
+                    Ok((g.files()?, g))
+                }) {
+                Ok(opened) => Some(opened),
+                Err(err) => {
+                    warnings.push(format!(
+                        "previous index unusable, rebuilding it whole: {err:#}"
+                    ));
+                    None
+                }
+            };
+        previous.vectors = vector_cache::reusable(
+            &options.index_dir,
+            generation.as_ref().map(|(_, g)| g.dir()),
+            Some(&manifest.embedder),
+            embedder.info(),
+            warnings,
+        );
+        // Chunks are reused only when they would be cut and tokenized the same way.
+        let same_chunks =
+            manifest.tokenizer == options.analyzer && manifest.chunker == options.chunker;
+        if let Some((entries, generation)) = generation.filter(|_| same_chunks) {
+            previous.files = entries
+                .iter()
+                .enumerate()
+                .map(|(i, f)| (f.path.clone(), i))
+                .collect();
+            previous.entries = entries;
+            previous.carried = Carried::read(&generation, &manifest).ok();
+            previous.generation = Some(generation);
+        }
+        previous.manifest = Some(manifest);
+        previous
+    }
+
+    /// The previous manifest when the walk found exactly the previous files,
+    /// all with the same content, and the same skipped files, unchanged,
+    /// under the same settings: the index is current and a new generation
+    /// would be a copy. (Files only touched keep their old mtime in the
+    /// index and are re-hashed by the next run.)
+    pub(super) fn current(
+        &self,
+        options: &IndexOptions,
+        embedder: &dyn Embedder,
+        walked: &Walk,
+        states: &[FileState],
+    ) -> Option<&Manifest> {
+        let manifest = self.manifest.as_ref()?;
+        let current = self.generation.is_some()
+            && self.vectors.is_some()
+            && manifest.embedder == *embedder.info()
+            && manifest.walk == options.walk
+            && match manifest.graph {
+                Some(g) => {
+                    options.builds_graph(Some(manifest))
+                        && g.format_version == graph::tables::FORMAT_VERSION
+                        && g.options.analyzer == options.analyzer
+                }
+                None => !options.builds_graph(Some(manifest)),
+            }
+            && same_skips(&manifest.skipped, walked, states)
+            && states
+                .iter()
+                .filter(|s| matches!(s, FileState::Unchanged { .. }))
+                .count()
+                == self.entries.len();
+        current.then_some(manifest)
+    }
+
+    /// Whether this run carries the previous generation's chunks over (their
+    /// texts, sparse documents and uids) rather than rewriting everything:
+    /// yes, unless there is nothing to carry or carrying would leave more
+    /// garbage (texts and sparse documents of removed or changed files'
+    /// chunks) than the data carried.
+    pub(super) fn carry_for(&self, states: &[FileState]) -> bool {
+        let (Some(old), Some(carried)) = (&self.generation, &self.carried) else {
+            return false;
+        };
+        let (mut chunks, mut bytes) = (0u64, 0u64);
+        for state in states {
+            if let FileState::Unchanged { previous_file, .. } = state {
+                for ord in old.chunks_of_file(*previous_file as u32) {
+                    chunks += 1;
+                    bytes += old.text_len(ord).unwrap_or(0);
+                }
+            }
+        }
+        let dead_chunks = u64::from(carried.uid_count).saturating_sub(chunks);
+        let dead_bytes = carried.text_len.saturating_sub(bytes);
+        dead_chunks <= chunks && dead_bytes <= bytes
+    }
+
+    /// The previous entry for `path` when its stamp says the content is the same.
+    fn unchanged(&self, path: &str, matches: impl Fn(&FileStamp) -> bool) -> Option<usize> {
+        let index = *self.files.get(path)?;
+        let entry = self.entries.get(index)?;
+        matches(&entry.stamp).then_some(index)
+    }
+}
+
+/// True when this run would skip exactly what the previous one did: the
+/// walk's skips are the recorded ones, and every walked file that is not in
+/// the index is a recorded skip with the same size and modification time
+/// (so it would be skipped again, for the same reason).
+fn same_skips(recorded: &[SkippedFile], walked: &Walk, states: &[FileState]) -> bool {
+    let walk_skips: Vec<(&str, &str)> = walked
+        .skipped
+        .iter()
+        .map(|s| (s.path.as_str(), s.reason.as_str()))
+        .collect();
+    let recorded_walk_skips: Vec<(&str, &str)> = recorded
+        .iter()
+        .filter(|s| s.stamp.is_none())
+        .map(|s| (s.path.as_str(), s.reason.as_str()))
+        .collect();
+    let file_skips: HashMap<&str, (u64, i128)> = recorded
+        .iter()
+        .filter_map(|s| Some((s.path.as_str(), s.stamp?)))
+        .collect();
+    let new_files = walked
+        .files
+        .iter()
+        .zip(states)
+        .filter(|(_, state)| matches!(state, FileState::Changed));
+    let mut still_skipped = 0;
+    for (file, _) in new_files {
+        if file_skips.get(file.rel_path.as_str()) != Some(&(file.size, file.mtime_ns)) {
+            return false;
+        }
+        still_skipped += 1;
+    }
+    walk_skips == recorded_walk_skips && still_skipped == file_skips.len()
+}
+
+/// What the first pass finds about one walked file.
+#[derive(Clone)]
+pub(super) enum FileState {
+    /// Same content as in the previous index.
+    Unchanged {
+        stamp: FileStamp,
+        previous_file: usize,
+    },
+    /// New or changed: to be read and chunked.
+    Changed,
+}
+
+/// Compares every walked file with the previous index ([`check`]), in
+/// parallel, reporting each to `progress`.
+pub(super) fn check_all(
+    files: &[SourceFile],
+    options: &IndexOptions,
+    previous: &Previous,
+    progress: &dyn Progress,
+) -> Vec<FileState> {
+    progress.stage("checking", files.len(), "files");
+    let states = files
+        .par_iter()
+        .map(|file| {
+            let state = check(file, options, previous);
+            progress.advance(1);
+            state
+        })
+        .collect();
+    progress.finish();
+    states
+}
+
+/// Compares one file with the previous index: by size and modification
+/// time, and when those differ for a file the index holds, by content hash
+/// (a file only touched is unchanged). Reads nothing for a new file.
+fn check(file: &SourceFile, options: &IndexOptions, previous: &Previous) -> FileState {
+    if let Some(previous_file) = previous.unchanged(&file.rel_path, |s| {
+        s.size == file.size && s.mtime_ns == file.mtime_ns
+    }) {
+        let stamp = FileStamp {
+            size: file.size,
+            mtime_ns: file.mtime_ns,
+            hash: String::new(),
+        };
+        return FileState::Unchanged {
+            stamp,
+            previous_file,
+        };
+    }
+    if !previous.files.contains_key(&file.rel_path) || file.size > options.max_file_size {
+        return FileState::Changed;
+    }
+    let Ok(bytes) = read_walked(file, options.max_file_size) else {
+        return FileState::Changed;
+    };
+    let stamp = stamp_of(file, &bytes);
+    match previous.unchanged(&file.rel_path, |s| s.hash == stamp.hash) {
+        Some(previous_file) => FileState::Unchanged {
+            stamp,
+            previous_file,
+        },
+        None => FileState::Changed,
+    }
+}
+
+/// The stamp of `file` whose content is `bytes`.
+pub(super) fn stamp_of(file: &SourceFile, bytes: &[u8]) -> FileStamp {
+    FileStamp {
+        size: bytes.len() as u64,
+        mtime_ns: file.mtime_ns,
+        hash: format!("{:016x}", xxhash_rust::xxh3::xxh3_64(bytes)),
+    }
+}
+
+/// Re-reads every file of the previous generation that a run may carry
+/// over (all but the sparse folder, whose segments are linked with the
+/// checks they had, so damage in them stays visible to `status --verify`,
+/// and whose other files are rebuilt) and
+/// fails on the first whose CRC-32 no longer matches: carried data is
+/// written with new checksums, so damage must be caught before, not
+/// laundered into a generation that looks intact.
+fn check_carried_files(generation: &Generation, manifest: &Manifest) -> Result<()> {
+    let in_sparse = |name: &str| {
+        name.strip_prefix(SPARSE_DIR)
+            .is_some_and(|rest| rest.starts_with('/'))
+    };
+    let problems = checks::verify_matching(generation.dir(), &manifest.checksums, |name| {
+        !in_sparse(name)
+    });
+    match problems.into_iter().next() {
+        Some(problem) => bail!(problem),
+        None => Ok(()),
+    }
+}
