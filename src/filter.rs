@@ -79,10 +79,7 @@ impl Filter {
 
     /// The first condition `metadata` fails, as `key=value` (values of one
     /// key joined by `|`), or `None` when it passes.
-    pub fn failing_condition(
-        &self,
-        metadata: &crate::corpus::markdown::Metadata,
-    ) -> Option<String> {
+    pub fn failing_condition(&self, metadata: &crate::corpus::Metadata) -> Option<String> {
         if let Some(folder) = &self.folder {
             let in_folder = metadata
                 .get("path")
@@ -145,7 +142,7 @@ impl Filter {
 }
 
 /// True when `metadata[key]` holds one of the `wanted` values.
-fn passes(metadata: &crate::corpus::markdown::Metadata, key: &str, wanted: &[String]) -> bool {
+fn passes(metadata: &crate::corpus::Metadata, key: &str, wanted: &[String]) -> bool {
     metadata
         .get(key)
         .is_some_and(|have| have.iter().any(|v| wanted.contains(v)))
@@ -154,7 +151,7 @@ fn passes(metadata: &crate::corpus::markdown::Metadata, key: &str, wanted: &[Str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::corpus::markdown::Metadata;
+    use crate::corpus::Metadata;
     use crate::store::generation::{ChunkOrd, ChunkRecord, ChunkTable};
 
     fn table() -> ChunkTable {

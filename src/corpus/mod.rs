@@ -19,12 +19,6 @@ use std::fmt;
 /// Metadata: key → list of string values (a scalar becomes a one-element list), keys sorted.
 pub type Metadata = BTreeMap<String, Vec<String>>;
 
-/// The former home of [`Metadata`] (the file that read both front matter and
-/// sections), kept while its users move to [`crate::corpus::Metadata`].
-pub mod markdown {
-    pub use super::Metadata;
-}
-
 /// A file (or folder) left out of the index, with the reason, so the run can
 /// warn about it by name and go on with the rest.
 #[derive(Debug, Clone, PartialEq, Eq)]

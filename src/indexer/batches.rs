@@ -17,7 +17,8 @@ use crate::corpus::Skipped;
 use crate::corpus::walk::Walk;
 use crate::lists::dense::VectorWriter;
 use crate::lists::sparse::SparseWriter;
-use crate::store::generation::{Generation, SPARSE_DIR, TextWriter};
+use crate::store::generation::{Generation, SPARSE_DIR};
+use crate::store::texts::TextWriter;
 
 /// Files read and chunked per batch of the streaming pass (bounds the
 /// texts held at once).

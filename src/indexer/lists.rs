@@ -13,7 +13,8 @@ use crate::index::manifest::GraphManifest;
 use crate::lists::graph::{self, EntityCache, GRAPH_FILE, GraphOptions};
 use crate::lists::sparse::{SparseWriter, SparseWritten};
 use crate::store::atomic;
-use crate::store::generation::{ChunkOrd, Generation, TextStore};
+use crate::store::generation::{ChunkOrd, Generation};
+use crate::store::texts::TextStore;
 
 /// The finished sparse list, and the graph's manifest entry (with the
 /// default weight) and build time when this run built one.

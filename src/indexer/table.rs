@@ -7,7 +7,8 @@ use super::examine::FileOutcome;
 use super::previous::{Carried, Previous};
 use crate::corpus::Skipped;
 use crate::lists::sparse;
-use crate::store::generation::{ChunkOrd, ChunkRecord, ChunkTable, TextWriter, searchable_text};
+use crate::store::generation::{ChunkOrd, ChunkRecord, ChunkTable, searchable_text};
+use crate::store::texts::TextWriter;
 
 /// The new generation's table, assembled batch by batch in walk (path)
 /// order; the texts go straight to a [`TextWriter`].

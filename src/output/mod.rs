@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::corpus::markdown::Metadata;
+use crate::corpus::Metadata;
 use crate::retriever::{Decoded, SearchOutcome};
 
 /// `text` with every control character (Unicode category Cc: the C0

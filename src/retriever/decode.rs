@@ -7,6 +7,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use super::Retriever;
+use crate::corpus::walk::mtime_ns;
 use crate::store::generation::{ChunkOrd, ChunkView, FileEntry};
 
 /// Chunks decoded for the printers, by ordinal (see [`Retriever::decode`]).
@@ -50,14 +51,8 @@ impl Decoded {
 /// True when `file` under `root` has another size or modification time
 /// than when it was indexed (or is gone).
 fn changed_on_disk(root: &Path, file: &FileEntry) -> bool {
-    std::fs::metadata(root.join(&file.path)).map_or(true, |now| {
-        let mtime = now
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_nanos() as i128);
-        !file.stamp.matches(now.len(), mtime)
-    })
+    std::fs::metadata(root.join(&file.path))
+        .map_or(true, |now| !file.stamp.matches(now.len(), mtime_ns(&now)))
 }
 
 impl Retriever {

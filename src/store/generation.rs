@@ -26,11 +26,10 @@ use bytemuck::{Pod, Zeroable};
 use memmap2::Mmap;
 use serde::{Deserialize, Serialize};
 
-use crate::corpus::markdown::Metadata;
+use crate::corpus::Metadata;
 
 use super::checks::{self, Checksums};
-use super::texts::{TEXT_INDEX_FILE, TEXTS_FILE};
-pub use super::texts::{TextStore, TextWriter};
+use super::texts::{TEXT_INDEX_FILE, TEXTS_FILE, TextStore};
 use super::{atomic, damaged, map_file};
 
 /// File holding one [`RawChunk`] per chunk.
@@ -484,6 +483,7 @@ mod tests {
     use super::*;
     use crate::index::manifest::{Counts, FORMAT_VERSION, Manifest};
     use crate::store::checks::Checksums;
+    use crate::store::texts::TextWriter;
     use std::fs;
 
     fn sample_table() -> (ChunkTable, Vec<u8>) {

@@ -84,9 +84,14 @@ fn holds_a_manifest(index_dir: &Path) -> bool {
             .is_some()
 }
 
-/// Writes the tag file into `index_dir`.
+/// Writes the tag file into `index_dir`. Not through a temporary file: a
+/// run killed mid-way must not leave the folder holding only a temporary
+/// (not empty, not tagged: refused next time), and a half-written tag is
+/// still a tag.
 fn tag(index_dir: &Path) -> Result<()> {
-    atomic::write_atomic(&index_dir.join(TAG_FILE), TAG_TEXT.as_bytes())
+    atomic::write_synced(&index_dir.join(TAG_FILE), TAG_TEXT.as_bytes())?;
+    atomic::sync_dir(index_dir)
+        .with_context(|| format!("cannot sync folder {}", index_dir.display()))
 }
 
 #[cfg(test)]

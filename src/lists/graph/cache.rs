@@ -47,7 +47,7 @@ pub const CACHE_FILE: &str = "graph-files.bin";
 /// The format version this code writes and reads. Bump it whenever the
 /// layout **or what [`EntityExtractor::file`] produces** changes: a cache of
 /// another version is ignored (everything is extracted again).
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// How the cache file is framed.
 const FRAMING: Framing = Framing {

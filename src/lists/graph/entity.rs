@@ -32,8 +32,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::corpus::Metadata;
 use crate::corpus::links::{Link, links};
-use crate::corpus::markdown::Metadata;
 use crate::corpus::walk::is_markdown;
 use crate::text::tokenize::{Analyzer, Token};
 

@@ -55,7 +55,7 @@ fn walk(root: &Path, dir: &Path) -> Vec<String> {
         let path = entry.expect("entry").path();
         if path.is_dir() {
             found.extend(walk(root, &path));
-        } else if path.extension().is_some_and(|e| e == "md") {
+        } else if crate::corpus::walk::is_markdown(&path) {
             found.push(
                 path.strip_prefix(root)
                     .expect("inside")
