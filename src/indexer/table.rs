@@ -22,7 +22,7 @@ pub(super) struct Built {
 }
 
 /// Where one chunk of a batch comes from.
-pub(super) struct ChunkSource {
+pub(super) struct ChunkOrigin {
     /// Its ordinal in the previous generation, when it was there.
     pub(super) previous: Option<ChunkOrd>,
     /// Its searchable text when the sparse list must (re)index it: a new
@@ -62,7 +62,7 @@ impl Built {
         texts: &mut TextWriter,
         skipped: &mut Vec<Skipped>,
         warnings: &mut Vec<String>,
-    ) -> Result<Vec<ChunkSource>> {
+    ) -> Result<Vec<ChunkOrigin>> {
         let mut sources = Vec::new();
         for outcome in outcomes {
             let file = self.table.files.len() as u32;
@@ -125,10 +125,10 @@ impl Built {
 
     /// Appends a chunk carried over from the previous generation as it was
     /// (its text stays where it is in the carried store).
-    fn push_carried(&mut self, record: ChunkRecord, old_ord: ChunkOrd) -> ChunkSource {
+    fn push_carried(&mut self, record: ChunkRecord, old_ord: ChunkOrd) -> ChunkOrigin {
         self.ords[record.uid as usize] = self.table.chunks.len() as ChunkOrd;
         self.table.chunks.push(record);
-        ChunkSource {
+        ChunkOrigin {
             previous: Some(old_ord),
             searchable: None,
         }
@@ -141,7 +141,7 @@ impl Built {
         chunk: NewChunk,
         text: &str,
         texts: &mut TextWriter,
-    ) -> Result<ChunkSource> {
+    ) -> Result<ChunkOrigin> {
         let n = match self.table.chunks.last() {
             Some(last) if last.file == chunk.file => last.n + 1,
             _ => 1,
@@ -160,7 +160,7 @@ impl Built {
             has_vector: false,
             uid,
         });
-        Ok(ChunkSource {
+        Ok(ChunkOrigin {
             previous: chunk.previous,
             searchable: Some(searchable),
         })

@@ -5,7 +5,7 @@ use anyhow::{Context, Result, bail};
 use rayon::prelude::*;
 
 use super::previous::Previous;
-use super::table::ChunkSource;
+use super::table::ChunkOrigin;
 use crate::embed::Embedder;
 use crate::lists::dense;
 use crate::store::generation::{ChunkRecord, searchable_text};
@@ -28,7 +28,7 @@ pub(super) struct BatchVectors {
 /// embedded otherwise.
 pub(super) fn embed_batch(
     chunks: &[ChunkRecord],
-    sources: &[ChunkSource],
+    sources: &[ChunkOrigin],
     previous: &Previous,
     embedder: &dyn Embedder,
 ) -> Result<BatchVectors> {
@@ -75,7 +75,7 @@ pub(super) fn embed_batch(
 
 /// The searchable text of `chunk`: kept when it was written anew, else
 /// read back from the previous generation.
-fn searchable(chunk: &ChunkRecord, source: &ChunkSource, previous: &Previous) -> Result<String> {
+fn searchable(chunk: &ChunkRecord, source: &ChunkOrigin, previous: &Previous) -> Result<String> {
     if let Some(text) = &source.searchable {
         return Ok(text.clone());
     }

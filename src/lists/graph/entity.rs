@@ -169,7 +169,7 @@ pub struct FileEntities {
 
 /// One chunk as the extractor sees it.
 #[derive(Debug, Clone, Copy)]
-pub struct ChunkSource<'a> {
+pub struct ChunkText<'a> {
     /// Headings above the chunk, outermost first.
     pub heading_path: &'a [String],
     /// The chunk's markdown text.
@@ -208,7 +208,7 @@ impl EntityExtractor {
         path: &str,
         metadata: &Metadata,
         title: Option<&str>,
-        chunks: &[ChunkSource<'_>],
+        chunks: &[ChunkText<'_>],
     ) -> FileEntities {
         let mut links: Vec<LinkTarget> = chunks
             .iter()
@@ -232,7 +232,7 @@ impl EntityExtractor {
     }
 
     /// The entities of one chunk with their mention counts, sorted by key.
-    pub fn chunk(&self, chunk: ChunkSource<'_>) -> Vec<(EntityKey, u32)> {
+    pub fn chunk(&self, chunk: ChunkText<'_>) -> Vec<(EntityKey, u32)> {
         let mut counts: BTreeMap<EntityKey, u32> = BTreeMap::new();
         for heading in chunk.heading_path {
             if let Some(name) = heading_name(heading) {
@@ -508,7 +508,7 @@ mod tests {
 
     fn entities(text: &str) -> Vec<(EntityKind, String)> {
         EntityExtractor::new()
-            .chunk(ChunkSource {
+            .chunk(ChunkText {
                 heading_path: &[],
                 text,
             })
@@ -578,7 +578,7 @@ mod tests {
 
     #[test]
     fn mentions_are_counted() {
-        let found = EntityExtractor::new().chunk(ChunkSource {
+        let found = EntityExtractor::new().chunk(ChunkText {
             heading_path: &["Runbook".into(), "The `pg_ctl` tool".into()],
             text: "Run pg_ctl stop, then pg_ctl start.",
         });
@@ -655,11 +655,11 @@ mod tests {
     fn a_file_gives_its_wiki_names_links_and_chunks() {
         let metadata: Metadata = [("owner".to_owned(), vec!["team-db".to_owned()])].into();
         let chunks = [
-            ChunkSource {
+            ChunkText {
                 heading_path: &[],
                 text: "Uses [[Failover]] and pg_ctl.",
             },
-            ChunkSource {
+            ChunkText {
                 heading_path: &[],
                 text: "Nothing named here.",
             },

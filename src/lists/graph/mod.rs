@@ -45,7 +45,7 @@ mod tests;
 
 pub use build::{BuiltGraph, GraphBuilder};
 pub use cache::{EntityCache, NewEntityCache};
-pub use entity::{ChunkSource, EntityExtractor, EntityKey, EntityKind, FileEntities};
+pub use entity::{ChunkText, EntityExtractor, EntityKey, EntityKind, FileEntities};
 pub use list::{GraphList, no_graph};
 pub use options::GraphOptions;
 pub use query::{GraphHit, GraphRanking, QueryOptions};
@@ -157,10 +157,10 @@ pub fn build_generation(
             .map(|(index, texts)| {
                 let texts = texts?;
                 let file = &table.files[index];
-                let chunks: Vec<ChunkSource<'_>> = table.chunks[file_chunks[index].clone()]
+                let chunks: Vec<ChunkText<'_>> = table.chunks[file_chunks[index].clone()]
                     .iter()
                     .zip(&texts)
-                    .map(|(c, text)| ChunkSource {
+                    .map(|(c, text)| ChunkText {
                         heading_path: &c.heading_path,
                         text,
                     })

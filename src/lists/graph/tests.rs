@@ -13,7 +13,7 @@ use super::cache::CACHE_FILE;
 use super::query::{self, SeedMatch};
 use super::summary::ExtractiveSummary;
 use super::{
-    BuiltGraph, ChunkSource, EntityCache, EntityExtractor, EntityKind, GraphBuilder, GraphFile,
+    BuiltGraph, ChunkText, EntityCache, EntityExtractor, EntityKind, GraphBuilder, GraphFile,
     GraphOptions, QueryOptions, build_generation, tables,
 };
 use crate::corpus::chunk::{ChunkOptions, parse_file};
@@ -35,10 +35,10 @@ fn build_fixture() -> (Vec<String>, BuiltGraph) {
         let mut metadata = parsed.front_matter.metadata.clone();
         let dir = rel.rsplit_once('/').map_or(".", |(dir, _)| dir);
         metadata.insert("dir".into(), vec![dir.to_owned()]);
-        let chunks: Vec<ChunkSource<'_>> = parsed
+        let chunks: Vec<ChunkText<'_>> = parsed
             .chunks
             .iter()
-            .map(|c| ChunkSource {
+            .map(|c| ChunkText {
                 heading_path: &c.heading_path,
                 text: &c.text,
             })
