@@ -261,9 +261,9 @@ pub(super) fn check_all(
 /// time, and when those differ for a file the index holds, by content hash
 /// (a file only touched is unchanged). Reads nothing for a new file.
 fn check(file: &SourceFile, options: &IndexOptions, previous: &Previous) -> FileState {
-    if let Some(previous_file) = previous.unchanged(&file.rel_path, |s| {
-        s.size == file.size && s.mtime_ns == file.mtime_ns
-    }) {
+    if let Some(previous_file) =
+        previous.unchanged(&file.rel_path, |s| s.matches(file.size, file.mtime_ns))
+    {
         let stamp = FileStamp {
             size: file.size,
             mtime_ns: file.mtime_ns,
