@@ -38,6 +38,9 @@ pub enum Command {
     Index(IndexArgs),
     /// Search the index and print the best chunks.
     Search(SearchArgs),
+    /// Print a chunk by id (`path#n`: heading path, lines, text from the
+    /// index) or lines of an indexed file (`PATH`, `PATH:FROM`, `PATH:FROM-TO`).
+    Get(GetArgs),
     /// Show how every result's score was made: each list's rank, raw score,
     /// weight and contribution, or why a list did not contribute.
     Explain(ExplainArgs),
@@ -123,6 +126,25 @@ pub struct SearchArgs {
     /// Retrieval settings shared with other commands.
     #[command(flatten)]
     pub retrieval: RetrievalArgs,
+}
+
+/// Arguments of `memidx get`.
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    /// A chunk id (`notes/db.md#3`, as search prints it), or an indexed
+    /// file's path relative to the indexed folder, optionally with lines:
+    /// `PATH:FROM` (to the end) or `PATH:FROM-TO` (inclusive).
+    #[arg(value_name = "ID|PATH[:FROM[-TO]]")]
+    pub target: String,
+    /// Print one JSON document instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Cut the text to at most N characters, at a word boundary.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_chars: Option<u64>,
+    /// Where the index is.
+    #[command(flatten)]
+    pub location: IndexLocation,
 }
 
 /// Arguments of `memidx explain`.

@@ -4,6 +4,7 @@
 pub mod completions;
 pub mod eval;
 pub mod explain;
+pub mod get;
 pub mod graph;
 pub mod index;
 pub mod search;
@@ -66,6 +67,18 @@ pub fn run(cli: Cli) -> Result<Status> {
         Command::Explain(args) => {
             let cwd = std::env::current_dir().context("cannot read the current folder")?;
             explain::run(&ExplainConfig::from_args(&args, &cwd)?, &mut out)
+        }
+        Command::Get(args) => {
+            let cwd = std::env::current_dir().context("cannot read the current folder")?;
+            let request = get::GetRequest {
+                index_dir: config::resolve_index_dir(&args.location, &cwd)?,
+                target: args.target,
+                max_chars: args
+                    .max_chars
+                    .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+                json: args.json,
+            };
+            get::run(&request, &mut out, &mut Stderr)
         }
         Command::Status(args) => {
             let cwd = std::env::current_dir().context("cannot read the current folder")?;

@@ -8,6 +8,7 @@
 //! place that reads `meta.json` for searching; [`Index::open_with`] also
 //! absorbs the race with a concurrent `memidx index`.
 
+pub mod get;
 pub mod manifest;
 pub mod status;
 

@@ -3,6 +3,7 @@
 //! [`human`] or [`json`] printer renders them. Nothing else writes to stdout.
 
 pub mod explain;
+pub mod get;
 pub mod graph;
 pub mod human;
 pub mod json;
@@ -46,6 +47,29 @@ pub fn escape_controls(text: &str) -> Cow<'_, str> {
 /// in a request's field names, say) escaped by [`escape_controls`].
 pub fn one_line(message: &str) -> String {
     escape_controls(message).into_owned()
+}
+
+/// The first `max_chars` characters of `text`, cut back to the end of its
+/// last whole word (trailing spaces dropped); cut at `max_chars` when the
+/// first word alone is longer.
+pub fn cut_at_word(text: &str, max_chars: usize) -> &str {
+    let Some((end, _)) = text.char_indices().nth(max_chars) else {
+        return text;
+    };
+    let head = &text[..end];
+    let at_boundary = text[end..].starts_with(char::is_whitespace);
+    let kept = if at_boundary {
+        head
+    } else {
+        match head.rfind(char::is_whitespace) {
+            Some(space) => &head[..space],
+            None => head,
+        }
+    };
+    match kept.trim_end() {
+        "" => head,
+        trimmed => trimmed,
+    }
 }
 
 /// The search response (the JSON response shape of the design, §3).
@@ -136,6 +160,16 @@ impl SearchResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_is_cut_at_the_last_word_boundary_within_the_budget() {
+        assert_eq!(cut_at_word("alpha beta gamma", 100), "alpha beta gamma");
+        assert_eq!(cut_at_word("alpha beta gamma", 12), "alpha beta");
+        assert_eq!(cut_at_word("alpha beta gamma", 10), "alpha beta");
+        assert_eq!(cut_at_word("alpha beta gamma", 11), "alpha beta");
+        assert_eq!(cut_at_word("alphabetagamma", 5), "alpha");
+        assert_eq!(cut_at_word("é é é", 3), "é é");
+    }
 
     #[test]
     fn control_characters_are_escaped_and_the_rest_kept() {

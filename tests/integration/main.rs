@@ -13,6 +13,7 @@ mod bm25_oracle;
 mod completions;
 mod embeddings;
 mod eval;
+mod get;
 mod graph;
 mod hardening;
 mod hybrid;
