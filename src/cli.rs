@@ -123,6 +123,15 @@ pub struct SearchArgs {
     /// Print one JSON result per line (no envelope), for very large --top-k.
     #[arg(long)]
     pub jsonl: bool,
+    /// Keep results whole, in rank order, while their texts add up to at
+    /// most N characters (a first result longer than N is cut at a word
+    /// boundary); the JSON says `truncated` and how many were `omitted`.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_chars: Option<u64>,
+    /// Leave the text out of every result (ids, scores, sources, lines,
+    /// metadata and ranks only), for callers that `memidx get` what they need.
+    #[arg(long, conflicts_with = "max_chars")]
+    pub no_text: bool,
     /// Retrieval settings shared with other commands.
     #[command(flatten)]
     pub retrieval: RetrievalArgs,

@@ -70,12 +70,25 @@ pub fn print_search(
                 escape_controls(&hit.heading)
             )?;
         }
+        if let Some(text) = &hit.text {
+            writeln!(
+                out,
+                "{indent}{}",
+                highlight(&escape_controls(&snippet(text, snippet_chars)), &words)
+            )?;
+        }
+        writeln!(out)?;
+    }
+    if response.truncated {
+        let cut = match response.omitted {
+            0 => "the first result's text cut".to_string(),
+            1 => "1 more result left out".to_string(),
+            n => format!("{n} more results left out"),
+        };
         writeln!(
             out,
-            "{indent}{}",
-            highlight(&escape_controls(&snippet(&hit.text, snippet_chars)), &words)
+            "{NOTE}[{cut} by --max-chars; raise it, or 'memidx get ID' a result]{NOTE:#}"
         )?;
-        writeln!(out)?;
     }
     Ok(())
 }

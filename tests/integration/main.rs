@@ -10,6 +10,7 @@ mod common;
 
 mod architecture;
 mod bm25_oracle;
+mod budget;
 mod completions;
 mod embeddings;
 mod eval;
