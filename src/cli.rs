@@ -44,6 +44,10 @@ pub enum Command {
     /// Show how every result's score was made: each list's rank, raw score,
     /// weight and contribution, or why a list did not contribute.
     Explain(ExplainArgs),
+    /// Serve the index to AI agents over stdio as a Model Context Protocol
+    /// server (tools: search, get, explain, status, reindex).
+    #[cfg(feature = "mcp")]
+    Mcp(McpArgs),
     /// Show what is indexed: files, chunks, model, settings, sizes, and which
     /// files changed since (--verify also checks every index file's checksum).
     Status(StatusArgs),
@@ -231,6 +235,18 @@ pub struct IndexLocation {
     /// nearest .memidx in the current folder or its parents].
     #[arg(long, value_name = "PATH", env = "MEMIDX_INDEX")]
     pub index: Option<PathBuf>,
+}
+
+/// Arguments of `memidx mcp`.
+#[cfg(feature = "mcp")]
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Offer no tool that writes (no `reindex`).
+    #[arg(long)]
+    pub read_only: bool,
+    /// Where the index is (fixed for the whole session).
+    #[command(flatten)]
+    pub location: IndexLocation,
 }
 
 /// Arguments of `memidx status`.

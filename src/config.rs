@@ -261,7 +261,7 @@ impl EvalConfig {
 
 /// The lists `--mode` names: `hybrid` stands for the default lists (the
 /// graph only when the index has one); a list named on its own must exist.
-fn selected_lists(modes: &[Mode]) -> ListSelection {
+pub fn selected_lists(modes: &[Mode]) -> ListSelection {
     let has = |mode| modes.contains(&mode);
     ListSelection {
         sparse: has(Mode::Hybrid) || has(Mode::Sparse),
@@ -356,7 +356,8 @@ fn read_request(path: &Path, stdin: impl Read) -> Result<SearchRequest> {
     SearchRequest::parse(&json)
 }
 
-fn check_top_k(top_k: usize) -> Result<usize> {
+/// Checks a result count: 1 to [`MAX_TOP_K`].
+pub fn check_top_k(top_k: usize) -> Result<usize> {
     ensure!(
         (1..=MAX_TOP_K).contains(&top_k),
         "top_k must be between 1 and {MAX_TOP_K}, got {top_k}"

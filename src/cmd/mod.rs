@@ -7,6 +7,8 @@ pub mod explain;
 pub mod get;
 pub mod graph;
 pub mod index;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod search;
 pub mod status;
 
@@ -50,11 +52,24 @@ pub fn run(cli: Cli) -> Result<Status> {
         ColorWhen::Always => anstream::ColorChoice::Always,
         ColorWhen::Never => anstream::ColorChoice::Never,
     };
+    // The MCP server owns stdout for protocol messages: nothing else may
+    // hold it (or its lock).
+    let command = match cli.command {
+        #[cfg(feature = "mcp")]
+        Command::Mcp(args) => {
+            let cwd = std::env::current_dir().context("cannot read the current folder")?;
+            return mcp::run(
+                &config::resolve_index_dir(&args.location, &cwd)?,
+                args.read_only,
+            );
+        }
+        command => command,
+    };
     // Printers write styled text; the stream drops the styles when colour is
     // off, NO_COLOR is set, or stdout is not a terminal.
     let mut out = io::BufWriter::new(anstream::AutoStream::new(io::stdout().lock(), color));
     let width = terminal_size::terminal_size().map(|(w, _)| usize::from(w.0));
-    let status = match cli.command {
+    let status = match command {
         Command::Index(args) => {
             let options = config::index_options(&args);
             index::run(&options, args.quiet, &mut out, &mut Stderr)
@@ -100,6 +115,9 @@ pub fn run(cli: Cli) -> Result<Status> {
             graph::run(&request, &mut out)
         }
         Command::Completions(args) => completions::run(args.shell, &mut out),
+        #[cfg(feature = "mcp")]
+        // Served above, before stdout was locked.
+        Command::Mcp(_) => Ok(Status::Success),
         Command::Man => completions::man(&mut out),
     }?;
     out.flush()?;

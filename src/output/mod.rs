@@ -2,6 +2,7 @@
 //! from its printers): commands build the message types here, and the
 //! [`human`] or [`json`] printer renders them. Nothing else writes to stdout.
 
+pub mod compact;
 pub mod explain;
 pub mod get;
 pub mod graph;
