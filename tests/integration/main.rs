@@ -22,6 +22,8 @@ mod incremental;
 mod index;
 mod index_folder;
 mod integrity;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod minilm;
 mod properties;
 mod reliability;
