@@ -38,9 +38,9 @@ use crate::cli::Mode;
 use crate::config::{self, check_max_chars, check_top_k};
 use memidx::filter::Filter;
 use memidx::fusion::{check_rrf_k, check_weight, check_window};
-use memidx::index::Index;
 use memidx::index::get::{self as fetch, LineRange, Target};
 use memidx::index::status::StatusReport;
+use memidx::index::{Index, ManifestStamp};
 use memidx::indexer::{self, IndexOptions};
 use memidx::output::explain::ExplainReport;
 use memidx::output::get::GetResponse;
@@ -48,7 +48,6 @@ use memidx::output::{SearchResponse, TextBudget, compact, human};
 use memidx::progress::Silent;
 use memidx::request::FilterValue;
 use memidx::retriever::{ListSelection, Retriever, SearchParams};
-use memidx::store::MANIFEST_FILE;
 
 /// The `max_chars` of a `search` or `get` call that gives none: about 5k
 /// tokens of text, well under the ~25k tokens at which clients drop a
@@ -122,36 +121,15 @@ struct Call {
 /// What is open, and the `meta.json` it was opened from.
 #[derive(Default)]
 struct State {
-    stamp: Option<MetaStamp>,
+    stamp: Option<ManifestStamp>,
     index: Option<Index>,
     retrievers: Vec<(ListSelection, Retriever)>,
-}
-
-/// `meta.json`'s device, inode, size and modification time: a new
-/// generation is published by renaming a new `meta.json` into place.
-type MetaStamp = (u64, u64, u64, i128);
-
-fn meta_stamp(index_dir: &Path) -> Option<MetaStamp> {
-    let meta = std::fs::metadata(index_dir.join(MANIFEST_FILE)).ok()?;
-    let mtime = meta
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos() as i128);
-    #[cfg(unix)]
-    let (dev, ino) = {
-        use std::os::unix::fs::MetadataExt;
-        (meta.dev(), meta.ino())
-    };
-    #[cfg(not(unix))]
-    let (dev, ino) = (0, 0);
-    Some((dev, ino, meta.len(), mtime))
 }
 
 impl State {
     /// Drops everything opened from an older `meta.json`.
     fn refresh(&mut self, index_dir: &Path) {
-        let now = meta_stamp(index_dir);
+        let now = ManifestStamp::of(index_dir);
         if now != self.stamp {
             if self.stamp.is_some() {
                 note("the index changed; reopening it");
