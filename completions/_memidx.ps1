@@ -28,7 +28,9 @@ Register-ArgumentCompleter -Native -CommandName 'memidx' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('index', 'index', [CompletionResultType]::ParameterValue, 'Build or update the index of a folder (written to DIR/.memidx)')
             [CompletionResult]::new('search', 'search', [CompletionResultType]::ParameterValue, 'Search the index and print the best chunks')
+            [CompletionResult]::new('get', 'get', [CompletionResultType]::ParameterValue, 'Print a chunk by id (`path#n`: heading path, lines, text from the index) or lines of an indexed file (`PATH`, `PATH:FROM`, `PATH:FROM-TO`)')
             [CompletionResult]::new('explain', 'explain', [CompletionResultType]::ParameterValue, 'Show how every result''s score was made: each list''s rank, raw score, weight and contribution, or why a list did not contribute')
+            [CompletionResult]::new('mcp', 'mcp', [CompletionResultType]::ParameterValue, 'Serve the index to AI agents over stdio as a Model Context Protocol server (tools: search, get, explain, status, reindex)')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show what is indexed: files, chunks, model, settings, sizes, and which files changed since (--verify also checks every index file''s checksum)')
             [CompletionResult]::new('eval', 'eval', [CompletionResultType]::ParameterValue, 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)')
             [CompletionResult]::new('graph', 'graph', [CompletionResultType]::ParameterValue, 'Show what the entity graph holds: entities, communities (with their extractive summaries), an entity''s neighbors')
@@ -61,6 +63,7 @@ Register-ArgumentCompleter -Native -CommandName 'memidx' -ScriptBlock {
             [CompletionResult]::new('--request', '--request', [CompletionResultType]::ParameterName, 'Read a JSON request (query_id, search_text, top_k, hybrid_params, metadata_filter) from FILE, or from stdin with ''-''; answers in JSON')
             [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'Number of results')
             [CompletionResult]::new('--top-k', '--top-k', [CompletionResultType]::ParameterName, 'Number of results')
+            [CompletionResult]::new('--max-chars', '--max-chars', [CompletionResultType]::ParameterName, 'Keep results whole, in rank order, while their texts add up to at most N characters (a first result longer than N is cut at a word boundary); the JSON says `truncated` and how many were `omitted`')
             [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)')
             [CompletionResult]::new('--filter', '--filter', [CompletionResultType]::ParameterName, 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)')
             [CompletionResult]::new('--mode', '--mode', [CompletionResultType]::ParameterName, 'Which lists to run, comma-separated (e.g. sparse,graph); hybrid is the default lists: sparse, dense, and graph when the index has one')
@@ -74,7 +77,19 @@ Register-ArgumentCompleter -Native -CommandName 'memidx' -ScriptBlock {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (the response shape) instead of text')
             [CompletionResult]::new('--jsonl', '--jsonl', [CompletionResultType]::ParameterName, 'Print one JSON result per line (no envelope), for very large --top-k')
+            [CompletionResult]::new('--no-text', '--no-text', [CompletionResultType]::ParameterName, 'Leave the text out of every result (ids, scores, sources, lines, metadata and ranks only), for callers that `memidx get` what they need')
             [CompletionResult]::new('--here', '--here', [CompletionResultType]::ParameterName, 'Only chunks from files in the current folder and below')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'memidx;get' {
+            [CompletionResult]::new('--max-chars', '--max-chars', [CompletionResultType]::ParameterName, 'Cut the text to at most N characters, at a word boundary')
+            [CompletionResult]::new('--index', '--index', [CompletionResultType]::ParameterName, 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document instead of text')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -98,6 +113,16 @@ Register-ArgumentCompleter -Native -CommandName 'memidx' -ScriptBlock {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document instead of a table')
             [CompletionResult]::new('--here', '--here', [CompletionResultType]::ParameterName, 'Only chunks from files in the current folder and below')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'memidx;mcp' {
+            [CompletionResult]::new('--index', '--index', [CompletionResultType]::ParameterName, 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)')
+            [CompletionResult]::new('--read-only', '--read-only', [CompletionResultType]::ParameterName, 'Offer no tool that writes (no `reindex`)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -228,7 +253,9 @@ Register-ArgumentCompleter -Native -CommandName 'memidx' -ScriptBlock {
         'memidx;help' {
             [CompletionResult]::new('index', 'index', [CompletionResultType]::ParameterValue, 'Build or update the index of a folder (written to DIR/.memidx)')
             [CompletionResult]::new('search', 'search', [CompletionResultType]::ParameterValue, 'Search the index and print the best chunks')
+            [CompletionResult]::new('get', 'get', [CompletionResultType]::ParameterValue, 'Print a chunk by id (`path#n`: heading path, lines, text from the index) or lines of an indexed file (`PATH`, `PATH:FROM`, `PATH:FROM-TO`)')
             [CompletionResult]::new('explain', 'explain', [CompletionResultType]::ParameterValue, 'Show how every result''s score was made: each list''s rank, raw score, weight and contribution, or why a list did not contribute')
+            [CompletionResult]::new('mcp', 'mcp', [CompletionResultType]::ParameterValue, 'Serve the index to AI agents over stdio as a Model Context Protocol server (tools: search, get, explain, status, reindex)')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show what is indexed: files, chunks, model, settings, sizes, and which files changed since (--verify also checks every index file''s checksum)')
             [CompletionResult]::new('eval', 'eval', [CompletionResultType]::ParameterValue, 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)')
             [CompletionResult]::new('graph', 'graph', [CompletionResultType]::ParameterValue, 'Show what the entity graph holds: entities, communities (with their extractive summaries), an entity''s neighbors')
@@ -243,7 +270,13 @@ Register-ArgumentCompleter -Native -CommandName 'memidx' -ScriptBlock {
         'memidx;help;search' {
             break
         }
+        'memidx;help;get' {
+            break
+        }
         'memidx;help;explain' {
+            break
+        }
+        'memidx;help;mcp' {
             break
         }
         'memidx;help;status' {

@@ -25,6 +25,9 @@ _memidx() {
             memidx,explain)
                 cmd="memidx__subcmd__explain"
                 ;;
+            memidx,get)
+                cmd="memidx__subcmd__get"
+                ;;
             memidx,graph)
                 cmd="memidx__subcmd__graph"
                 ;;
@@ -36,6 +39,9 @@ _memidx() {
                 ;;
             memidx,man)
                 cmd="memidx__subcmd__man"
+                ;;
+            memidx,mcp)
+                cmd="memidx__subcmd__mcp"
                 ;;
             memidx,search)
                 cmd="memidx__subcmd__search"
@@ -76,6 +82,9 @@ _memidx() {
             memidx__subcmd__help,explain)
                 cmd="memidx__subcmd__help__subcmd__explain"
                 ;;
+            memidx__subcmd__help,get)
+                cmd="memidx__subcmd__help__subcmd__get"
+                ;;
             memidx__subcmd__help,graph)
                 cmd="memidx__subcmd__help__subcmd__graph"
                 ;;
@@ -87,6 +96,9 @@ _memidx() {
                 ;;
             memidx__subcmd__help,man)
                 cmd="memidx__subcmd__help__subcmd__man"
+                ;;
+            memidx__subcmd__help,mcp)
+                cmd="memidx__subcmd__help__subcmd__mcp"
                 ;;
             memidx__subcmd__help,search)
                 cmd="memidx__subcmd__help__subcmd__search"
@@ -110,7 +122,7 @@ _memidx() {
 
     case "${cmd}" in
         memidx)
-            opts="-h -V --color --help --version index search explain status eval graph completions man help"
+            opts="-h -V --color --help --version index search get explain mcp status eval graph completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -255,6 +267,32 @@ _memidx() {
                     return 0
                     ;;
                 --dense-feedback)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --index)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        memidx__subcmd__get)
+            opts="-h -V --json --max-chars --index --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --max-chars)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -464,7 +502,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__help)
-            opts="index search explain status eval graph completions man help"
+            opts="index search get explain mcp status eval graph completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -506,6 +544,20 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__help__subcmd__explain)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        memidx__subcmd__help__subcmd__get)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -617,6 +669,20 @@ _memidx() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        memidx__subcmd__help__subcmd__mcp)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         memidx__subcmd__help__subcmd__search)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -705,8 +771,30 @@ _memidx() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        memidx__subcmd__mcp)
+            opts="-h -V --read-only --index --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --index)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         memidx__subcmd__search)
-            opts="-k -f -h -V --request --top-k --json --jsonl --filter --mode --here --rrf-k --sparse-weight --dense-weight --graph-weight --window --dense-feedback --index --color --help --version"
+            opts="-k -f -h -V --request --top-k --json --jsonl --max-chars --no-text --filter --mode --here --rrf-k --sparse-weight --dense-weight --graph-weight --window --dense-feedback --index --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -721,6 +809,10 @@ _memidx() {
                     return 0
                     ;;
                 -k)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-chars)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

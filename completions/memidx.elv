@@ -25,7 +25,9 @@ set edit:completion:arg-completer[memidx] = {|@words|
             cand --version 'Print version'
             cand index 'Build or update the index of a folder (written to DIR/.memidx)'
             cand search 'Search the index and print the best chunks'
+            cand get 'Print a chunk by id (`path#n`: heading path, lines, text from the index) or lines of an indexed file (`PATH`, `PATH:FROM`, `PATH:FROM-TO`)'
             cand explain 'Show how every result''s score was made: each list''s rank, raw score, weight and contribution, or why a list did not contribute'
+            cand mcp 'Serve the index to AI agents over stdio as a Model Context Protocol server (tools: search, get, explain, status, reindex)'
             cand status 'Show what is indexed: files, chunks, model, settings, sizes, and which files changed since (--verify also checks every index file''s checksum)'
             cand eval 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)'
             cand graph 'Show what the entity graph holds: entities, communities (with their extractive summaries), an entity''s neighbors'
@@ -56,6 +58,7 @@ set edit:completion:arg-completer[memidx] = {|@words|
             cand --request 'Read a JSON request (query_id, search_text, top_k, hybrid_params, metadata_filter) from FILE, or from stdin with ''-''; answers in JSON'
             cand -k 'Number of results'
             cand --top-k 'Number of results'
+            cand --max-chars 'Keep results whole, in rank order, while their texts add up to at most N characters (a first result longer than N is cut at a word boundary); the JSON says `truncated` and how many were `omitted`'
             cand -f 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)'
             cand --filter 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)'
             cand --mode 'Which lists to run, comma-separated (e.g. sparse,graph); hybrid is the default lists: sparse, dense, and graph when the index has one'
@@ -69,7 +72,18 @@ set edit:completion:arg-completer[memidx] = {|@words|
             cand --color 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)'
             cand --json 'Print one JSON document (the response shape) instead of text'
             cand --jsonl 'Print one JSON result per line (no envelope), for very large --top-k'
+            cand --no-text 'Leave the text out of every result (ids, scores, sources, lines, metadata and ranks only), for callers that `memidx get` what they need'
             cand --here 'Only chunks from files in the current folder and below'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'memidx;get'= {
+            cand --max-chars 'Cut the text to at most N characters, at a word boundary'
+            cand --index 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]'
+            cand --color 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)'
+            cand --json 'Print one JSON document instead of text'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
@@ -92,6 +106,15 @@ set edit:completion:arg-completer[memidx] = {|@words|
             cand --color 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)'
             cand --json 'Print one JSON document instead of a table'
             cand --here 'Only chunks from files in the current folder and below'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'memidx;mcp'= {
+            cand --index 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]'
+            cand --color 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)'
+            cand --read-only 'Offer no tool that writes (no `reindex`)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
@@ -208,7 +231,9 @@ set edit:completion:arg-completer[memidx] = {|@words|
         &'memidx;help'= {
             cand index 'Build or update the index of a folder (written to DIR/.memidx)'
             cand search 'Search the index and print the best chunks'
+            cand get 'Print a chunk by id (`path#n`: heading path, lines, text from the index) or lines of an indexed file (`PATH`, `PATH:FROM`, `PATH:FROM-TO`)'
             cand explain 'Show how every result''s score was made: each list''s rank, raw score, weight and contribution, or why a list did not contribute'
+            cand mcp 'Serve the index to AI agents over stdio as a Model Context Protocol server (tools: search, get, explain, status, reindex)'
             cand status 'Show what is indexed: files, chunks, model, settings, sizes, and which files changed since (--verify also checks every index file''s checksum)'
             cand eval 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)'
             cand graph 'Show what the entity graph holds: entities, communities (with their extractive summaries), an entity''s neighbors'
@@ -220,7 +245,11 @@ set edit:completion:arg-completer[memidx] = {|@words|
         }
         &'memidx;help;search'= {
         }
+        &'memidx;help;get'= {
+        }
         &'memidx;help;explain'= {
+        }
+        &'memidx;help;mcp'= {
         }
         &'memidx;help;status'= {
         }

@@ -31,7 +31,9 @@ complete -c memidx -n "__fish_memidx_needs_command" -s h -l help -d 'Print help 
 complete -c memidx -n "__fish_memidx_needs_command" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "index" -d 'Build or update the index of a folder (written to DIR/.memidx)'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "search" -d 'Search the index and print the best chunks'
+complete -c memidx -n "__fish_memidx_needs_command" -f -a "get" -d 'Print a chunk by id (`path#n`: heading path, lines, text from the index) or lines of an indexed file (`PATH`, `PATH:FROM`, `PATH:FROM-TO`)'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "explain" -d 'Show how every result\'s score was made: each list\'s rank, raw score, weight and contribution, or why a list did not contribute'
+complete -c memidx -n "__fish_memidx_needs_command" -f -a "mcp" -d 'Serve the index to AI agents over stdio as a Model Context Protocol server (tools: search, get, explain, status, reindex)'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "status" -d 'Show what is indexed: files, chunks, model, settings, sizes, and which files changed since (--verify also checks every index file\'s checksum)'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "eval" -d 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "graph" -d 'Show what the entity graph holds: entities, communities (with their extractive summaries), an entity\'s neighbors'
@@ -56,6 +58,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand index" -s h -l help -d 'Pr
 complete -c memidx -n "__fish_memidx_using_subcommand index" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l request -d 'Read a JSON request (query_id, search_text, top_k, hybrid_params, metadata_filter) from FILE, or from stdin with \'-\'; answers in JSON' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand search" -s k -l top-k -d 'Number of results' -r
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l max-chars -d 'Keep results whole, in rank order, while their texts add up to at most N characters (a first result longer than N is cut at a word boundary); the JSON says `truncated` and how many were `omitted`' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -s f -l filter -d 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l mode -d 'Which lists to run, comma-separated (e.g. sparse,graph); hybrid is the default lists: sparse, dense, and graph when the index has one' -r -f -a "hybrid\t'The default lists: sparse, dense, and graph when the index has one'
 sparse\t'BM25 over the identifier-aware tokenizer'
@@ -73,9 +76,18 @@ always\t'Always'
 never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l json -d 'Print one JSON document (the response shape) instead of text'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l jsonl -d 'Print one JSON result per line (no envelope), for very large --top-k'
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l no-text -d 'Leave the text out of every result (ids, scores, sources, lines, metadata and ranks only), for callers that `memidx get` what they need'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l here -d 'Only chunks from files in the current folder and below'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -s V -l version -d 'Print version'
+complete -c memidx -n "__fish_memidx_using_subcommand get" -l max-chars -d 'Cut the text to at most N characters, at a word boundary' -r
+complete -c memidx -n "__fish_memidx_using_subcommand get" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
+complete -c memidx -n "__fish_memidx_using_subcommand get" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
+always\t'Always'
+never\t'Never'"
+complete -c memidx -n "__fish_memidx_using_subcommand get" -l json -d 'Print one JSON document instead of text'
+complete -c memidx -n "__fish_memidx_using_subcommand get" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c memidx -n "__fish_memidx_using_subcommand get" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -s k -l top-k -d 'Number of results to explain' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l chunk -d 'Explain only this chunk (an id like `notes/db.md#3`), even when it is not a result' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -s f -l filter -d 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)' -r
@@ -97,6 +109,13 @@ complete -c memidx -n "__fish_memidx_using_subcommand explain" -l json -d 'Print
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l here -d 'Only chunks from files in the current folder and below'
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -s V -l version -d 'Print version'
+complete -c memidx -n "__fish_memidx_using_subcommand mcp" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
+complete -c memidx -n "__fish_memidx_using_subcommand mcp" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
+always\t'Always'
+never\t'Never'"
+complete -c memidx -n "__fish_memidx_using_subcommand mcp" -l read-only -d 'Offer no tool that writes (no `reindex`)'
+complete -c memidx -n "__fish_memidx_using_subcommand mcp" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c memidx -n "__fish_memidx_using_subcommand mcp" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand status" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand status" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
 always\t'Always'
@@ -186,15 +205,17 @@ always\t'Always'
 never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand man" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c memidx -n "__fish_memidx_using_subcommand man" -s V -l version -d 'Print version'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval graph completions man help" -f -a "index" -d 'Build or update the index of a folder (written to DIR/.memidx)'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval graph completions man help" -f -a "search" -d 'Search the index and print the best chunks'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval graph completions man help" -f -a "explain" -d 'Show how every result\'s score was made: each list\'s rank, raw score, weight and contribution, or why a list did not contribute'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval graph completions man help" -f -a "status" -d 'Show what is indexed: files, chunks, model, settings, sizes, and which files changed since (--verify also checks every index file\'s checksum)'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval graph completions man help" -f -a "eval" -d 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval graph completions man help" -f -a "graph" -d 'Show what the entity graph holds: entities, communities (with their extractive summaries), an entity\'s neighbors'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval graph completions man help" -f -a "completions" -d 'Print a shell completion script to stdout'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval graph completions man help" -f -a "man" -d 'Print the man page (roff) to stdout'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search explain status eval graph completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search get explain mcp status eval graph completions man help" -f -a "index" -d 'Build or update the index of a folder (written to DIR/.memidx)'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search get explain mcp status eval graph completions man help" -f -a "search" -d 'Search the index and print the best chunks'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search get explain mcp status eval graph completions man help" -f -a "get" -d 'Print a chunk by id (`path#n`: heading path, lines, text from the index) or lines of an indexed file (`PATH`, `PATH:FROM`, `PATH:FROM-TO`)'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search get explain mcp status eval graph completions man help" -f -a "explain" -d 'Show how every result\'s score was made: each list\'s rank, raw score, weight and contribution, or why a list did not contribute'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search get explain mcp status eval graph completions man help" -f -a "mcp" -d 'Serve the index to AI agents over stdio as a Model Context Protocol server (tools: search, get, explain, status, reindex)'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search get explain mcp status eval graph completions man help" -f -a "status" -d 'Show what is indexed: files, chunks, model, settings, sizes, and which files changed since (--verify also checks every index file\'s checksum)'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search get explain mcp status eval graph completions man help" -f -a "eval" -d 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search get explain mcp status eval graph completions man help" -f -a "graph" -d 'Show what the entity graph holds: entities, communities (with their extractive summaries), an entity\'s neighbors'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search get explain mcp status eval graph completions man help" -f -a "completions" -d 'Print a shell completion script to stdout'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search get explain mcp status eval graph completions man help" -f -a "man" -d 'Print the man page (roff) to stdout'
+complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search get explain mcp status eval graph completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c memidx -n "__fish_memidx_using_subcommand help; and __fish_seen_subcommand_from graph" -f -a "entities" -d 'The entities mentioned by the most chunks, with their community'
 complete -c memidx -n "__fish_memidx_using_subcommand help; and __fish_seen_subcommand_from graph" -f -a "communities" -d 'The communities of one level, largest first, each with its extractive summary (central entities and the chunks covering them)'
 complete -c memidx -n "__fish_memidx_using_subcommand help; and __fish_seen_subcommand_from graph" -f -a "neighbors" -d 'An entity\'s strongest relations'

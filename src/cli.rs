@@ -38,9 +38,16 @@ pub enum Command {
     Index(IndexArgs),
     /// Search the index and print the best chunks.
     Search(SearchArgs),
+    /// Print a chunk by id (`path#n`: heading path, lines, text from the
+    /// index) or lines of an indexed file (`PATH`, `PATH:FROM`, `PATH:FROM-TO`).
+    Get(GetArgs),
     /// Show how every result's score was made: each list's rank, raw score,
     /// weight and contribution, or why a list did not contribute.
     Explain(ExplainArgs),
+    /// Serve the index to AI agents over stdio as a Model Context Protocol
+    /// server (tools: search, get, explain, status, reindex).
+    #[cfg(feature = "mcp")]
+    Mcp(McpArgs),
     /// Show what is indexed: files, chunks, model, settings, sizes, and which
     /// files changed since (--verify also checks every index file's checksum).
     Status(StatusArgs),
@@ -120,9 +127,37 @@ pub struct SearchArgs {
     /// Print one JSON result per line (no envelope), for very large --top-k.
     #[arg(long)]
     pub jsonl: bool,
+    /// Keep results whole, in rank order, while their texts add up to at
+    /// most N characters (a first result longer than N is cut at a word
+    /// boundary); the JSON says `truncated` and how many were `omitted`.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_chars: Option<u64>,
+    /// Leave the text out of every result (ids, scores, sources, lines,
+    /// metadata and ranks only), for callers that `memidx get` what they need.
+    #[arg(long, conflicts_with = "max_chars")]
+    pub no_text: bool,
     /// Retrieval settings shared with other commands.
     #[command(flatten)]
     pub retrieval: RetrievalArgs,
+}
+
+/// Arguments of `memidx get`.
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    /// A chunk id (`notes/db.md#3`, as search prints it), or an indexed
+    /// file's path relative to the indexed folder, optionally with lines:
+    /// `PATH:FROM` (to the end) or `PATH:FROM-TO` (inclusive).
+    #[arg(value_name = "ID|PATH[:FROM[-TO]]")]
+    pub target: String,
+    /// Print one JSON document instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Cut the text to at most N characters, at a word boundary.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_chars: Option<u64>,
+    /// Where the index is.
+    #[command(flatten)]
+    pub location: IndexLocation,
 }
 
 /// Arguments of `memidx explain`.
@@ -200,6 +235,18 @@ pub struct IndexLocation {
     /// nearest .memidx in the current folder or its parents].
     #[arg(long, value_name = "PATH", env = "MEMIDX_INDEX")]
     pub index: Option<PathBuf>,
+}
+
+/// Arguments of `memidx mcp`.
+#[cfg(feature = "mcp")]
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Offer no tool that writes (no `reindex`).
+    #[arg(long)]
+    pub read_only: bool,
+    /// Where the index is (fixed for the whole session).
+    #[command(flatten)]
+    pub location: IndexLocation,
 }
 
 /// Arguments of `memidx status`.

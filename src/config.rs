@@ -17,6 +17,7 @@ use memidx::filter::Filter;
 use memidx::fusion::{check_rrf_k, check_weight, check_window};
 use memidx::indexer::IndexOptions;
 use memidx::lists::dense::check_dense_feedback;
+use memidx::output::TextBudget;
 use memidx::request::{MAX_REQUEST_BYTES, SearchRequest};
 use memidx::retriever::{GraphUse, ListSelection, SearchParams};
 use memidx::store::{INDEX_DIR_NAME, MANIFEST_FILE, bounded};
@@ -54,6 +55,8 @@ pub struct SearchConfig {
     pub format: OutputFormat,
     /// Restrict to files under this folder (for `--here`; absolute).
     pub here: Option<PathBuf>,
+    /// How much of the results' text to print.
+    pub budget: TextBudget,
 }
 
 impl SearchConfig {
@@ -74,6 +77,13 @@ impl SearchConfig {
         if args.jsonl {
             config.format = OutputFormat::JsonLines;
         }
+        if let Some(max) = args.max_chars {
+            config.budget.max_chars = Some(usize::try_from(max).unwrap_or(usize::MAX));
+        }
+        config.budget.no_text = args.no_text;
+        if args.no_text {
+            config.budget.max_chars = None;
+        }
         Ok(config)
     }
 
@@ -87,6 +97,7 @@ impl SearchConfig {
         cwd: &Path,
     ) -> Result<Self> {
         let hybrid = request.as_ref().and_then(|r| r.hybrid_params);
+        let max_chars = request.as_ref().and_then(|r| r.max_chars);
         let query = match (&request, query) {
             (Some(r), _) => r.search_text.clone(),
             (None, Some(q)) => q.clone(),
@@ -142,6 +153,10 @@ impl SearchConfig {
             params,
             format,
             here: retrieval.here.then(|| cwd.to_path_buf()),
+            budget: TextBudget {
+                max_chars: max_chars.map(check_max_chars).transpose()?,
+                no_text: false,
+            },
         })
     }
 }
@@ -246,7 +261,7 @@ impl EvalConfig {
 
 /// The lists `--mode` names: `hybrid` stands for the default lists (the
 /// graph only when the index has one); a list named on its own must exist.
-fn selected_lists(modes: &[Mode]) -> ListSelection {
+pub fn selected_lists(modes: &[Mode]) -> ListSelection {
     let has = |mode| modes.contains(&mode);
     ListSelection {
         sparse: has(Mode::Hybrid) || has(Mode::Sparse),
@@ -260,6 +275,15 @@ fn selected_lists(modes: &[Mode]) -> ListSelection {
         },
         ..ListSelection::default()
     }
+}
+
+/// Checks a text budget: at least one character.
+pub fn check_max_chars(max_chars: usize) -> Result<usize> {
+    ensure!(
+        max_chars >= 1,
+        "max_chars must be at least 1 (characters of result text), not {max_chars}"
+    );
+    Ok(max_chars)
 }
 
 /// Resolves `memidx index` arguments.
@@ -332,7 +356,8 @@ fn read_request(path: &Path, stdin: impl Read) -> Result<SearchRequest> {
     SearchRequest::parse(&json)
 }
 
-fn check_top_k(top_k: usize) -> Result<usize> {
+/// Checks a result count: 1 to [`MAX_TOP_K`].
+pub fn check_top_k(top_k: usize) -> Result<usize> {
     ensure!(
         (1..=MAX_TOP_K).contains(&top_k),
         "top_k must be between 1 and {MAX_TOP_K}, got {top_k}"

@@ -33,6 +33,9 @@ pub struct SearchRequest {
     pub hybrid_params: Option<HybridParams>,
     /// Metadata conditions: key → a value or a list of accepted values.
     pub metadata_filter: Option<BTreeMap<String, FilterValue>>,
+    /// Budget on the results' text, in characters (see
+    /// `output::TextBudget`).
+    pub max_chars: Option<usize>,
 }
 
 /// Fusion settings of a request.

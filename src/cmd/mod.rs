@@ -4,8 +4,11 @@
 pub mod completions;
 pub mod eval;
 pub mod explain;
+pub mod get;
 pub mod graph;
 pub mod index;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod search;
 pub mod status;
 
@@ -49,11 +52,24 @@ pub fn run(cli: Cli) -> Result<Status> {
         ColorWhen::Always => anstream::ColorChoice::Always,
         ColorWhen::Never => anstream::ColorChoice::Never,
     };
+    // The MCP server owns stdout for protocol messages: nothing else may
+    // hold it (or its lock).
+    let command = match cli.command {
+        #[cfg(feature = "mcp")]
+        Command::Mcp(args) => {
+            let cwd = std::env::current_dir().context("cannot read the current folder")?;
+            return mcp::run(
+                &config::resolve_index_dir(&args.location, &cwd)?,
+                args.read_only,
+            );
+        }
+        command => command,
+    };
     // Printers write styled text; the stream drops the styles when colour is
     // off, NO_COLOR is set, or stdout is not a terminal.
     let mut out = io::BufWriter::new(anstream::AutoStream::new(io::stdout().lock(), color));
     let width = terminal_size::terminal_size().map(|(w, _)| usize::from(w.0));
-    let status = match cli.command {
+    let status = match command {
         Command::Index(args) => {
             let options = config::index_options(&args);
             index::run(&options, args.quiet, &mut out, &mut Stderr)
@@ -66,6 +82,18 @@ pub fn run(cli: Cli) -> Result<Status> {
         Command::Explain(args) => {
             let cwd = std::env::current_dir().context("cannot read the current folder")?;
             explain::run(&ExplainConfig::from_args(&args, &cwd)?, &mut out)
+        }
+        Command::Get(args) => {
+            let cwd = std::env::current_dir().context("cannot read the current folder")?;
+            let request = get::GetRequest {
+                index_dir: config::resolve_index_dir(&args.location, &cwd)?,
+                target: args.target,
+                max_chars: args
+                    .max_chars
+                    .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+                json: args.json,
+            };
+            get::run(&request, &mut out, &mut Stderr)
         }
         Command::Status(args) => {
             let cwd = std::env::current_dir().context("cannot read the current folder")?;
@@ -87,6 +115,9 @@ pub fn run(cli: Cli) -> Result<Status> {
             graph::run(&request, &mut out)
         }
         Command::Completions(args) => completions::run(args.shell, &mut out),
+        #[cfg(feature = "mcp")]
+        // Served above, before stdout was locked.
+        Command::Mcp(_) => Ok(Status::Success),
         Command::Man => completions::man(&mut out),
     }?;
     out.flush()?;

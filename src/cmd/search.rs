@@ -27,7 +27,8 @@ pub fn run(
     }
     let outcome = retriever.search(&config.query, &params)?;
     let decoded = retriever.decode(outcome.shown_chunks())?;
-    let response = SearchResponse::build(config.query_id.clone(), &outcome, &decoded)?;
+    let response =
+        SearchResponse::build(config.query_id.clone(), &outcome, &decoded)?.within(config.budget);
     match config.format {
         OutputFormat::Human => human::print_search(out, &response, &config.query, width)?,
         OutputFormat::Json => json::print(out, &response)?,

@@ -8,6 +8,7 @@
 //! place that reads `meta.json` for searching; [`Index::open_with`] also
 //! absorbs the race with a concurrent `memidx index`.
 
+pub mod get;
 pub mod manifest;
 pub mod status;
 
@@ -100,6 +101,44 @@ impl Index {
             return Err(no_graph(&self.manifest.root));
         }
         GraphList::open(self.generation.dir(), self.generation.len(), options)
+    }
+}
+
+/// What identifies one `meta.json`: its device, inode, size and
+/// modification time. A run publishes a generation by renaming a new
+/// `meta.json` into place, so a long-lived reader (the MCP server) that
+/// compares stamps before each use knows, without reading the file,
+/// whether what it opened is still live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ManifestStamp {
+    device: u64,
+    inode: u64,
+    size: u64,
+    mtime_ns: i128,
+}
+
+impl ManifestStamp {
+    /// The stamp of `dir/meta.json`, or `None` when there is none.
+    pub fn of(dir: &Path) -> Option<Self> {
+        let meta = std::fs::metadata(dir.join(crate::store::MANIFEST_FILE)).ok()?;
+        let mtime_ns = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos() as i128);
+        #[cfg(unix)]
+        let (device, inode) = {
+            use std::os::unix::fs::MetadataExt;
+            (meta.dev(), meta.ino())
+        };
+        #[cfg(not(unix))]
+        let (device, inode) = (0, 0);
+        Some(Self {
+            device,
+            inode,
+            size: meta.len(),
+            mtime_ns,
+        })
     }
 }
 

@@ -6,6 +6,7 @@ use anstyle::{AnsiColor, Color, Style};
 use anyhow::Result;
 
 use super::explain::ExplainReport;
+use super::get::GetResponse;
 use super::{SearchResponse, escape_controls};
 use crate::corpus::Skipped;
 use crate::eval::{EvalReport, FusionSetting};
@@ -69,12 +70,25 @@ pub fn print_search(
                 escape_controls(&hit.heading)
             )?;
         }
+        if let Some(text) = &hit.text {
+            writeln!(
+                out,
+                "{indent}{}",
+                highlight(&escape_controls(&snippet(text, snippet_chars)), &words)
+            )?;
+        }
+        writeln!(out)?;
+    }
+    if response.truncated {
+        let cut = match response.omitted {
+            0 => "the first result's text cut".to_string(),
+            1 => "1 more result left out".to_string(),
+            n => format!("{n} more results left out"),
+        };
         writeln!(
             out,
-            "{indent}{}",
-            highlight(&escape_controls(&snippet(&hit.text, snippet_chars)), &words)
+            "{NOTE}[{cut} by --max-chars; raise it, or 'memidx get ID' a result]{NOTE:#}"
         )?;
-        writeln!(out)?;
     }
     Ok(())
 }
@@ -507,6 +521,46 @@ fn snippet(text: &str, max_chars: usize) -> String {
         Some((cut, _)) => format!("{}…", &collapsed[..cut]),
         None => collapsed,
     }
+}
+
+/// Prints what `get` fetched: `path:first-last` and the chunk id, the
+/// heading path, then the text, with a note when it was cut or its file
+/// changed since indexing. Everything from the index or the file is
+/// printed with its control characters escaped, line by line.
+pub fn print_get(out: &mut dyn Write, got: &GetResponse) -> Result<()> {
+    let id = got
+        .chunk_id
+        .as_deref()
+        .map(|id| format!("  {NOTE}{}{NOTE:#}", escape_controls(id)))
+        .unwrap_or_default();
+    writeln!(
+        out,
+        "{PATH}{}{PATH:#}:{LINE}{}{LINE:#}-{}{id}",
+        escape_controls(&got.source),
+        got.lines[0],
+        got.lines[1]
+    )?;
+    if let Some(heading) = got.heading.as_deref().filter(|h| !h.is_empty()) {
+        writeln!(out, "{HEADING}{}{HEADING:#}", escape_controls(heading))?;
+    }
+    for line in got.text.lines() {
+        writeln!(out, "{}", escape_controls(line))?;
+    }
+    if got.truncated {
+        writeln!(
+            out,
+            "{NOTE}[cut to {} of {} characters by --max-chars]{NOTE:#}",
+            got.text.chars().count(),
+            got.chars
+        )?;
+    }
+    if got.changed {
+        writeln!(
+            out,
+            "{NOTE}[the file changed since indexing; this is the indexed text]{NOTE:#}"
+        )?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

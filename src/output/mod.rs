@@ -2,7 +2,9 @@
 //! from its printers): commands build the message types here, and the
 //! [`human`] or [`json`] printer renders them. Nothing else writes to stdout.
 
+pub mod compact;
 pub mod explain;
+pub mod get;
 pub mod graph;
 pub mod human;
 pub mod json;
@@ -48,6 +50,29 @@ pub fn one_line(message: &str) -> String {
     escape_controls(message).into_owned()
 }
 
+/// The first `max_chars` characters of `text`, cut back to the end of its
+/// last whole word (trailing spaces dropped); cut at `max_chars` when the
+/// first word alone is longer.
+pub fn cut_at_word(text: &str, max_chars: usize) -> &str {
+    let Some((end, _)) = text.char_indices().nth(max_chars) else {
+        return text;
+    };
+    let head = &text[..end];
+    let at_boundary = text[end..].starts_with(char::is_whitespace);
+    let kept = if at_boundary {
+        head
+    } else {
+        match head.rfind(char::is_whitespace) {
+            Some(space) => &head[..space],
+            None => head,
+        }
+    };
+    match kept.trim_end() {
+        "" => head,
+        trimmed => trimmed,
+    }
+}
+
 /// The search response (the JSON response shape of the design, §3).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SearchResponse {
@@ -57,6 +82,21 @@ pub struct SearchResponse {
     pub total_retrieved: usize,
     /// Fused results, best first.
     pub results: Vec<SearchResult>,
+    /// True when the `max_chars` budget left results out or cut one.
+    pub truncated: bool,
+    /// Results left out by the budget (after the last one kept).
+    pub omitted: usize,
+}
+
+/// How much of the results' text a response carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TextBudget {
+    /// At most this many characters of `text` over all results: results
+    /// are kept whole, in rank order, until the next would pass it; a
+    /// first result longer than it is cut at a word boundary.
+    pub max_chars: Option<usize>,
+    /// Leave `text` out of every result (`--no-text`).
+    pub no_text: bool,
 }
 
 /// One fused result.
@@ -66,8 +106,9 @@ pub struct SearchResult {
     pub chunk_id: String,
     /// Fused RRF score, at full precision.
     pub rrf_score: f64,
-    /// The chunk's markdown text.
-    pub text: String,
+    /// The chunk's markdown text (absent under `--no-text`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
     /// Source file, relative to the indexed root.
     pub source: String,
     /// Heading path, `A > B > C`.
@@ -117,7 +158,7 @@ impl SearchResponse {
             results.push(SearchResult {
                 chunk_id: chunk.id(),
                 rrf_score: fused.score,
-                text: chunk.text.clone(),
+                text: Some(chunk.text.clone()),
                 source: chunk.file.path.clone(),
                 heading: chunk.heading(),
                 lines: [chunk.record.lines.0, chunk.record.lines.1],
@@ -129,13 +170,61 @@ impl SearchResponse {
             query_id,
             total_retrieved: results.len(),
             results,
+            truncated: false,
+            omitted: 0,
         })
+    }
+
+    /// Applies `budget`: drops every text under `no_text`, else keeps
+    /// results whole in rank order while their texts fit `max_chars`, and
+    /// cuts a first result that alone is longer (at a word boundary).
+    pub fn within(mut self, budget: TextBudget) -> Self {
+        if budget.no_text {
+            for result in &mut self.results {
+                result.text = None;
+            }
+        } else if let Some(max) = budget.max_chars {
+            let mut spent = 0;
+            let mut kept = 0;
+            for result in &mut self.results {
+                let chars = result.text.as_deref().map_or(0, |t| t.chars().count());
+                if spent + chars <= max {
+                    spent += chars;
+                    kept += 1;
+                } else if kept == 0 {
+                    result.text = result
+                        .text
+                        .as_deref()
+                        .map(|t| cut_at_word(t, max).to_string());
+                    self.truncated = true;
+                    kept = 1;
+                    break;
+                } else {
+                    break;
+                }
+            }
+            self.omitted = self.results.len() - kept;
+            self.truncated |= self.omitted > 0;
+            self.results.truncate(kept);
+            self.total_retrieved = kept;
+        }
+        self
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_is_cut_at_the_last_word_boundary_within_the_budget() {
+        assert_eq!(cut_at_word("alpha beta gamma", 100), "alpha beta gamma");
+        assert_eq!(cut_at_word("alpha beta gamma", 12), "alpha beta");
+        assert_eq!(cut_at_word("alpha beta gamma", 10), "alpha beta");
+        assert_eq!(cut_at_word("alpha beta gamma", 11), "alpha beta");
+        assert_eq!(cut_at_word("alphabetagamma", 5), "alpha");
+        assert_eq!(cut_at_word("é é é", 3), "é é");
+    }
 
     #[test]
     fn control_characters_are_escaped_and_the_rest_kept() {

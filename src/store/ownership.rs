@@ -58,7 +58,17 @@ pub fn claim(index_dir: &Path) -> Result<()> {
     }
     let mut entries =
         fs::read_dir(index_dir).with_context(|| format!("cannot read {}", index_dir.display()))?;
-    if entries.next().is_none() || holds_a_manifest(index_dir) {
+    // Empty, or holding only the temporary tag of a first run killed
+    // before it could rename it into place.
+    let unclaimed = entries.all(|e| {
+        e.is_ok_and(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(atomic::TEMP_PREFIX)
+                && e.file_type().is_ok_and(|t| t.is_file())
+        })
+    });
+    if unclaimed || holds_a_manifest(index_dir) {
         return tag(index_dir);
     }
     bail!(
@@ -109,6 +119,11 @@ mod tests {
         claim(&empty).unwrap();
         assert!(is_tagged(&empty));
         claim(&empty).unwrap();
+        let killed = dir.path().join("killed");
+        fs::create_dir(&killed).unwrap();
+        fs::write(killed.join(".tmp-aRWpmC"), TAG_TEXT).unwrap();
+        claim(&killed).unwrap();
+        assert!(is_tagged(&killed));
     }
 
     #[test]

@@ -10,9 +10,11 @@ mod common;
 
 mod architecture;
 mod bm25_oracle;
+mod budget;
 mod completions;
 mod embeddings;
 mod eval;
+mod get;
 mod graph;
 mod hardening;
 mod hybrid;
@@ -20,6 +22,8 @@ mod incremental;
 mod index;
 mod index_folder;
 mod integrity;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod minilm;
 mod properties;
 mod reliability;

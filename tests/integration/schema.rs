@@ -49,8 +49,8 @@ fn assert_valid_response(validator: &Validator, response: &Value, what: &str) {
 #[test]
 fn both_schemas_are_valid_documented_draft_2020_12_schemas() {
     for (file, text, property_count) in [
-        ("search-request.schema.json", REQUEST_SCHEMA, 10),
-        ("search-response.schema.json", RESPONSE_SCHEMA, 16),
+        ("search-request.schema.json", REQUEST_SCHEMA, 11),
+        ("search-response.schema.json", RESPONSE_SCHEMA, 18),
     ] {
         let schema = parse(text);
         common::check_schema_document(file, &schema, property_count);
@@ -187,11 +187,23 @@ fn the_response_schema_rejects_malformed_responses_and_allows_new_lists() {
             "/total_retrieved",
         ),
         (
-            "missing text",
+            "text as a number",
             edited(&|r| {
-                result(r).remove("text");
+                result(r).insert("text".into(), json!(5));
             }),
-            "/results/0",
+            "/results/0/text",
+        ),
+        (
+            "missing truncated",
+            edited(&|r| {
+                r.as_object_mut().unwrap().remove("truncated");
+            }),
+            "",
+        ),
+        (
+            "negative omitted",
+            edited(&|r| r["omitted"] = json!(-1)),
+            "/omitted",
         ),
         (
             "extra result field",
@@ -349,6 +361,8 @@ fn the_request_schema_and_the_binary_accept_and_reject_the_same_requests() {
             0,
         ),
         (r#"{"search_text": "pool", "top_k": 1}"#, &[][..], 0),
+        (r#"{"search_text": "pool", "max_chars": 1}"#, &[][..], 0),
+        (r#"{"search_text": "pool", "max_chars": 20000}"#, &[][..], 0),
         (
             r#"{"search_text": "pool", "hybrid_params": {"dense_feedback": 0}}"#,
             &[][..],
@@ -391,6 +405,22 @@ fn the_request_schema_and_the_binary_accept_and_reject_the_same_requests() {
         (r#"{"search_text": "x", "top_k": 0}"#, vec!["/top_k"]),
         (r#"{"search_text": "x", "top_k": -1}"#, vec!["/top_k"]),
         (r#"{"search_text": "x", "top_k": 10001}"#, vec!["/top_k"]),
+        (
+            r#"{"search_text": "x", "max_chars": 0}"#,
+            vec!["/max_chars"],
+        ),
+        (
+            r#"{"search_text": "x", "max_chars": -5}"#,
+            vec!["/max_chars"],
+        ),
+        (
+            r#"{"search_text": "x", "max_chars": 2.5}"#,
+            vec!["/max_chars"],
+        ),
+        (
+            r#"{"search_text": "x", "max_chars": "100"}"#,
+            vec!["/max_chars"],
+        ),
         (
             r#"{"search_text": "x", "hybrid_params": {"sparse_weight": -0.4}}"#,
             vec!["/hybrid_params/sparse_weight"],

@@ -1,7 +1,8 @@
 //! The JSON Schemas of the other JSON outputs against the real binary:
 //! `explain --json` (`schemas/explain-response.schema.json`), `eval --json`
 //! (`schemas/eval-report.schema.json`) and `status --json`
-//! (`schemas/status-report.schema.json`). Each is a valid, documented draft
+//! (`schemas/status-report.schema.json`) and `get --json`
+//! (`schemas/get-response.schema.json`). Each is a valid, documented draft
 //! 2020-12 schema; real output validates, with and without the options that
 //! change its shape; and edited output is refused at the exact instance
 //! location of the edit.
@@ -18,6 +19,7 @@ use serde_json::{Value, json};
 const EXPLAIN_SCHEMA: &str = include_str!("../../schemas/explain-response.schema.json");
 const EVAL_SCHEMA: &str = include_str!("../../schemas/eval-report.schema.json");
 const STATUS_SCHEMA: &str = include_str!("../../schemas/status-report.schema.json");
+const GET_SCHEMA: &str = include_str!("../../schemas/get-response.schema.json");
 
 fn assert_valid(validator: &Validator, instance: &Value, what: &str) {
     let errors = validator.iter_errors(instance).into_errors();
@@ -82,6 +84,7 @@ fn the_output_schemas_are_valid_documented_closed_draft_2020_12_schemas() {
         ("explain-response.schema.json", EXPLAIN_SCHEMA, 32, 4),
         ("eval-report.schema.json", EVAL_SCHEMA, 25, 6),
         ("status-report.schema.json", STATUS_SCHEMA, 35, 6),
+        ("get-response.schema.json", GET_SCHEMA, 11, 1),
     ] {
         let schema = parse(text);
         let documented = common::check_schema_document(file, &schema, property_count);
@@ -523,6 +526,60 @@ fn status_output_validates_and_edits_are_refused_where_they_are() {
                 "damaged as a number",
                 edited(&verified, |r| r["damaged"] = json!([1])),
                 "/damaged/0",
+            ),
+        ],
+    );
+}
+
+#[test]
+fn get_output_validates_and_edits_are_refused_where_they_are() {
+    let schema = validator(GET_SCHEMA);
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let file = "incidents/2023/q4/billing-month-end-timeouts.md";
+
+    let chunk = memidx_json(&corpus, &["get", &format!("{file}#1"), "--json"]);
+    assert_valid(&schema, &chunk, "chunk");
+    let cut = memidx_json(
+        &corpus,
+        &["get", &format!("{file}#1"), "--json", "--max-chars", "40"],
+    );
+    assert_valid(&schema, &cut, "chunk cut");
+    assert_eq!(cut["truncated"], true);
+    let lines = memidx_json(&corpus, &["get", &format!("{file}:13-20"), "--json"]);
+    assert_valid(&schema, &lines, "lines");
+    let whole = memidx_json(&corpus, &["get", file, "--json"]);
+    assert_valid(&schema, &whole, "whole file");
+
+    assert_refused(
+        &schema,
+        vec![
+            ("missing text", edited(&chunk, |r| remove(r, "text")), ""),
+            ("extra field", edited(&chunk, |r| r["score"] = json!(1)), ""),
+            (
+                "unknown kind",
+                edited(&chunk, |r| r["kind"] = json!("file")),
+                "/kind",
+            ),
+            (
+                "chunk id without #n",
+                edited(&chunk, |r| r["chunk_id"] = json!(file)),
+                "/chunk_id",
+            ),
+            (
+                "line 0",
+                edited(&lines, |r| r["lines"] = json!([0, 20])),
+                "/lines/0",
+            ),
+            (
+                "truncated as a string",
+                edited(&lines, |r| r["truncated"] = json!("no")),
+                "/truncated",
+            ),
+            (
+                "metadata without path",
+                edited(&lines, |r| remove(&mut r["metadata"], "path")),
+                "/metadata",
             ),
         ],
     );

@@ -152,7 +152,16 @@ fn json_response_has_the_design_shape() {
     let response = corpus.search_json("INC-2023-Q4-011", &["-k", "3"]);
     let object = response.as_object().unwrap();
     let keys: Vec<_> = object.keys().map(String::as_str).collect();
-    assert_eq!(keys, ["query_id", "results", "total_retrieved"]); // serde_json sorts keys
+    assert_eq!(
+        keys,
+        [
+            "omitted",
+            "query_id",
+            "results",
+            "total_retrieved",
+            "truncated"
+        ]
+    ); // serde_json sorts keys
     assert_eq!(response["query_id"], Value::Null);
     let results = response["results"].as_array().unwrap();
     assert_eq!(response["total_retrieved"], results.len());

@@ -1,0 +1,373 @@
+//! Fetching what the index holds by name: a chunk by its id (text from the
+//! index), or lines of an indexed file (read from disk, checked first).
+//!
+//! A line range is read only from a file that is in the index, inside the
+//! indexed root, and still the file that was indexed:
+//! - the path must be relative to the root (or absolute inside it) and
+//!   have no `..` component;
+//! - it must name a file of the live generation;
+//! - the file's real path (links resolved) must lie inside the root's real
+//!   path, so a link to a folder or a file outside is refused;
+//! - it is opened without following a final link and without blocking on
+//!   a FIFO, and must be a regular file;
+//! - its size and modification time must be the ones recorded (and its
+//!   content hash, when one is recorded); a file changed since indexing is
+//!   refused, since its lines no longer match the index (its chunks are
+//!   still served, by id, from the index).
+
+use std::fmt;
+use std::fs::OpenOptions;
+use std::io::Read;
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::{Result, bail};
+
+use super::Index;
+use crate::store::generation::{ChunkView, FileEntry};
+
+/// What to fetch, as `memidx get` and the MCP `get` tool name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A chunk id, `path#n`.
+    Chunk(String),
+    /// An indexed file (relative to the root), optionally a line range.
+    File {
+        /// The path as given.
+        path: String,
+        /// The lines wanted, 1-based and inclusive; `None` for the whole file.
+        lines: Option<LineRange>,
+    },
+}
+
+/// Lines of a file: `from`, and through `to` (the end of the file when `None`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineRange {
+    /// First line, 1-based.
+    pub from: u32,
+    /// Last line, inclusive; `None` for the end of the file.
+    pub to: Option<u32>,
+}
+
+impl Target {
+    /// Parses `ID`, `PATH`, `PATH:FROM` or `PATH:FROM-TO`: text ending in
+    /// `#` and digits is a chunk id, a `:` and digits (a `-` and digits)
+    /// at the end is a line range.
+    pub fn parse(text: &str) -> Result<Self> {
+        if let Some((path, n)) = text.rsplit_once('#')
+            && !path.is_empty()
+            && is_digits(n)
+        {
+            return Ok(Self::Chunk(text.to_string()));
+        }
+        if let Some((path, range)) = text.rsplit_once(':')
+            && !path.is_empty()
+        {
+            let (from, to) = match range.split_once('-') {
+                Some((from, to)) => (from, Some(to)),
+                None => (range, None),
+            };
+            if is_digits(from) && to.is_none_or(is_digits) {
+                let lines = LineRange::new(parse_line(from)?, to.map(parse_line).transpose()?)?;
+                return Ok(Self::File {
+                    path: path.to_string(),
+                    lines: Some(lines),
+                });
+            }
+        }
+        Ok(Self::File {
+            path: text.to_string(),
+            lines: None,
+        })
+    }
+}
+
+impl LineRange {
+    /// A checked range: lines start at 1 and `to` is not before `from`.
+    pub fn new(from: u32, to: Option<u32>) -> Result<Self> {
+        if from == 0 {
+            bail!("line numbers start at 1");
+        }
+        if let Some(to) = to
+            && to < from
+        {
+            bail!("the line range {from}-{to} ends before it starts");
+        }
+        Ok(Self { from, to })
+    }
+}
+
+fn is_digits(text: &str) -> bool {
+    !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())
+}
+
+fn parse_line(text: &str) -> Result<u32> {
+    text.parse()
+        .map_err(|_| anyhow::anyhow!("line number {text} is too large"))
+}
+
+/// The error for a chunk id or path the index does not hold (exit 1 on the
+/// command line), as opposed to every other failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotFound(pub String);
+
+impl fmt::Display for NotFound {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NotFound {}
+
+/// What was fetched.
+#[derive(Debug, Clone)]
+pub enum Fetched {
+    /// A chunk, from the index.
+    Chunk {
+        /// The chunk (file entry, record, text).
+        view: ChunkView,
+        /// True when its file changed on disk since indexing.
+        changed: bool,
+    },
+    /// Lines of an indexed file, read from disk.
+    Lines {
+        /// The file's index entry.
+        file: FileEntry,
+        /// First and last line returned, 1-based and inclusive.
+        lines: (u32, u32),
+        /// Number of lines in the file.
+        total_lines: u32,
+        /// The lines, each with its line ending.
+        text: String,
+    },
+}
+
+/// Fetches `target` from `index`: a chunk's text from the index, or lines
+/// of an indexed file after the checks in the module documentation.
+pub fn fetch(index: &Index, target: &Target) -> Result<Fetched> {
+    match target {
+        Target::Chunk(id) => {
+            let generation = index.generation();
+            let Some(ord) = generation.find(id) else {
+                return Err(NotFound(format!(
+                    "no chunk '{id}' in the index; chunk ids come from search (chunk_id)"
+                ))
+                .into());
+            };
+            let view = generation.chunk(ord)?;
+            let changed = !stamp_matches(index.root(), &view.file);
+            Ok(Fetched::Chunk { view, changed })
+        }
+        Target::File { path, lines } => read_lines(index, path, *lines),
+    }
+}
+
+/// True when `file` under `root` still has the size and modification time
+/// recorded when it was indexed.
+pub fn stamp_matches(root: &Path, file: &FileEntry) -> bool {
+    std::fs::metadata(root.join(&file.path))
+        .ok()
+        .is_some_and(|m| (m.len(), mtime_ns(&m)) == (file.stamp.size, file.stamp.mtime_ns))
+}
+
+fn mtime_ns(meta: &std::fs::Metadata) -> i128 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as i128)
+}
+
+/// The indexed path `given` names: relative to the root with `/`
+/// separators, or an error saying why it is refused.
+fn relative_path(root: &Path, given: &str) -> Result<String> {
+    let path = Path::new(given);
+    if path.components().any(|c| c == Component::ParentDir) {
+        bail!("refused: the path '{given}' contains '..'; give a path inside the indexed folder");
+    }
+    let relative = if path.is_absolute() {
+        let real_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        match path
+            .strip_prefix(root)
+            .or_else(|_| path.strip_prefix(&real_root))
+        {
+            Ok(inside) => inside.to_path_buf(),
+            Err(_) => bail!(
+                "refused: the absolute path '{given}' is outside the indexed folder {}",
+                root.display()
+            ),
+        }
+    } else {
+        PathBuf::from(path)
+    };
+    let parts: Vec<String> = relative
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(part) => Some(part.to_string_lossy().into_owned()),
+            _ => None,
+        })
+        .collect();
+    if parts.is_empty() {
+        bail!("refused: '{given}' names no file");
+    }
+    Ok(parts.join("/"))
+}
+
+/// The indexed file at `path` (relative, `/` separators).
+fn indexed_file(index: &Index, path: &str) -> Result<FileEntry> {
+    let generation = index.generation();
+    let (mut low, mut high) = (0u32, generation.file_count() as u32);
+    while low < high {
+        let mid = low + (high - low) / 2;
+        let file = generation.file(mid)?;
+        match file.path.as_str().cmp(path) {
+            std::cmp::Ordering::Less => low = mid + 1,
+            std::cmp::Ordering::Greater => high = mid,
+            std::cmp::Ordering::Equal => return Ok(file),
+        }
+    }
+    Err(NotFound(format!(
+        "'{path}' is not an indexed file; paths are relative to the indexed folder (search results' source)"
+    ))
+    .into())
+}
+
+/// Reads `lines` of the indexed file `given`, after every check.
+fn read_lines(index: &Index, given: &str, lines: Option<LineRange>) -> Result<Fetched> {
+    let root = index.root();
+    let path = relative_path(root, given)?;
+    let file = indexed_file(index, &path)?;
+    let bytes = read_indexed(root, &file)?;
+    let text = String::from_utf8_lossy(&bytes);
+    let all: Vec<&str> = text.split_inclusive('\n').collect();
+    let total_lines = all.len() as u32;
+    let range = lines.unwrap_or(LineRange { from: 1, to: None });
+    if range.from > total_lines.max(1) {
+        bail!(
+            "'{path}' has {total_lines} lines; line {} is past its end",
+            range.from
+        );
+    }
+    let last = range.to.unwrap_or(total_lines).min(total_lines);
+    let first = range.from;
+    let text = all
+        .get(first as usize - 1..last as usize)
+        .unwrap_or_default()
+        .concat();
+    Ok(Fetched::Lines {
+        file,
+        lines: (first, last.max(first)),
+        total_lines,
+        text,
+    })
+}
+
+/// The bytes of the indexed `file`, read only when its real path is inside
+/// the root's, it opens (no final link followed, no FIFO waited on) as a
+/// regular file, and it is the file that was indexed.
+fn read_indexed(root: &Path, file: &FileEntry) -> Result<Vec<u8>> {
+    let shown = &file.path;
+    let real_root = std::fs::canonicalize(root).map_err(|e| {
+        anyhow::anyhow!("the indexed folder {} cannot be read: {e}", root.display())
+    })?;
+    let joined = root.join(shown);
+    let real = std::fs::canonicalize(&joined)
+        .map_err(|e| anyhow::anyhow!("'{shown}' cannot be read: {e}"))?;
+    if !real.starts_with(&real_root) {
+        bail!("refused: '{shown}' leads outside the indexed folder through a symbolic link");
+    }
+    let mut options = OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY);
+    }
+    let opened = options.open(&joined).map_err(|e| {
+        #[cfg(unix)]
+        if e.raw_os_error() == Some(libc::ELOOP) {
+            return anyhow::anyhow!("refused: '{shown}' is a symbolic link; not followed");
+        }
+        anyhow::anyhow!("'{shown}' cannot be read: {e}")
+    })?;
+    let meta = opened.metadata()?;
+    if !meta.is_file() {
+        bail!("refused: '{shown}' is not a regular file");
+    }
+    let changed = || {
+        anyhow::anyhow!(
+            "'{shown}' changed since indexing, so its lines no longer match the index; run 'memidx index' (or get its chunks by id)"
+        )
+    };
+    if (meta.len(), mtime_ns(&meta)) != (file.stamp.size, file.stamp.mtime_ns) {
+        return Err(changed());
+    }
+    let mut bytes = Vec::new();
+    opened.take(file.stamp.size + 1).read_to_end(&mut bytes)?;
+    let hash = format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&bytes));
+    if bytes.len() as u64 != file.stamp.size
+        || !(file.stamp.hash.is_empty() || file.stamp.hash == hash)
+    {
+        return Err(changed());
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_parse_as_chunk_ids_paths_and_line_ranges() {
+        assert_eq!(
+            Target::parse("notes/a.md#3").unwrap(),
+            Target::Chunk("notes/a.md#3".into())
+        );
+        assert_eq!(
+            Target::parse("notes/a.md").unwrap(),
+            Target::File {
+                path: "notes/a.md".into(),
+                lines: None
+            }
+        );
+        assert_eq!(
+            Target::parse("notes/a.md:4-9").unwrap(),
+            Target::File {
+                path: "notes/a.md".into(),
+                lines: Some(LineRange {
+                    from: 4,
+                    to: Some(9)
+                })
+            }
+        );
+        assert_eq!(
+            Target::parse("a.md:7").unwrap(),
+            Target::File {
+                path: "a.md".into(),
+                lines: Some(LineRange { from: 7, to: None })
+            }
+        );
+        assert!(Target::parse("a.md:0").is_err());
+        assert!(Target::parse("a.md:9-4").is_err());
+        // Not a range or an id: the whole text is a path.
+        assert_eq!(
+            Target::parse("a#b.md:x").unwrap(),
+            Target::File {
+                path: "a#b.md:x".into(),
+                lines: None
+            }
+        );
+    }
+
+    #[test]
+    fn paths_with_dot_dot_or_outside_the_root_are_refused() {
+        let root = Path::new("/data/notes");
+        assert_eq!(relative_path(root, "./a/b.md").unwrap(), "a/b.md");
+        assert_eq!(relative_path(root, "/data/notes/a.md").unwrap(), "a.md");
+        let err = relative_path(root, "a/../../etc/passwd").unwrap_err();
+        assert!(err.to_string().contains("'..'"), "{err}");
+        let err = relative_path(root, "/etc/passwd").unwrap_err();
+        assert!(
+            err.to_string().contains("outside the indexed folder"),
+            "{err}"
+        );
+    }
+}

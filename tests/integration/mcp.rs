@@ -1,0 +1,193 @@
+//! `memidx mcp` driven by a real MCP client: the official Python SDK (the
+//! `mcp` package from PyPI) runs `tests/mcp_client.py`, which spawns the
+//! server on a temp copy of the fixtures and goes initialize → tools/list
+//! → search → get → explain → status → an index run beside the server →
+//! reindex, then raw malformed JSON-RPC lines; this test asserts on the
+//! exact values it reports.
+//!
+//! The client's Python comes from `MEMIDX_MCP_PYTHON` (`.ci/run` installs
+//! the package into a throwaway venv and sets it). Without it the test
+//! makes that venv itself when pip reaches the registry, else it is
+//! skipped with the reason printed.
+
+use crate::common::Corpus;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+/// A python that can `import mcp`, or `None` with the reason printed.
+fn mcp_python() -> Option<PathBuf> {
+    if let Some(python) = std::env::var_os("MEMIDX_MCP_PYTHON") {
+        return Some(PathBuf::from(python));
+    }
+    let venv = std::env::temp_dir().join("memidx-ci-mcp");
+    let python = venv.join("bin/python");
+    let imports = |python: &PathBuf| {
+        Command::new(python)
+            .args(["-c", "import mcp, jsonschema"])
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if imports(&python) {
+        return Some(python);
+    }
+    let made = Command::new("python3")
+        .arg("-m")
+        .arg("venv")
+        .arg(&venv)
+        .status()
+        .is_ok_and(|s| s.success())
+        && Command::new(venv.join("bin/pip"))
+            .args([
+                "install",
+                "--quiet",
+                "--timeout",
+                "15",
+                "--retries",
+                "1",
+                "mcp",
+            ])
+            .status()
+            .is_ok_and(|s| s.success());
+    if made && imports(&python) {
+        return Some(python);
+    }
+    eprintln!(
+        "skipped: no Python with the `mcp` package; set MEMIDX_MCP_PYTHON \
+         (python3 -m venv V && V/bin/pip install mcp), as .ci/run does"
+    );
+    None
+}
+
+#[test]
+fn a_real_mcp_client_searches_gets_explains_and_sees_new_generations() {
+    let Some(python) = mcp_python() else {
+        return;
+    };
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client.py");
+    let output = Command::new(python)
+        .arg(script)
+        .arg(assert_cmd::cargo::cargo_bin("memidx"))
+        .arg(corpus.path())
+        .output()
+        .expect("run the MCP client");
+    assert!(
+        output.status.success(),
+        "the client failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).expect("the client's JSON");
+    eprintln!("{report:#}");
+    let incident = "incidents/2023/q4/billing-month-end-timeouts.md";
+
+    assert_eq!(report["server"], "memidx");
+    assert_eq!(report["has_instructions"], true);
+    let reading = json!({"readOnlyHint": true, "destructiveHint": false,
+                         "idempotentHint": true, "openWorldHint": false});
+    for tool in ["search", "get", "explain", "status"] {
+        assert_eq!(report["tools"][tool]["annotations"], reading, "{tool}");
+        assert_eq!(report["tools"][tool]["has_output_schema"], true, "{tool}");
+    }
+    assert_eq!(
+        report["tools"]["reindex"]["annotations"],
+        json!({"readOnlyHint": false, "destructiveHint": false,
+               "idempotentHint": true, "openWorldHint": false})
+    );
+    assert_eq!(report["tools"]["search"]["required"], json!(["query"]));
+    assert_eq!(report["tools"]["explain"]["required"], json!(["query"]));
+    assert_eq!(
+        report["validated"],
+        json!(["explain", "get", "reindex", "search", "status"])
+    );
+
+    assert_eq!(
+        report["identifier_ids"],
+        json!([
+            format!("{incident}#1"),
+            "incidents/2023/q3/payments-webhook-backlog.md#1",
+            "incidents/2024/q1/search-staging-empty-results.md#1"
+        ])
+    );
+    assert_eq!(report["search_flags"], json!([false, 0]));
+    assert_eq!(
+        report["filtered_environments"],
+        json!({"production": [["production"], ["production", "staging"]],
+               "staging": [["production", "staging"], ["staging"]]})
+    );
+    // 503 + 374 = 877 characters fit 1000; the third (440) would not.
+    assert_eq!(
+        report["budget"],
+        json!({"ids": [format!("{incident}#1"), "incidents/2023/q3/payments-webhook-backlog.md#1"],
+               "truncated": true, "omitted": 3, "chars": 877})
+    );
+    assert_eq!(report["bare_has_text"], false);
+
+    assert_eq!(report["get_chunk_equals_search"], true);
+    assert_eq!(
+        report["get_lines"],
+        json!({"lines": [13, 15], "total_lines": 75,
+               "text": "## Summary\n\nIncident INC-2023-Q4-011. On 30 November 2023, between 23:12 and 00:47 UTC, the production\n"})
+    );
+    assert_eq!(
+        report["get_dotdot"],
+        format!(
+            "refused: the path '../{incident}' contains '..'; give a path inside the indexed folder"
+        )
+    );
+    assert_eq!(
+        report["get_unknown"],
+        format!("no chunk '{incident}#99' in the index; chunk ids come from search (chunk_id)")
+    );
+    assert_eq!(
+        report["explain_ids"],
+        json!([
+            format!("{incident}#1"),
+            "incidents/2023/q3/payments-webhook-backlog.md#1"
+        ])
+    );
+    assert_eq!(report["explain_one"], json!([format!("{incident}#1")]));
+    assert_eq!(
+        report["status_before"],
+        json!({"generation": 1, "changed": []})
+    );
+
+    let bad_type = report["bad_type"].as_str().unwrap();
+    assert!(
+        bad_type.starts_with("invalid argument 'top_k'"),
+        "{bad_type}"
+    );
+    let unknown_field = report["unknown_field"].as_str().unwrap();
+    assert!(unknown_field.contains("colour"), "{unknown_field}");
+    let unknown_tool = report["unknown_tool"].as_str().unwrap();
+    assert!(
+        unknown_tool.contains("unknown tool 'nope'"),
+        "{unknown_tool}"
+    );
+
+    // The index run beside the server made generation 2, which answers.
+    assert_eq!(
+        report["after_index"],
+        json!({"ids": [format!("{incident}#6")], "generation": 2})
+    );
+    assert_eq!(
+        report["after_reindex"],
+        json!({"generation": 3, "up_to_date": false, "ids": ["notes/zz-added.md#1"]})
+    );
+
+    let raw = &report["raw"];
+    assert_eq!(raw["initialize_version"], report["protocol_version"]);
+    assert_eq!(raw["invalid_request"], -32600);
+    assert_eq!(raw["unknown_method"], -32601);
+    assert_eq!(raw["read_only_reindex"], -32602);
+    assert_eq!(
+        raw["read_only_tools"],
+        json!(["search", "get", "explain", "status"])
+    );
+    assert_eq!(raw["search_after_errors"], format!("{incident}#1"));
+    assert_eq!(raw["leftover_stdout"], "");
+    assert_eq!(raw["exit_code"], 0);
+}
