@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::cut_at_word;
-use crate::corpus::markdown::Metadata;
+use crate::corpus::Metadata;
 use crate::index::get::Fetched;
 
 /// The get response.

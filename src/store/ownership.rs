@@ -58,8 +58,8 @@ pub fn claim(index_dir: &Path) -> Result<()> {
     }
     let mut entries =
         fs::read_dir(index_dir).with_context(|| format!("cannot read {}", index_dir.display()))?;
-    // Empty, or holding only the temporary tag of a first run killed
-    // before it could rename it into place.
+    // Empty, or holding only memidx's own temporaries (the tag of a first
+    // run of an older build, killed before it renamed the tag into place).
     let unclaimed = entries.all(|e| {
         e.is_ok_and(|e| {
             e.file_name()
