@@ -316,7 +316,7 @@ pub enum Mode {
 pub struct GraphArgs {
     /// What to show.
     #[command(subcommand)]
-    pub view: GraphView,
+    pub view: GraphTable,
     /// Print one JSON document instead of text.
     #[arg(long, global = true)]
     pub json: bool,
@@ -336,7 +336,7 @@ pub struct GraphArgs {
 
 /// What `memidx graph` shows.
 #[derive(Debug, Clone, Subcommand)]
-pub enum GraphView {
+pub enum GraphTable {
     /// The entities mentioned by the most chunks, with their community.
     Entities {
         /// Only entities of this kind.

@@ -6,7 +6,7 @@ use std::io::Write;
 use anyhow::Result;
 
 use super::Status;
-use crate::cli::{EntityKindArg, GraphView as View};
+use crate::cli::{EntityKindArg, GraphTable};
 use memidx::index::Index;
 use memidx::lists::graph::EntityKind;
 use memidx::lists::graph::inspect::{communities, entities, neighbors};
@@ -20,7 +20,7 @@ pub struct GraphRequest {
     /// The `.memidx` folder.
     pub index_dir: std::path::PathBuf,
     /// What to show.
-    pub view: View,
+    pub view: GraphTable,
     /// Rows shown at most.
     pub limit: usize,
     /// JSON instead of text.
@@ -34,21 +34,21 @@ pub fn run(request: &GraphRequest, out: &mut dyn Write) -> Result<Status> {
     let view = graph.view()?;
     let limit = request.limit;
     match &request.view {
-        View::Entities { kind } => {
+        GraphTable::Entities { kind } => {
             let report = entities(&view, kind.map(entity_kind), limit);
             match request.json {
                 true => json::print(out, &report)?,
                 false => print_entities(out, &report)?,
             }
         }
-        View::Communities { level } => {
+        GraphTable::Communities { level } => {
             let report = communities(&view, index.generation(), *level, limit)?;
             match request.json {
                 true => json::print(out, &report)?,
                 false => print_communities(out, &report)?,
             }
         }
-        View::Neighbors { entity, kind } => {
+        GraphTable::Neighbors { entity, kind } => {
             let report = neighbors(&view, entity, kind.map(entity_kind), limit)?;
             match request.json {
                 true => json::print(out, &report)?,
