@@ -110,12 +110,7 @@ impl SearchConfig {
             .as_ref()
             .map(|r| r.filter_pairs())
             .unwrap_or_default();
-        filter_pairs.extend(
-            Filter::parse_args(&retrieval.filters)?
-                .conditions()
-                .iter()
-                .flat_map(|(k, vs)| vs.iter().map(move |v| (k.clone(), v.clone()))),
-        );
+        filter_pairs.extend(parse_filters(&retrieval.filters)?);
         let fusion = &retrieval.fusion;
         let sparse_weight = fusion
             .sparse_weight
@@ -365,10 +360,32 @@ pub fn check_top_k(top_k: usize) -> Result<usize> {
     Ok(top_k)
 }
 
+/// The `--filter KEY=VALUE` arguments as (key, value) pairs.
+fn parse_filters(args: &[String]) -> Result<Vec<(String, String)>> {
+    args.iter()
+        .map(|arg| match arg.split_once('=') {
+            Some((key, value)) if !key.trim().is_empty() => {
+                Ok((key.trim().to_string(), value.trim().to_string()))
+            }
+            _ => bail!("--filter expects KEY=VALUE (e.g. environment=production), got '{arg}'"),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::cli::{Cli, Command};
+
+    #[test]
+    fn a_filter_argument_without_a_key_is_an_error() {
+        let err = parse_filters(&["environment".into()]).unwrap_err();
+        assert!(err.to_string().contains("KEY=VALUE"));
+        assert_eq!(
+            parse_filters(&[" environment = staging ".into()]).unwrap(),
+            [("environment".to_string(), "staging".to_string())]
+        );
+    }
     use clap::Parser;
 
     fn search_config(argv: &[&str], stdin: &str) -> Result<SearchConfig> {

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use super::Status;
 use crate::cli::{EntityKindArg, GraphTable};
@@ -42,7 +42,8 @@ pub fn run(request: &GraphRequest, out: &mut dyn Write) -> Result<Status> {
             }
         }
         GraphTable::Communities { level } => {
-            let report = communities(&view, index.generation(), *level, limit)?;
+            let report =
+                communities(&view, index.generation(), *level, limit).context("--level")?;
             match request.json {
                 true => json::print(out, &report)?,
                 false => print_communities(out, &report)?,

@@ -100,7 +100,7 @@ impl Retriever {
         }
         ensure!(
             !lists.is_empty(),
-            "no list selected; choose --mode hybrid, or a combination of sparse, dense and graph"
+            "no list selected; choose hybrid, or a combination of sparse, dense and graph"
         );
         ensure!(
             lists.iter().any(|l| l.weight > 0.0),

@@ -153,7 +153,7 @@ pub fn communities(
     let levels = view.level_count();
     if level >= levels.max(1) {
         bail!(
-            "the graph has {levels} community level(s); choose --level 0 to {}",
+            "the graph has {levels} community level(s); choose a level from 0 to {}",
             levels.saturating_sub(1)
         );
     }
