@@ -19,7 +19,7 @@ use memidx::indexer::IndexOptions;
 use memidx::lists::dense::check_dense_feedback;
 use memidx::output::TextBudget;
 use memidx::request::{MAX_REQUEST_BYTES, SearchRequest};
-use memidx::retriever::{GraphUse, ListSelection, SearchParams};
+use memidx::retriever::{GraphUse, ListSelection, SearchParams, check_query};
 use memidx::store::{INDEX_DIR_NAME, MANIFEST_FILE, bounded};
 
 /// Default number of results.
@@ -103,6 +103,7 @@ impl SearchConfig {
             (None, Some(q)) => q.clone(),
             (None, None) => bail!("give a query, or a JSON request with --request FILE"),
         };
+        check_query(&query)?;
         let top_k = top_k
             .or(request.as_ref().and_then(|r| r.top_k))
             .unwrap_or(DEFAULT_TOP_K);

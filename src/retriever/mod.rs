@@ -9,7 +9,7 @@ mod search;
 pub use decode::{Decoded, DecodedChunk};
 pub use explain::{Absence, ExplainedChunk, Explanation, Standing};
 pub use params::{GraphUse, ListSelection, MIN_DEFAULT_WINDOW, SearchParams, default_window};
-pub use search::{ListRun, SearchOutcome};
+pub use search::{ListRun, SearchOutcome, check_query};
 
 use std::path::Path;
 

@@ -58,12 +58,7 @@ impl Retriever {
         query: &str,
         params: &SearchParams,
     ) -> Result<(AllowSet, Duration)> {
-        if query.trim().is_empty() {
-            bail!("the query is empty; give words to search for");
-        }
-        if !query.chars().any(char::is_alphanumeric) {
-            bail!("the query '{query}' has no letters or digits to search for");
-        }
+        check_query(query)?;
         let started = Instant::now();
         let allow = params.filter.evaluate(self.generation())?;
         Ok((allow, started.elapsed()))
@@ -128,4 +123,16 @@ impl Retriever {
         // queries) with a transformer model.
         self.lists.par_iter().map(run).collect()
     }
+}
+
+/// Refuses a query with nothing to search for (callers check it before
+/// opening an index, so a bad query costs no model load).
+pub fn check_query(query: &str) -> Result<()> {
+    if query.trim().is_empty() {
+        bail!("the query is empty; give words to search for");
+    }
+    if !query.chars().any(char::is_alphanumeric) {
+        bail!("the query '{query}' has no letters or digits to search for");
+    }
+    Ok(())
 }
