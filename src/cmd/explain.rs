@@ -1,7 +1,7 @@
 //! `memidx explain`: how every fused score was made.
 
 use std::io::Write;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
@@ -9,7 +9,7 @@ use super::Status;
 use crate::config::{ExplainConfig, OutputFormat};
 use memidx::output::explain::ExplainReport;
 use memidx::output::{human, json};
-use memidx::retriever::Retriever;
+use memidx::retriever::{Retriever, SearchParams};
 
 /// Explains the search in `config` and prints the breakdown.
 pub fn run(config: &ExplainConfig, out: &mut dyn Write) -> Result<Status> {
@@ -17,22 +17,13 @@ pub fn run(config: &ExplainConfig, out: &mut dyn Write) -> Result<Status> {
     let started = Instant::now();
     let retriever = Retriever::open(&search.index_dir, &search.lists)?;
     let open_time = started.elapsed();
-    let focus = match &config.chunk {
-        Some(id) => Some(retriever.generation().find(id).with_context(|| {
-            format!("no chunk '{id}' in the index; chunk ids look like 'notes/db.md#3' (see search --json)")
-        })?),
-        None => None,
-    };
-    let explanation = retriever.explain(&search.query, &search.params, focus)?;
-    let started = Instant::now();
-    let decoded = retriever.decode(explanation.shown_chunks())?;
-    let report = ExplainReport::build(
+    let report = report(
+        &retriever,
         &search.query,
-        &search.params.filter,
-        &explanation,
-        &decoded,
+        &search.params,
+        config.chunk.as_deref(),
         open_time,
-        started.elapsed(),
+        "chunk ids look like 'notes/db.md#3' (see search --json)",
     )?;
     match search.format {
         OutputFormat::Human => human::print_explain(out, &report)?,
@@ -43,4 +34,37 @@ pub fn run(config: &ExplainConfig, out: &mut dyn Write) -> Result<Status> {
     } else {
         Status::Success
     })
+}
+
+/// The explain report of `query` over `retriever` (for the chunk `focus`
+/// alone, by id, when given); `open_time` is how long opening the index
+/// took. An unknown id is an error ending with `hint`, where ids come from.
+pub(super) fn report(
+    retriever: &Retriever,
+    query: &str,
+    params: &SearchParams,
+    focus: Option<&str>,
+    open_time: Duration,
+    hint: &str,
+) -> Result<ExplainReport> {
+    let focus = match focus {
+        Some(id) => Some(
+            retriever
+                .generation()
+                .find(id)
+                .with_context(|| format!("no chunk '{id}' in the index; {hint}"))?,
+        ),
+        None => None,
+    };
+    let explanation = retriever.explain(query, params, focus)?;
+    let started = Instant::now();
+    let decoded = retriever.decode(explanation.shown_chunks())?;
+    ExplainReport::build(
+        query,
+        &params.filter,
+        &explanation,
+        &decoded,
+        open_time,
+        started.elapsed(),
+    )
 }

@@ -42,7 +42,6 @@ use memidx::index::get::{self as fetch, LineRange, Target};
 use memidx::index::status::StatusReport;
 use memidx::index::{Index, ManifestStamp};
 use memidx::indexer::{self, IndexOptions};
-use memidx::output::explain::ExplainReport;
 use memidx::output::get::GetResponse;
 use memidx::output::{SearchResponse, TextBudget, compact, human};
 use memidx::progress::Silent;
@@ -427,39 +426,33 @@ fn explain(state: &mut State, dir: &Path, args: QueryArgs) -> Result<(Value, Str
     let started = Instant::now();
     let retriever = state.retriever(dir, &selection)?;
     let open_time = started.elapsed();
-    let focus = match &args.chunk_id {
-        Some(id) => Some(retriever.generation().find(id).with_context(|| {
-            format!("no chunk '{id}' in the index; chunk ids come from search (chunk_id)")
-        })?),
-        None => None,
-    };
-    let explanation = retriever.explain(&args.query, &params, focus)?;
-    let started = Instant::now();
-    let decoded = retriever.decode(explanation.shown_chunks())?;
-    let report = ExplainReport::build(
+    let report = super::explain::report(
+        retriever,
         &args.query,
-        &params.filter,
-        &explanation,
-        &decoded,
+        &params,
+        args.chunk_id.as_deref(),
         open_time,
-        started.elapsed(),
+        "chunk ids come from search (chunk_id)",
     )?;
-    let mut text = anstream::StripStream::new(Vec::new());
-    human::print_explain(&mut text, &report)?;
     Ok((
         serde_json::to_value(&report)?,
-        String::from_utf8_lossy(&text.into_inner()).into_owned(),
+        plain(|out| human::print_explain(out, &report))?,
     ))
 }
 
 fn status(state: &mut State, dir: &Path) -> Result<(Value, String)> {
     let report = StatusReport::of(state.index(dir)?, None)?;
-    let mut text = anstream::StripStream::new(Vec::new());
-    human::print_status(&mut text, &report)?;
     Ok((
         serde_json::to_value(&report)?,
-        String::from_utf8_lossy(&text.into_inner()).into_owned(),
+        plain(|out| human::print_status(out, &report))?,
     ))
+}
+
+/// What a human printer writes, without its styles: a tool's text content.
+fn plain(print: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<String> {
+    let mut text = anstream::StripStream::new(Vec::new());
+    print(&mut text)?;
+    Ok(String::from_utf8_lossy(&text.into_inner()).into_owned())
 }
 
 /// Arguments of `reindex`.
