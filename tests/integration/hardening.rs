@@ -174,10 +174,17 @@ fn as_reader(corpus: &Corpus, args: &[&str]) -> Output {
         };
         fs::set_permissions(entry.path(), fs::Permissions::from_mode(mode)).unwrap();
     }
+    // The build may sit under a folder the reader cannot enter (a clone in
+    // /root): the reader runs a copy from a folder anyone may read.
+    let bin_dir = tempfile::tempdir().unwrap();
     let mut command = if root {
+        let copy = bin_dir.path().join("memidx");
+        fs::copy(&binary, &copy).unwrap();
+        fs::set_permissions(bin_dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+        fs::set_permissions(&copy, fs::Permissions::from_mode(0o755)).unwrap();
         let mut c = std::process::Command::new("setpriv");
         c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-            .arg(&binary);
+            .arg(&copy);
         c
     } else {
         std::process::Command::new(&binary)
