@@ -137,15 +137,13 @@ impl SearchConfig {
             index_dir: resolve_index_dir(&retrieval.location, cwd)?,
             query_id: request.and_then(|r| r.query_id),
             query,
-            lists: ListSelection {
-                graph_weight: graph_weight.map(|w| check_weight("graph", w)).transpose()?,
-                sparse_weight: sparse_weight
-                    .map(|w| check_weight("sparse", w))
-                    .transpose()?,
-                dense_weight: dense_weight.map(|w| check_weight("dense", w)).transpose()?,
-                dense_feedback: dense_feedback.map(check_dense_feedback).transpose()?,
-                ..selected_lists(&retrieval.mode)
-            },
+            lists: with_weights(
+                ListSelection {
+                    dense_feedback: dense_feedback.map(check_dense_feedback).transpose()?,
+                    ..selected_lists(&retrieval.mode)
+                },
+                [sparse_weight, dense_weight, graph_weight],
+            )?,
             params,
             format,
             here: retrieval.here.then(|| cwd.to_path_buf()),
@@ -219,27 +217,23 @@ impl EvalConfig {
             index_dir: resolve_index_dir(&args.location, cwd)?,
             queries: cwd.join(&args.queries),
             qrels: cwd.join(&args.qrels),
-            lists: ListSelection {
-                sparse: true,
-                dense: true,
-                graph: GraphUse::Available,
-                graph_weight: fusion
-                    .graph_weight
-                    .map(|w| check_weight("graph", w))
-                    .transpose()?,
-                sparse_weight: fusion
-                    .sparse_weight
-                    .map(|w| check_weight("sparse", w))
-                    .transpose()?,
-                dense_weight: fusion
-                    .dense_weight
-                    .map(|w| check_weight("dense", w))
-                    .transpose()?,
-                dense_feedback: fusion
-                    .dense_feedback
-                    .map(check_dense_feedback)
-                    .transpose()?,
-            },
+            lists: with_weights(
+                ListSelection {
+                    sparse: true,
+                    dense: true,
+                    graph: GraphUse::Available,
+                    dense_feedback: fusion
+                        .dense_feedback
+                        .map(check_dense_feedback)
+                        .transpose()?,
+                    ..ListSelection::default()
+                },
+                [
+                    fusion.sparse_weight,
+                    fusion.dense_weight,
+                    fusion.graph_weight,
+                ],
+            )?,
             rrf_k: fusion.rrf_k.map(check_rrf_k).transpose()?,
             window: fusion.window.map(check_window).transpose()?,
             sweep: args.sweep,
@@ -359,6 +353,23 @@ pub fn check_top_k(top_k: usize) -> Result<usize> {
         "top_k must be between 1 and {MAX_TOP_K}, got {top_k}"
     );
     Ok(top_k)
+}
+
+/// `lists` with the sparse, dense and graph weights given, each checked
+/// (the graph's first, so a search naming several bad weights reports the
+/// one it always reported).
+pub(crate) fn with_weights(
+    lists: ListSelection,
+    [sparse, dense, graph]: [Option<f64>; 3],
+) -> Result<ListSelection> {
+    let check = |list, weight: Option<f64>| weight.map(|w| check_weight(list, w)).transpose();
+    let graph_weight = check("graph", graph)?;
+    Ok(ListSelection {
+        sparse_weight: check("sparse", sparse)?,
+        dense_weight: check("dense", dense)?,
+        graph_weight,
+        ..lists
+    })
 }
 
 /// The `--filter KEY=VALUE` arguments as (key, value) pairs.

@@ -37,7 +37,7 @@ use super::Status;
 use crate::cli::Mode;
 use crate::config::{self, check_max_chars, check_top_k};
 use memidx::filter::Filter;
-use memidx::fusion::{check_rrf_k, check_weight, check_window};
+use memidx::fusion::{check_rrf_k, check_window};
 use memidx::index::get::{self as fetch, LineRange, Target};
 use memidx::index::status::StatusReport;
 use memidx::index::{Index, ManifestStamp};
@@ -338,21 +338,10 @@ impl QueryArgs {
                 })
                 .collect::<Result<_>>()?,
         };
-        let selection = ListSelection {
-            sparse_weight: self
-                .sparse_weight
-                .map(|w| check_weight("sparse", w))
-                .transpose()?,
-            dense_weight: self
-                .dense_weight
-                .map(|w| check_weight("dense", w))
-                .transpose()?,
-            graph_weight: self
-                .graph_weight
-                .map(|w| check_weight("graph", w))
-                .transpose()?,
-            ..config::selected_lists(&modes)
-        };
+        let selection = config::with_weights(
+            config::selected_lists(&modes),
+            [self.sparse_weight, self.dense_weight, self.graph_weight],
+        )?;
         let pairs = self.filter.iter().flatten().flat_map(|(key, value)| {
             let values = match value {
                 FilterValue::One(v) => vec![v.clone()],
