@@ -287,6 +287,10 @@ pub struct EvalArgs {
     /// searches use them.
     #[arg(long, requires = "sweep")]
     pub save: bool,
+    /// Drop a hit whose document id equals the query id (BEIR's rule for
+    /// collections whose queries are themselves documents, e.g. ArguAna).
+    #[arg(long)]
+    pub ignore_identical: bool,
     /// Print no progress bar.
     #[arg(short, long)]
     pub quiet: bool,

@@ -201,6 +201,8 @@ pub struct EvalConfig {
     pub sweep: bool,
     /// Store the sweep's winner in the index.
     pub save: bool,
+    /// Drop hits on the query's own document.
+    pub ignore_identical: bool,
     /// Where to write TREC runs.
     pub run_out: Option<PathBuf>,
     /// Output format.
@@ -238,6 +240,7 @@ impl EvalConfig {
             window: fusion.window.map(check_window).transpose()?,
             sweep: args.sweep,
             save: args.save,
+            ignore_identical: args.ignore_identical,
             run_out: args.run_out.as_ref().map(|d| cwd.join(d)),
             format: if args.json {
                 OutputFormat::Json

@@ -67,6 +67,20 @@ impl FusionDefaults {
     }
 }
 
+/// Where an index's fusion defaults (and its graph list's weight) come from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FusionSource {
+    /// The defaults this build gives the index's model
+    /// ([`FusionDefaults::for_model`]): a re-index by a build with other
+    /// defaults records those.
+    #[default]
+    Builtin,
+    /// Chosen by `memidx eval --sweep --save`: re-indexing keeps them until
+    /// another save or a switch of model.
+    Saved,
+}
+
 /// One list's ranking and its weight, as input to [`fuse`].
 #[derive(Debug, Clone, Copy)]
 pub struct Ranking<'a> {

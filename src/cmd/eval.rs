@@ -38,6 +38,7 @@ pub fn run(config: &EvalConfig, out: &mut dyn Write) -> Result<Status> {
         qrels: config.qrels.clone(),
         setting,
         sweep: config.sweep,
+        ignore_identical: config.ignore_identical,
     };
     let report = eval::run(&retriever, &options, &Bars::new(config.progress))?;
     if let Some(dir) = &config.run_out {

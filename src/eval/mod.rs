@@ -41,6 +41,10 @@ pub struct EvalOptions {
     pub setting: FusionSetting,
     /// Also sweep k, the dense weight, the window and the graph weight.
     pub sweep: bool,
+    /// Drop a hit whose document id equals the query id (BEIR's rule for a
+    /// collection whose queries are also documents; `score.py
+    /// --ignore-identical` does the same).
+    pub ignore_identical: bool,
 }
 
 /// One fusion setting: k, the lists' weights and the window.
@@ -113,6 +117,8 @@ pub struct EvalReport {
     pub queries: usize,
     /// Queries with at least one relevant document (the denominator).
     pub judged_queries: usize,
+    /// Whether hits on the query's own document were dropped.
+    pub ignore_identical: bool,
     /// The default setting.
     pub setting: FusionSetting,
     /// How many of its best chunks moved the dense list's query (0: none).
@@ -163,7 +169,12 @@ pub fn run(
     let docs = chunk_doc_ids(retriever)?;
     let kinds: Vec<ListKind> = retriever.list_weights().iter().map(|(k, _)| *k).collect();
     let fuse_run = |setting: &FusionSetting, lists: &[ListKind]| {
-        fuse_run(&queries, &rankings, &docs, &kinds, lists, setting)
+        let target = RunTarget {
+            queries: &queries,
+            docs: &docs,
+            ignore_identical: options.ignore_identical,
+        };
+        fuse_run(&target, &rankings, &kinds, lists, setting)
     };
     use ListKind::{Dense, Graph, Sparse};
     let has_graph = kinds.contains(&Graph);
@@ -203,6 +214,7 @@ pub fn run(
     Ok(EvalReport {
         queries: queries.len(),
         judged_queries: judged.queries,
+        ignore_identical: options.ignore_identical,
         setting: options.setting,
         dense_feedback: retriever.dense_feedback().unwrap_or(0),
         modes,
@@ -245,16 +257,25 @@ fn chunk_doc_ids(retriever: &Retriever) -> Result<Vec<String>> {
         .collect())
 }
 
+/// What a document run is built for: the queries, each chunk's document,
+/// and whether a query's own document is dropped.
+struct RunTarget<'a> {
+    queries: &'a [EvalQuery],
+    docs: &'a [String],
+    ignore_identical: bool,
+}
+
 /// Fuses the chosen lists of every query under `setting` into a document run.
 fn fuse_run(
-    queries: &[EvalQuery],
+    target: &RunTarget<'_>,
     rankings: &[Vec<RankedList>],
-    docs: &[String],
     kinds: &[ListKind],
     lists: &[ListKind],
     setting: &FusionSetting,
 ) -> Run {
-    queries
+    let docs = target.docs;
+    target
+        .queries
         .iter()
         .zip(rankings)
         .map(|(query, ranked)| {
@@ -272,6 +293,9 @@ fn fuse_run(
                 .iter()
                 .map(|f| (docs[f.chunk as usize].as_str(), f.score));
             let mut per_doc = best_chunk_per_doc(hits);
+            if target.ignore_identical {
+                per_doc.retain(|(doc, _)| *doc != query.id);
+            }
             per_doc.truncate(RUN_DEPTH);
             (query.id.clone(), per_doc)
         })

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::corpus::chunk::ChunkOptions;
 use crate::corpus::walk::WalkOptions;
 use crate::embed::EmbedderInfo;
-use crate::fusion::FusionDefaults;
+use crate::fusion::{FusionDefaults, FusionSource};
 use crate::lists::graph::GraphOptions;
 use crate::lists::sparse::{Bm25Params, SparseStats};
 use crate::text::tokenize::Analyzer;
@@ -37,11 +37,35 @@ use crate::store::{MANIFEST_FILE, atomic, bounded, damaged};
 /// rebuilding it; 15 made its ordinal map per segment document and
 /// recorded the uids given out; 16 recorded the dense list's feedback with
 /// the fusion defaults; 17 sealed `meta.json` with its own CRC-32,
-/// `meta_crc32`).
-pub const FORMAT_VERSION: u32 = 17;
+/// `meta_crc32`; 18 recorded where the fusion defaults come from,
+/// `fusion_source`).
+pub const FORMAT_VERSION: u32 = 18;
 
 /// The on-disk formats this build can read.
-pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 16..=17;
+pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 16..=18;
+
+/// The last format without `fusion_source`.
+const UNSOURCED_FORMAT_VERSION: u32 = 17;
+
+/// The fusion defaults that builds writing formats 16 and 17 gave a static
+/// and a transformer model: an index of those formats holding other values
+/// had them saved by `eval --save`.
+const UNSOURCED_BUILTIN_DEFAULTS: [FusionDefaults; 2] = [
+    FusionDefaults {
+        sparse_weight: 1.0,
+        dense_weight: 0.3,
+        rrf_k: 60.0,
+        window: None,
+        dense_feedback: 3,
+    },
+    FusionDefaults {
+        sparse_weight: 1.0,
+        dense_weight: 1.0,
+        rrf_k: 60.0,
+        window: None,
+        dense_feedback: 3,
+    },
+];
 
 /// The last format whose `meta.json` has no `meta_crc32` (its generation
 /// files are format 17's, so such an index stays readable; the next
@@ -84,6 +108,10 @@ pub struct Manifest {
     pub model_dir: Option<String>,
     /// Fusion weights and k that searches use unless told otherwise.
     pub fusion: FusionDefaults,
+    /// Where `fusion` (and the graph's weight) come from. Absent before
+    /// format 18, where it is inferred from the values (see [`Manifest::read`]).
+    #[serde(default)]
+    pub fusion_source: FusionSource,
     /// The sparse list's live documents and their tokens (BM25's N and
     /// average length).
     pub sparse: SparseStats,
@@ -192,8 +220,11 @@ impl Manifest {
             None if probe.format_version == UNSEALED_FORMAT_VERSION => bytes,
             None => return Err(damaged(&format!("has no checksum ({SEAL_FIELD})"))),
         };
-        let manifest: Self =
+        let mut manifest: Self =
             serde_json::from_slice(&json).map_err(|_| damaged("does not parse"))?;
+        if probe.format_version <= UNSOURCED_FORMAT_VERSION {
+            manifest.fusion_source = manifest.inferred_fusion_source();
+        }
         manifest
             .check_bounds()
             .map_err(|err| damaged(&format!("field {err:#}")))?;
@@ -215,6 +246,21 @@ impl Manifest {
             .context("a manifest serializes to a JSON object")?;
         let sealed = [head, seal_suffix(crc32fast::hash(head)).as_bytes()].concat();
         atomic::write_atomic(&index_dir.join(MANIFEST_FILE), &sealed)
+    }
+
+    /// Where the fusion defaults of a manifest written before format 18 came
+    /// from: saved, unless they are the defaults those builds gave a model
+    /// and the graph (if any) has its default weight.
+    fn inferred_fusion_source(&self) -> FusionSource {
+        let builtin = UNSOURCED_BUILTIN_DEFAULTS.contains(&self.fusion)
+            && self
+                .graph
+                .is_none_or(|g| g.weight == crate::lists::graph::DEFAULT_WEIGHT);
+        if builtin {
+            FusionSource::Builtin
+        } else {
+            FusionSource::Saved
+        }
     }
 
     /// Checks every value a search or a re-index uses against the bounds
@@ -298,6 +344,7 @@ mod tests {
                 window: None,
                 dense_feedback: 3,
             },
+            fusion_source: FusionSource::Saved,
             sparse: SparseStats {
                 docs: 2,
                 tokens: 9,

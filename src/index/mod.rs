@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 
 use crate::error::IndexError;
-use crate::fusion::FusionDefaults;
+use crate::fusion::{FusionDefaults, FusionSource};
 use crate::lists::graph::{GraphList, QueryOptions, no_graph};
 use crate::store::LOCK_FILE;
 use crate::store::checks;
@@ -177,11 +177,13 @@ fn read_manifest(dir: &Path) -> Result<Manifest> {
 
 /// Stores `fusion` (and the graph list's `graph_weight`, when the index has
 /// a graph) as the defaults of the index in `dir`: under the writer lock,
-/// replacing `meta.json` atomically (`eval --sweep --save`).
+/// replacing `meta.json` atomically (`eval --sweep --save`). Re-indexing
+/// keeps them until another save or a switch of model.
 pub fn save_fusion_defaults(dir: &Path, fusion: FusionDefaults, graph_weight: f64) -> Result<()> {
     let _lock = IndexLock::acquire(&dir.join(LOCK_FILE))?;
     let mut manifest = read_manifest(dir)?;
     manifest.fusion = fusion;
+    manifest.fusion_source = FusionSource::Saved;
     if let Some(graph) = &mut manifest.graph {
         graph.weight = graph_weight;
     }

@@ -12,7 +12,7 @@ use super::Index;
 use super::manifest::Counts;
 use crate::corpus::walk::walk;
 use crate::embed::EmbedderInfo;
-use crate::fusion::FusionDefaults;
+use crate::fusion::{FusionDefaults, FusionSource};
 use crate::lists::sparse::Bm25Params;
 use crate::store::MANIFEST_FILE;
 
@@ -37,6 +37,8 @@ pub struct StatusReport {
     pub embedder: EmbedderInfo,
     /// Fusion defaults searches use.
     pub fusion: FusionDefaults,
+    /// Where they come from: this build's defaults or `eval --save`.
+    pub fusion_source: FusionSource,
     /// The graph list, or `None` for an index built without it.
     pub graph: Option<GraphStatus>,
     /// BM25 parameters.
@@ -120,6 +122,7 @@ impl StatusReport {
             counts: manifest.counts,
             embedder: manifest.embedder.clone(),
             fusion: manifest.fusion,
+            fusion_source: manifest.fusion_source,
             graph: manifest.graph.map(|g| GraphStatus {
                 entities: g.entities,
                 communities: g.communities,

@@ -10,12 +10,11 @@ use anyhow::{Context, Result, bail};
 
 use super::Run;
 use super::lists::FinishedLists;
-use super::previous::Previous;
+use super::previous::{FusionChoice, Previous};
 use crate::corpus::Skipped;
 use crate::corpus::walk::SourceFile;
-use crate::fusion::FusionDefaults;
+
 use crate::index::manifest::{Counts, FORMAT_VERSION, GraphManifest, Manifest, SkippedFile};
-use crate::lists::graph;
 use crate::lists::sparse::Bm25Params;
 use crate::lists::vector_cache;
 use crate::store::checks::{self, Checksums};
@@ -54,7 +53,8 @@ pub(super) fn checksums(
 }
 
 /// The manifest of generation `generation`, written by `run` with the
-/// finished `lists`; a graph keeps the weight `previous` gave it.
+/// finished `lists`; fusion defaults saved in `previous` are kept (see
+/// [`FusionChoice::for_run`]).
 pub(super) fn manifest(
     run: &Run,
     generation: u64,
@@ -66,6 +66,7 @@ pub(super) fn manifest(
 ) -> Manifest {
     let (options, embedder) = (run.options, run.embedder);
     let root = &options.root;
+    let fusion = FusionChoice::for_run(previous, embedder);
     Manifest {
         format_version: FORMAT_VERSION,
         generation,
@@ -88,13 +89,11 @@ pub(super) fn manifest(
                 .display()
                 .to_string()
         }),
-        fusion: FusionDefaults::for_model(embedder.kind()),
+        fusion: fusion.defaults,
+        fusion_source: fusion.source,
         sparse: lists.sparse.stats,
         graph: lists.graph.map(|(graph_manifest, _)| GraphManifest {
-            // A weight chosen with `eval --save` survives re-indexing.
-            weight: previous
-                .and_then(|m| m.graph)
-                .map_or(graph::DEFAULT_WEIGHT, |g| g.weight),
+            weight: fusion.graph_weight,
             ..graph_manifest
         }),
         counts,

@@ -10,6 +10,7 @@ use super::IndexOptions;
 use crate::corpus::read::read_walked;
 use crate::corpus::walk::{SourceFile, Walk};
 use crate::embed::Embedder;
+use crate::fusion::{FusionDefaults, FusionSource};
 use crate::index::manifest::{Manifest, SkippedFile};
 use crate::lists::dense;
 use crate::lists::graph;
@@ -150,6 +151,7 @@ impl Previous {
                 }
                 None => !options.builds_graph(Some(manifest)),
             }
+            && FusionChoice::for_run(Some(manifest), embedder).recorded_in(manifest)
             && same_skips(&manifest.skipped, walked, states)
             && states
                 .iter()
@@ -317,5 +319,45 @@ fn check_carried_files(generation: &Generation, manifest: &Manifest) -> Result<(
     match problems.into_iter().next() {
         Some(problem) => bail!(problem),
         None => Ok(()),
+    }
+}
+
+/// The fusion defaults a run records, with their source and the graph
+/// list's weight.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct FusionChoice {
+    pub(super) defaults: FusionDefaults,
+    pub(super) source: FusionSource,
+    pub(super) graph_weight: f64,
+}
+
+impl FusionChoice {
+    /// What `eval --save` stored in the `previous` index, while the model is
+    /// the same; else this build's defaults for `embedder`.
+    pub(super) fn for_run(previous: Option<&Manifest>, embedder: &dyn Embedder) -> Self {
+        match previous {
+            Some(saved)
+                if saved.fusion_source == FusionSource::Saved
+                    && saved.embedder == *embedder.info() =>
+            {
+                Self {
+                    defaults: saved.fusion,
+                    source: FusionSource::Saved,
+                    graph_weight: saved.graph.map_or(graph::DEFAULT_WEIGHT, |g| g.weight),
+                }
+            }
+            _ => Self {
+                defaults: FusionDefaults::for_model(embedder.kind()),
+                source: FusionSource::Builtin,
+                graph_weight: graph::DEFAULT_WEIGHT,
+            },
+        }
+    }
+
+    /// Whether `manifest` already records this choice.
+    pub(super) fn recorded_in(&self, manifest: &Manifest) -> bool {
+        manifest.fusion == self.defaults
+            && manifest.fusion_source == self.source
+            && manifest.graph.is_none_or(|g| g.weight == self.graph_weight)
     }
 }

@@ -10,6 +10,7 @@ use super::get::GetResponse;
 use super::{SearchResponse, escape_controls};
 use crate::corpus::Skipped;
 use crate::eval::{EvalReport, FusionSetting};
+use crate::fusion::FusionSource;
 use crate::index::status::StatusReport;
 use crate::indexer::IndexReport;
 
@@ -268,12 +269,16 @@ pub fn print_status(out: &mut dyn Write, r: &StatusReport) -> Result<()> {
     )?;
     writeln!(
         out,
-        "fusion     k {}, sparse {}, dense {}, window {}; dense feedback {}",
+        "fusion     k {}, sparse {}, dense {}, window {}; dense feedback {} ({})",
         r.fusion.rrf_k,
         r.fusion.sparse_weight,
         r.fusion.dense_weight,
         window,
-        describe_feedback(r.fusion.dense_feedback)
+        describe_feedback(r.fusion.dense_feedback),
+        match r.fusion_source {
+            FusionSource::Builtin => "this build's defaults for the model",
+            FusionSource::Saved => "saved by eval --save; kept by re-indexing",
+        }
     )?;
     match &r.graph {
         Some(g) => writeln!(
@@ -428,9 +433,14 @@ pub fn print_eval(out: &mut dyn Write, report: &EvalReport, save: Option<bool>) 
     }
     writeln!(
         out,
-        "{} queries ({} judged); {}, dense feedback {}; {:.2} s",
+        "{} queries ({} judged{}); {}, dense feedback {}; {:.2} s",
         report.queries,
         report.judged_queries,
+        if report.ignore_identical {
+            ", hits on a query's own document ignored"
+        } else {
+            ""
+        },
         describe(&report.setting),
         describe_feedback(report.dense_feedback),
         report.elapsed.as_secs_f64()

@@ -547,6 +547,7 @@ mod tests {
                 rrf_k: 60.0,
                 window: None,
             },
+            fusion_source: Default::default(),
             sparse: Default::default(),
             graph: None,
             counts: Counts::default(),

@@ -167,3 +167,85 @@ fn save_keeps_the_defaults_when_nothing_beats_them() {
     assert_eq!(meta["fusion"]["dense_weight"], setting["dense_weight"]);
     assert_eq!(meta["fusion"]["window"], setting["window"]);
 }
+
+#[test]
+fn ignore_identical_drops_the_query_s_own_document() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    // The query's id is the id of the document it was written from, and
+    // the qrels judge only that document relevant.
+    let labels = tempfile::tempdir().unwrap();
+    let (queries, qrels) = (labels.path().join("q.jsonl"), labels.path().join("r.tsv"));
+    std::fs::write(
+        &queries,
+        "{\"id\": \"postgres-replication\", \"text\": \"how do I promote a standby when the primary database is lost\"}\n",
+    )
+    .unwrap();
+    std::fs::write(&qrels, "postgres-replication\tpostgres-replication\t1\n").unwrap();
+    let run = |extra: &[&str]| {
+        let base = [
+            "eval",
+            "--json",
+            "--quiet",
+            "--queries",
+            queries.to_str().unwrap(),
+            "--qrels",
+            qrels.to_str().unwrap(),
+        ];
+        let report = corpus.json(&[&base[..], extra].concat());
+        let ndcg: Vec<f64> = report["modes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["metrics"]["nDCG@10"].as_f64().unwrap())
+            .collect();
+        (report["ignore_identical"].clone(), ndcg)
+    };
+    assert_eq!(run(&[]), (Value::Bool(false), vec![1.0, 1.0, 1.0]));
+    assert_eq!(
+        run(&["--ignore-identical"]),
+        (Value::Bool(true), vec![0.0, 0.0, 0.0])
+    );
+}
+
+/// The fusion defaults recorded in the fixtures' index, and their source.
+fn recorded_fusion(corpus: &Corpus) -> (Value, Value) {
+    let status = corpus.json(&["status", "--json"]);
+    (status["fusion"].clone(), status["fusion_source"].clone())
+}
+
+#[test]
+fn saved_settings_survive_reindexing_until_the_model_changes() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let (builtin, source) = recorded_fusion(&corpus);
+    assert_eq!(source, "builtin");
+    eval_json(
+        &corpus,
+        &["--sweep", "--save", "--rrf-k", "10", "--dense-weight", "0.7"],
+    );
+    let (saved, source) = recorded_fusion(&corpus);
+    assert_eq!(source, "saved");
+    assert_ne!(saved, builtin, "the save changed nothing: this test checks nothing");
+
+    // An incremental run with a change, then a full one: the saved settings stay.
+    let note = corpus.path().join("notes/auth-slow-login-query.md");
+    let text = std::fs::read_to_string(&note).unwrap();
+    std::fs::write(&note, text + "\nOne more line.\n").unwrap();
+    assert!(corpus.index().status.success());
+    assert_eq!(recorded_fusion(&corpus), (saved.clone(), "saved".into()));
+    assert!(corpus.index_with(&["--full"]).status.success());
+    assert_eq!(recorded_fusion(&corpus), (saved, "saved".into()));
+
+    // Another model: this build's defaults for it.
+    let models = tempfile::tempdir().unwrap();
+    let other = models.path().join("other-static");
+    common::other_static_model(&other);
+    assert!(
+        corpus
+            .index_with(&["--model", other.to_str().unwrap()])
+            .status
+            .success()
+    );
+    assert_eq!(recorded_fusion(&corpus), (builtin, "builtin".into()));
+}

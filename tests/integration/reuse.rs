@@ -6,9 +6,8 @@
 use crate::common;
 
 use std::fs;
-use std::path::Path;
 
-use common::{Corpus, copy_dir};
+use common::{Corpus, other_static_model};
 
 /// Queries whose `--json` answers are compared between indexes.
 const QUERIES: [&str; 4] = [
@@ -73,28 +72,12 @@ fn moved_and_copied_files_reuse_their_vectors_and_match_a_fresh_index() {
     assert_eq!(answers(&corpus), fresh_answers(&corpus));
 }
 
-/// A copy of the bundled model's folder whose config differs by a field
-/// model2vec ignores: the same vectors under another fingerprint.
-fn other_model(dir: &Path) {
-    copy_dir(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/model"),
-        dir,
-    );
-    let config = dir.join("config.json");
-    let text = fs::read_to_string(&config).unwrap().replacen(
-        '{',
-        "{\n    \"comment\": \"a copy for tests\",",
-        1,
-    );
-    fs::write(config, text).unwrap();
-}
-
 #[test]
 fn switching_models_and_back_embeds_nothing_twice() {
     let corpus = Corpus::fixtures();
     let models = tempfile::tempdir().unwrap();
     let other = models.path().join("other-static");
-    other_model(&other);
+    other_static_model(&other);
     let other_arg = other.to_str().unwrap();
 
     assert_eq!(embedded(&corpus, &[]), 107);
@@ -121,7 +104,7 @@ fn a_damaged_cache_is_ignored_with_a_warning_and_results_stay_right() {
     let corpus = Corpus::fixtures();
     let models = tempfile::tempdir().unwrap();
     let other = models.path().join("other-static");
-    other_model(&other);
+    other_static_model(&other);
     corpus.index();
     let bundled_answers = answers(&corpus);
     let output = corpus

@@ -300,3 +300,19 @@ pub fn error_paths(
         .map(|e| e.instance_path().as_str().to_string())
         .collect()
 }
+
+/// A copy of the bundled model's folder whose config differs by a field
+/// model2vec ignores: the same vectors under another fingerprint.
+pub fn other_static_model(dir: &Path) {
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/model"),
+        dir,
+    );
+    let config = dir.join("config.json");
+    let text = fs::read_to_string(&config).unwrap().replacen(
+        '{',
+        "{\n    \"comment\": \"a copy for tests\",",
+        1,
+    );
+    fs::write(config, text).unwrap();
+}

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""Retrieval quality on every judged collection, for every model, in one run.
+
+    bench/quality.py [--binary B] [--eval-dir D] [--work W] [--minilm DIR]
+                     [--models bundled,minilm] [--json OUT] [--compare OLD.json]
+                     [-- EVAL FLAGS...]
+
+For each collection under the eval folder (a folder with docs/, queries.jsonl
+and qrels.tsv; default ../shared/eval) and each model, it indexes the
+collection's docs into W/<collection>-<model> (kept between runs: a re-run
+only checks the files), runs `memidx eval --json` with the flags after `--`,
+and prints nDCG@10 of sparse, dense and hybrid, hybrid's gap to the better of
+the two lists, and per model the mean and the worst collection. With
+--compare, every figure is shown against a previous --json output, and the
+rule for defaults (README, Quality) is checked: the mean hybrid nDCG@10 of
+each model rises and no collection's hybrid falls by more than 0.005.
+
+Python 3 stdlib only. The MiniLM model is all-MiniLM-L6-v2 in the
+sentence-transformers folder layout (--minilm, else $MEMIDX_MINILM_DIR; the
+model is skipped with a note when neither is set).
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+# Collections whose queries are themselves documents: a hit on the query's own
+# document is dropped, as ../shared/eval/README.md prescribes (BEIR's rule).
+IGNORE_IDENTICAL = {"arguana"}
+
+# A default may lower no collection's hybrid nDCG@10 by more than this.
+TOLERANCE = 0.005
+
+MODES = ("sparse", "dense", "hybrid")
+
+
+def collections(eval_dir):
+    """The judged collections under eval_dir, by name."""
+    found = [
+        d
+        for d in sorted(eval_dir.iterdir())
+        if (d / "docs").is_dir() and (d / "queries.jsonl").is_file() and (d / "qrels.tsv").is_file()
+    ]
+    if not found:
+        sys.exit(f"quality: no collection (docs/, queries.jsonl, qrels.tsv) under {eval_dir}")
+    return found
+
+
+def run(cmd):
+    """Runs cmd, returning its stdout; stops the script with its stderr on failure."""
+    done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        sys.exit(f"quality: {' '.join(map(str, cmd))} failed ({done.returncode}):\n{done.stderr}")
+    return done.stdout
+
+
+def measure(binary, collection, model, model_dir, work, eval_flags):
+    """nDCG@10 per mode of one collection under one model."""
+    index = work / f"{collection.name}-{model}"
+    index_cmd = [binary, "index", collection / "docs", "--index", index, "--quiet"]
+    if model_dir:
+        index_cmd += ["--model", model_dir]
+    run(index_cmd)
+    eval_cmd = [
+        binary, "eval", "--index", index, "--json", "--quiet",
+        "--queries", collection / "queries.jsonl", "--qrels", collection / "qrels.tsv",
+    ]
+    if collection.name in IGNORE_IDENTICAL:
+        eval_cmd.append("--ignore-identical")
+    report = json.loads(run(eval_cmd + eval_flags))
+    scores = {m["mode"]: m["metrics"]["ndcg_10"] for m in report["modes"]}
+    return {mode: scores[mode] for mode in MODES} | {"seconds": report["elapsed"]}
+
+
+def gap(row):
+    """Hybrid's nDCG@10 minus the better list's."""
+    return row["hybrid"] - max(row["sparse"], row["dense"])
+
+
+def print_table(results, old):
+    """The per-collection table, then per model the mean and the worst gap."""
+    def cell(model, name, key):
+        value = results[model][name][key] if key != "gap" else gap(results[model][name])
+        if old and name in old.get(model, {}):
+            before = old[model][name][key] if key != "gap" else gap(old[model][name])
+            return f"{before:.4f} → {value:.4f}"
+        return f"{value:.4f}"
+
+    print("| collection | model | sparse | dense | hybrid | hybrid − better list |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for model, rows in results.items():
+        for name in rows:
+            cells = " | ".join(cell(model, name, key) for key in (*MODES, "gap"))
+            print(f"| {name} | {model} | {cells} |")
+    print()
+    print("| model | mean sparse | mean dense | mean hybrid | mean gap | worst gap (collection) |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for model, rows in results.items():
+        mean = {key: sum(r[key] for r in rows.values()) / len(rows) for key in MODES}
+        gaps = {name: gap(r) for name, r in rows.items()}
+        worst = min(gaps, key=gaps.get)
+        mean_gap = sum(gaps.values()) / len(gaps)
+        print(
+            f"| {model} | {mean['sparse']:.4f} | {mean['dense']:.4f} | {mean['hybrid']:.4f} "
+            f"| {mean_gap:+.4f} | {gaps[worst]:+.4f} ({worst}) |"
+        )
+
+
+def check_rule(results, old):
+    """The rule for defaults against `old`: True when it holds for every model."""
+    holds = True
+    for model, rows in results.items():
+        before = old.get(model, {})
+        common = [name for name in rows if name in before]
+        if not common:
+            continue
+        mean_new = sum(rows[n]["hybrid"] for n in common) / len(common)
+        mean_old = sum(before[n]["hybrid"] for n in common) / len(common)
+        drops = [n for n in common if rows[n]["hybrid"] < before[n]["hybrid"] - TOLERANCE]
+        ok = mean_new > mean_old and not drops
+        holds &= ok
+        verdict = "holds" if ok else "fails"
+        print(
+            f"rule ({model}): mean hybrid {mean_old:.4f} → {mean_new:.4f}"
+            f"{'; lower by more than %.3f: %s' % (TOLERANCE, ', '.join(drops)) if drops else ''}"
+            f" — {verdict}"
+        )
+    return holds
+
+
+def main():
+    here = Path(__file__).resolve().parent
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--binary", type=Path, default=here.parent / "target/release/memidx")
+    parser.add_argument("--eval-dir", type=Path, default=here.parent.parent / "shared/eval")
+    parser.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "memidx-quality")
+    parser.add_argument("--minilm", type=Path, default=os.environ.get("MEMIDX_MINILM_DIR"))
+    parser.add_argument("--models", default="bundled,minilm")
+    parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
+    parser.add_argument("--compare", type=Path, help="a previous --json output to compare with")
+    parser.add_argument("eval_flags", nargs="*", help="flags passed to every `memidx eval`")
+    args = parser.parse_args()
+
+    if not args.binary.is_file():
+        sys.exit(f"quality: no binary at {args.binary} (cargo build --release)")
+    models = {}
+    for model in args.models.split(","):
+        if model == "bundled":
+            models[model] = None
+        elif model == "minilm":
+            if args.minilm:
+                models[model] = args.minilm
+            else:
+                print("quality: MiniLM skipped (no --minilm and no MEMIDX_MINILM_DIR)", file=sys.stderr)
+        else:
+            sys.exit(f"quality: unknown model '{model}' (bundled, minilm)")
+    args.work.mkdir(parents=True, exist_ok=True)
+
+    results = {}
+    for model, model_dir in models.items():
+        results[model] = {}
+        for collection in collections(args.eval_dir):
+            print(f"quality: {collection.name}, {model}", file=sys.stderr)
+            results[model][collection.name] = measure(
+                args.binary, collection, model, model_dir, args.work, args.eval_flags
+            )
+    old = json.loads(args.compare.read_text()) if args.compare else None
+    print_table(results, old)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    if old is not None:
+        print()
+        sys.exit(0 if check_rule(results, old) else 1)
+
+
+if __name__ == "__main__":
+    main()
