@@ -71,7 +71,7 @@ def measure(binary, collection, model, model_dir, work, eval_flags):
     if collection.name in IGNORE_IDENTICAL:
         eval_cmd.append("--ignore-identical")
     report = json.loads(run(eval_cmd + eval_flags))
-    scores = {m["mode"]: m["metrics"]["ndcg_10"] for m in report["modes"]}
+    scores = {m["mode"]: m["metrics"]["nDCG@10"] for m in report["modes"]}
     return {mode: scores[mode] for mode in MODES} | {"seconds": report["elapsed"]}
 
 

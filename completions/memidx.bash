@@ -158,7 +158,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__eval)
-            opts="-q -h -V --queries --qrels --json --run-out --sweep --save --quiet --rrf-k --sparse-weight --dense-weight --graph-weight --window --dense-feedback --index --color --help --version"
+            opts="-q -h -V --queries --qrels --json --run-out --sweep --save --ignore-identical --quiet --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --window --dense-feedback --index --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -174,6 +174,10 @@ _memidx() {
                     ;;
                 --run-out)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --fusion)
+                    COMPREPLY=($(compgen -W "relative rrf" -- "${cur}"))
                     return 0
                     ;;
                 --rrf-k)
@@ -216,7 +220,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__explain)
-            opts="-k -f -h -V --top-k --chunk --json --filter --mode --here --rrf-k --sparse-weight --dense-weight --graph-weight --window --dense-feedback --index --color --help --version"
+            opts="-k -f -h -V --top-k --chunk --json --filter --mode --here --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --window --dense-feedback --index --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -244,6 +248,10 @@ _memidx() {
                     ;;
                 --mode)
                     COMPREPLY=($(compgen -W "hybrid sparse dense graph" -- "${cur}"))
+                    return 0
+                    ;;
+                --fusion)
+                    COMPREPLY=($(compgen -W "relative rrf" -- "${cur}"))
                     return 0
                     ;;
                 --rrf-k)
@@ -794,7 +802,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__search)
-            opts="-k -f -h -V --request --top-k --json --jsonl --max-chars --no-text --filter --mode --here --rrf-k --sparse-weight --dense-weight --graph-weight --window --dense-feedback --index --color --help --version"
+            opts="-k -f -h -V --request --top-k --json --jsonl --max-chars --no-text --filter --mode --here --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --window --dense-feedback --index --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -826,6 +834,10 @@ _memidx() {
                     ;;
                 --mode)
                     COMPREPLY=($(compgen -W "hybrid sparse dense graph" -- "${cur}"))
+                    return 0
+                    ;;
+                --fusion)
+                    COMPREPLY=($(compgen -W "relative rrf" -- "${cur}"))
                     return 0
                     ;;
                 --rrf-k)

@@ -64,7 +64,9 @@ complete -c memidx -n "__fish_memidx_using_subcommand search" -l mode -d 'Which 
 sparse\t'BM25 over the identifier-aware tokenizer'
 dense\t'Embedding similarity'
 graph\t'Chunks reached through the query\'s entities and their communities'"
-complete -c memidx -n "__fish_memidx_using_subcommand search" -l rrf-k -d 'The RRF constant k in w / (k + rank) [default: the index\'s, 60]' -r
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l fusion -d 'How the lists are fused: relative scores (each list\'s score over its best, weighted) or RRF (w / (k + rank)) [default: the index\'s]' -r -f -a "relative\t'Each list\'s score divided by its best score for the query, weighted and summed'
+rrf\t'Weighted Reciprocal Rank Fusion, w / (k + rank)'"
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l rrf-k -d 'The RRF constant k in w / (k + rank); without --fusion it asks for RRF [default: the index\'s, 60]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l sparse-weight -d 'Weight of the sparse (BM25) list in the fusion [default: the index\'s]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l dense-weight -d 'Weight of the dense (embedding) list in the fusion [default: the index\'s]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l graph-weight -d 'Weight of the graph (entities and communities) list in the fusion [default: the index\'s, 0 (off) unless eval --save chose one; 0.2 when --mode names graph]' -r
@@ -95,7 +97,9 @@ complete -c memidx -n "__fish_memidx_using_subcommand explain" -l mode -d 'Which
 sparse\t'BM25 over the identifier-aware tokenizer'
 dense\t'Embedding similarity'
 graph\t'Chunks reached through the query\'s entities and their communities'"
-complete -c memidx -n "__fish_memidx_using_subcommand explain" -l rrf-k -d 'The RRF constant k in w / (k + rank) [default: the index\'s, 60]' -r
+complete -c memidx -n "__fish_memidx_using_subcommand explain" -l fusion -d 'How the lists are fused: relative scores (each list\'s score over its best, weighted) or RRF (w / (k + rank)) [default: the index\'s]' -r -f -a "relative\t'Each list\'s score divided by its best score for the query, weighted and summed'
+rrf\t'Weighted Reciprocal Rank Fusion, w / (k + rank)'"
+complete -c memidx -n "__fish_memidx_using_subcommand explain" -l rrf-k -d 'The RRF constant k in w / (k + rank); without --fusion it asks for RRF [default: the index\'s, 60]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l sparse-weight -d 'Weight of the sparse (BM25) list in the fusion [default: the index\'s]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l dense-weight -d 'Weight of the dense (embedding) list in the fusion [default: the index\'s]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l graph-weight -d 'Weight of the graph (entities and communities) list in the fusion [default: the index\'s, 0 (off) unless eval --save chose one; 0.2 when --mode names graph]' -r
@@ -127,7 +131,9 @@ complete -c memidx -n "__fish_memidx_using_subcommand status" -s V -l version -d
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l queries -d 'Queries, JSON Lines: {"id": …, "text": …} per line' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l qrels -d 'Relevance judgments: `query-id doc-id relevance` per line (a header line is allowed); a doc id is a file name without `.md`' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l run-out -d 'Write TREC run files (sparse.trec, dense.trec, hybrid.trec) into DIR' -r -F
-complete -c memidx -n "__fish_memidx_using_subcommand eval" -l rrf-k -d 'The RRF constant k in w / (k + rank) [default: the index\'s, 60]' -r
+complete -c memidx -n "__fish_memidx_using_subcommand eval" -l fusion -d 'How the lists are fused: relative scores (each list\'s score over its best, weighted) or RRF (w / (k + rank)) [default: the index\'s]' -r -f -a "relative\t'Each list\'s score divided by its best score for the query, weighted and summed'
+rrf\t'Weighted Reciprocal Rank Fusion, w / (k + rank)'"
+complete -c memidx -n "__fish_memidx_using_subcommand eval" -l rrf-k -d 'The RRF constant k in w / (k + rank); without --fusion it asks for RRF [default: the index\'s, 60]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l sparse-weight -d 'Weight of the sparse (BM25) list in the fusion [default: the index\'s]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l dense-weight -d 'Weight of the dense (embedding) list in the fusion [default: the index\'s]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l graph-weight -d 'Weight of the graph (entities and communities) list in the fusion [default: the index\'s, 0 (off) unless eval --save chose one; 0.2 when --mode names graph]' -r
@@ -140,6 +146,7 @@ never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l json -d 'Print one JSON document instead of a table'
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l sweep -d 'Also try a grid of k, dense weights and windows; tune on half of the queries and report the winner on the other (held-out) half'
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l save -d 'With --sweep: store the winning settings in the index, so later searches use them'
+complete -c memidx -n "__fish_memidx_using_subcommand eval" -l ignore-identical -d 'Drop a hit whose document id equals the query id (BEIR\'s rule for collections whose queries are themselves documents, e.g. ArguAna)'
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -s q -l quiet -d 'Print no progress bar'
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -s V -l version -d 'Print version'

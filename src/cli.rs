@@ -8,7 +8,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-/// Hybrid search memory over folders of markdown: BM25 + dense vectors, fused with RRF.
+use memidx::fusion::FusionMethod;
+
+/// Hybrid search memory over folders of markdown: BM25 + dense vectors, fused.
 #[derive(Debug, Parser)]
 #[command(name = "memidx", version, about, propagate_version = true)]
 pub struct Cli {
@@ -204,7 +206,12 @@ pub struct RetrievalArgs {
 /// Fusion settings that override the index's defaults.
 #[derive(Debug, Args)]
 pub struct FusionArgs {
-    /// The RRF constant k in w / (k + rank) [default: the index's, 60].
+    /// How the lists are fused: relative scores (each list's score over its
+    /// best, weighted) or RRF (w / (k + rank)) [default: the index's].
+    #[arg(long, value_name = "METHOD")]
+    pub fusion: Option<FusionName>,
+    /// The RRF constant k in w / (k + rank); without --fusion it asks for
+    /// RRF [default: the index's, 60].
     #[arg(long, value_name = "K", allow_negative_numbers = true)]
     pub rrf_k: Option<f64>,
     /// Weight of the sparse (BM25) list in the fusion [default: the index's].
@@ -302,7 +309,26 @@ pub struct EvalArgs {
     pub location: IndexLocation,
 }
 
-/// A ranked list a search runs (several are fused with RRF).
+/// A fusion method, as `--fusion` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FusionName {
+    /// Each list's score divided by its best score for the query, weighted
+    /// and summed.
+    Relative,
+    /// Weighted Reciprocal Rank Fusion, w / (k + rank).
+    Rrf,
+}
+
+impl From<FusionName> for FusionMethod {
+    fn from(name: FusionName) -> Self {
+        match name {
+            FusionName::Relative => Self::Relative,
+            FusionName::Rrf => Self::Rrf,
+        }
+    }
+}
+
+/// A ranked list a search runs (several are fused).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Mode {
     /// The default lists: sparse, dense, and graph when the index has one.

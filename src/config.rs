@@ -14,7 +14,7 @@ use crate::cli::{
 };
 use memidx::corpus::walk::WalkOptions;
 use memidx::filter::Filter;
-use memidx::fusion::{check_rrf_k, check_weight, check_window};
+use memidx::fusion::{FusionMethod, check_rrf_k, check_weight, check_window};
 use memidx::indexer::IndexOptions;
 use memidx::lists::dense::check_dense_feedback;
 use memidx::output::TextBudget;
@@ -119,6 +119,10 @@ impl SearchConfig {
         let dense_weight = fusion.dense_weight.or(hybrid.and_then(|h| h.dense_weight));
         let graph_weight = fusion.graph_weight.or(hybrid.and_then(|h| h.graph_weight));
         let rrf_k = fusion.rrf_k.or(hybrid.and_then(|h| h.rrf_k_constant));
+        let method = fusion
+            .fusion
+            .map(FusionMethod::from)
+            .or(hybrid.and_then(|h| h.fusion));
         let dense_feedback = fusion
             .dense_feedback
             .or(hybrid.and_then(|h| h.dense_feedback));
@@ -126,6 +130,7 @@ impl SearchConfig {
             top_k: check_top_k(top_k)?,
             window: fusion.window.map(check_window).transpose()?,
             rrf_k: rrf_k.map(check_rrf_k).transpose()?,
+            fusion: method,
             filter: Filter::from_pairs(filter_pairs),
         };
         let format = if json || request.is_some() {
@@ -193,6 +198,8 @@ pub struct EvalConfig {
     pub qrels: PathBuf,
     /// Weight overrides (every list the index has runs).
     pub lists: ListSelection,
+    /// Fusion method override.
+    pub fusion: Option<FusionMethod>,
     /// RRF constant override.
     pub rrf_k: Option<f64>,
     /// Window override.
@@ -236,6 +243,7 @@ impl EvalConfig {
                     fusion.graph_weight,
                 ],
             )?,
+            fusion: fusion.fusion.map(FusionMethod::from),
             rrf_k: fusion.rrf_k.map(check_rrf_k).transpose()?,
             window: fusion.window.map(check_window).transpose()?,
             sweep: args.sweep,

@@ -1,10 +1,24 @@
-//! Weighted Reciprocal Rank Fusion, as one pure function over any number of
-//! ranked lists.
+//! Fusion of any number of ranked lists, as one pure function, by one of
+//! two methods:
 //!
-//! `score(d) = Σ_lists w_list / (k + rank_list(d))`, ranks from 1. A list
-//! that does not hold `d` contributes nothing. Each contribution is kept, so
-//! `explain` can show that the parts add up to the printed score exactly:
-//! the score *is* the left-to-right sum of the recorded contributions.
+//! - **Reciprocal Rank Fusion**: `score(d) = Σ_lists w / (k + rank(d))`,
+//!   ranks from 1. Only ranks count, so lists with incomparable scores fuse
+//!   without calibration; but adjacent ranks of a strong list differ by
+//!   little (1/61 − 1/62 at the top), so even a lightly weighted weak list
+//!   reorders the strong list's top.
+//! - **Relative scores**: `score(d) = Σ_lists w × s(d) / best`, where `best`
+//!   is the list's best score for the query (BM25 and cosine scores are
+//!   read from 0; a negative score counts as 0). A list whose top stands far
+//!   above the rest (a rare identifier in BM25) keeps that lead; a list
+//!   whose scores are all alike (a weak embedding of a short query) barely
+//!   reorders anything. It is the convex combination of theoretically
+//!   min-max normalized scores (Bruch, Gai and Ingber, 2023, "An Analysis of
+//!   Fusion Functions for Hybrid Retrieval").
+//!
+//! A list that does not hold `d` contributes nothing. Each contribution is
+//! kept, so `explain` can show that the parts add up to the printed score
+//! exactly: the score *is* the left-to-right sum of the recorded
+//! contributions.
 //!
 //! Ties are broken deterministically: higher score, then better best rank in
 //! any list, then chunk ordinal (chunk-id order).
@@ -30,12 +44,45 @@ pub const MAX_WINDOW: usize = 100_000;
 /// `weight / (k + rank)` terms) can never overflow to infinity.
 pub const MAX_WEIGHT: f64 = 1_000_000.0;
 
+/// How fused scores are made from the lists' rankings (see the module doc).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FusionMethod {
+    /// Reciprocal Rank Fusion, `w / (k + rank)`.
+    #[default]
+    Rrf,
+    /// Relative scores, `w × score / best score of the list`.
+    Relative,
+}
+
+impl FusionMethod {
+    /// The name used on the command line and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Rrf => "rrf",
+            Self::Relative => "relative",
+        }
+    }
+}
+
+/// A fusion method with its constant: what [`fuse`] needs besides the lists.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fusion {
+    /// The method.
+    pub method: FusionMethod,
+    /// The RRF constant `k` (unused by relative scores).
+    pub rrf_k: f64,
+}
+
 /// Fusion weights (and the dense list's feedback) that suit an embedder,
-/// measured on the eval collection and recorded in the index so searches
+/// measured on the eval collections and recorded in the index so searches
 /// use them unless told otherwise (numbers: README, Quality).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FusionDefaults {
+    /// How the lists are fused (absent before format 18: RRF).
+    #[serde(default)]
+    pub method: FusionMethod,
     /// Weight of the sparse (BM25) list.
     pub sparse_weight: f64,
     /// Weight of the dense list.
@@ -50,19 +97,37 @@ pub struct FusionDefaults {
 }
 
 impl FusionDefaults {
-    /// The defaults for a model of `kind`: plain RRF (k 60, the default
+    /// The defaults for a model of `kind`: relative scores (the default
     /// window) with query feedback in the dense list; a static model's
-    /// dense list, weaker than a transformer's, weighs 0.3 against 1.
+    /// dense list, weaker than BM25, weighs 0.4 against 0.6, a
+    /// transformer's, stronger, 0.7 against 0.3.
     pub fn for_model(kind: ModelKind) -> Self {
+        let (sparse_weight, dense_weight) = match kind {
+            ModelKind::Static => (0.6, 0.4),
+            ModelKind::Transformer => (0.3, 0.7),
+        };
         Self {
-            sparse_weight: 1.0,
-            dense_weight: match kind {
-                ModelKind::Static => 0.3,
-                ModelKind::Transformer => 1.0,
-            },
+            method: FusionMethod::Relative,
+            sparse_weight,
+            dense_weight,
             rrf_k: DEFAULT_RRF_K,
             window: None,
             dense_feedback: DEFAULT_FEEDBACK,
+        }
+    }
+
+    /// The fusion a search uses given its own `method` and `rrf_k`, if any:
+    /// those, else these defaults; an RRF constant given without a method
+    /// asks for RRF (it means nothing to relative scores).
+    pub fn resolve(&self, method: Option<FusionMethod>, rrf_k: Option<f64>) -> Fusion {
+        let method = match (method, rrf_k) {
+            (Some(method), _) => method,
+            (None, Some(_)) => FusionMethod::Rrf,
+            (None, None) => self.method,
+        };
+        Fusion {
+            method,
+            rrf_k: rrf_k.unwrap_or(self.rrf_k),
         }
     }
 }
@@ -97,7 +162,11 @@ pub struct Contribution {
     pub rank: usize,
     /// The list's raw score for the chunk.
     pub raw_score: f32,
-    /// `weight / (k + rank)`.
+    /// What the weighted term is divided by: `k + rank` for RRF, the list's
+    /// best score for relative scores.
+    pub divisor: f64,
+    /// `weight / (k + rank)` for RRF, `weight × max(raw_score, 0) / best`
+    /// for relative scores (0 when the best score is not positive).
     pub value: f64,
 }
 
@@ -125,12 +194,17 @@ impl Fused {
     }
 }
 
-/// Fuses `lists` with weighted RRF and constant `k`; returns every chunk that
-/// appears in any list, best first.
-pub fn fuse(lists: &[Ranking<'_>], k: f64) -> Vec<Fused> {
+/// Fuses `lists` by `fusion`; returns every chunk that appears in any list,
+/// best first.
+pub fn fuse(lists: &[Ranking<'_>], fusion: Fusion) -> Vec<Fused> {
     let mut by_chunk: std::collections::HashMap<ChunkOrd, Vec<Option<Contribution>>> =
         std::collections::HashMap::new();
     for (index, list) in lists.iter().enumerate() {
+        // Hits come best first: the first one's score is the list's best.
+        let best = list
+            .hits
+            .first()
+            .map_or(0.0, |h| f64::from(h.score).max(0.0));
         for (position, hit) in list.hits.iter().enumerate() {
             let rank = position + 1;
             let slots = by_chunk
@@ -138,10 +212,21 @@ pub fn fuse(lists: &[Ranking<'_>], k: f64) -> Vec<Fused> {
                 .or_insert_with(|| vec![None; lists.len()]);
             // A list names each chunk once; should it repeat one, the better rank counts.
             if slots[index].is_none() {
+                let (divisor, value) = match fusion.method {
+                    FusionMethod::Rrf => {
+                        let divisor = fusion.rrf_k + rank as f64;
+                        (divisor, list.weight / divisor)
+                    }
+                    FusionMethod::Relative if best > 0.0 => {
+                        (best, list.weight * f64::from(hit.score).max(0.0) / best)
+                    }
+                    FusionMethod::Relative => (best, 0.0),
+                };
                 slots[index] = Some(Contribution {
                     rank,
                     raw_score: hit.score,
-                    value: list.weight / (k + rank as f64),
+                    divisor,
+                    value,
                 });
             }
         }
@@ -197,6 +282,13 @@ pub fn check_weight(list: &str, weight: f64) -> Result<f64> {
 mod tests {
     use super::*;
 
+    fn rrf(rrf_k: f64) -> Fusion {
+        Fusion {
+            method: FusionMethod::Rrf,
+            rrf_k,
+        }
+    }
+
     fn hits(chunks: &[ChunkOrd]) -> Vec<ListHit> {
         chunks
             .iter()
@@ -218,7 +310,7 @@ mod tests {
                     weight: 1.0,
                 },
             ],
-            60.0,
+            rrf(60.0),
         );
         assert_eq!(fused[0].chunk, 7);
         assert_eq!(fused[0].score, 1.0 / 61.0 + 1.0 / 63.0);
@@ -240,7 +332,7 @@ mod tests {
                     weight: 1.0,
                 },
             ],
-            1.0,
+            rrf(1.0),
         );
         let order: Vec<_> = fused.iter().map(|f| f.chunk).collect();
         assert_eq!(order, [1, 3, 2]);
@@ -265,7 +357,7 @@ mod tests {
                     weight: 2.0,
                 },
             ],
-            60.0,
+            rrf(60.0),
         );
         assert_eq!(fused[0].chunk, 2);
         assert_eq!(fused[0].score, 2.0 / 61.0);
@@ -288,7 +380,7 @@ mod tests {
                     weight: 1.0,
                 },
             ],
-            60.0,
+            rrf(60.0),
         );
         assert_eq!(fused.iter().map(|f| f.chunk).collect::<Vec<_>>(), [4, 9]);
         // Equal scores, different best ranks: weight 2 at rank 2 of k=0 vs weight 1 at rank 1.
@@ -304,7 +396,7 @@ mod tests {
                     weight: 2.0,
                 },
             ],
-            0.0,
+            rrf(0.0),
         );
         let order: Vec<_> = fused.iter().map(|f| (f.chunk, f.score)).collect();
         assert_eq!(order, [(8, 2.0), (3, 1.0), (2, 1.0)]);
@@ -312,6 +404,58 @@ mod tests {
 
     #[test]
     fn empty_input_fuses_to_nothing() {
-        assert!(fuse(&[], 60.0).is_empty());
+        assert!(fuse(&[], rrf(60.0)).is_empty());
+    }
+
+    #[test]
+    fn relative_scores_divide_by_each_list_s_best_and_keep_a_lead() {
+        let scored = |pairs: &[(ChunkOrd, f32)]| -> Vec<ListHit> {
+            pairs
+                .iter()
+                .map(|&(chunk, score)| ListHit { chunk, score })
+                .collect()
+        };
+        // BM25 puts chunk 1 far ahead; the cosines are all alike and favour 2.
+        let sparse = scored(&[(1, 12.0), (2, 3.0), (3, 2.0)]);
+        let dense = scored(&[(2, 0.5), (3, 0.49), (1, 0.48), (4, -0.1)]);
+        let relative = Fusion {
+            method: FusionMethod::Relative,
+            rrf_k: 60.0,
+        };
+        let fused = fuse(
+            &[
+                Ranking {
+                    hits: &sparse,
+                    weight: 0.6,
+                },
+                Ranking {
+                    hits: &dense,
+                    weight: 0.4,
+                },
+            ],
+            relative,
+        );
+        let order: Vec<_> = fused.iter().map(|f| f.chunk).collect();
+        assert_eq!(order, [1, 2, 3, 4]);
+        let first = fused[0].contributions[1].unwrap();
+        assert_eq!(first.divisor, f64::from(0.5f32));
+        assert_eq!(first.value, 0.4 * f64::from(0.48f32) / f64::from(0.5f32));
+        assert_eq!(fused[0].score, 0.6 * 12.0 / 12.0 + first.value);
+        // A negative score counts as 0; RRF would have ranked 2 first.
+        assert_eq!(fused[3].score, 0.0);
+        let by_rank = fuse(
+            &[
+                Ranking {
+                    hits: &sparse,
+                    weight: 0.6,
+                },
+                Ranking {
+                    hits: &dense,
+                    weight: 0.4,
+                },
+            ],
+            rrf(60.0),
+        );
+        assert_eq!(by_rank[0].chunk, 2);
     }
 }

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use anyhow::{Result, anyhow};
 use serde::Deserialize;
 
+use crate::fusion::FusionMethod;
 use crate::output::one_line;
 
 /// Largest search request read from a file or stdin (`--request`).
@@ -48,6 +49,8 @@ pub struct HybridParams {
     pub sparse_weight: Option<f64>,
     /// Weight of the graph list.
     pub graph_weight: Option<f64>,
+    /// The fusion method.
+    pub fusion: Option<FusionMethod>,
     /// The RRF constant k.
     pub rrf_k_constant: Option<f64>,
     /// How many of its best chunks move the dense list's query (0: none).

@@ -19,8 +19,10 @@ use memidx::retriever::{Retriever, default_window};
 pub fn run(config: &EvalConfig, out: &mut dyn Write) -> Result<Status> {
     let retriever = Retriever::open(&config.index_dir, &config.lists)?;
     let defaults = retriever.manifest().fusion;
+    let fusion = defaults.resolve(config.fusion, config.rrf_k);
     let setting = FusionSetting {
-        rrf_k: config.rrf_k.unwrap_or(defaults.rrf_k),
+        method: fusion.method,
+        rrf_k: fusion.rrf_k,
         sparse_weight: config.lists.sparse_weight.unwrap_or(defaults.sparse_weight),
         dense_weight: config.lists.dense_weight.unwrap_or(defaults.dense_weight),
         graph_weight: retriever
@@ -56,6 +58,7 @@ pub fn run(config: &EvalConfig, out: &mut dyn Write) -> Result<Status> {
     {
         let chosen = if best_wins { sweep.best } else { sweep.default };
         let fusion = FusionDefaults {
+            method: chosen.setting.method,
             sparse_weight: chosen.setting.sparse_weight,
             dense_weight: chosen.setting.dense_weight,
             rrf_k: chosen.setting.rrf_k,

@@ -353,6 +353,7 @@ impl QueryArgs {
             top_k: check_top_k(self.top_k.unwrap_or(config::DEFAULT_TOP_K))?,
             window: self.window.map(check_window).transpose()?,
             rrf_k: self.rrf_k.map(check_rrf_k).transpose()?,
+            fusion: None,
             filter: Filter::from_pairs(pairs),
         };
         Ok((selection, params))

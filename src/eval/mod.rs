@@ -4,7 +4,11 @@
 //! Every query runs each list once, with the largest window any setting
 //! needs; the modes (sparse alone, dense alone, hybrid, and with a graph,
 //! graph alone and hybrid+graph) and every sweep setting are then fused from
-//! those same rankings, so a sweep costs one retrieval pass. Chunk hits become document hits by their best chunk
+//! those same rankings, so a sweep costs one retrieval pass. A list that
+//! refines its ranking with feedback (the dense list) also runs alone, as
+//! `--mode dense` would, for its own mode; in the fused modes its feedback
+//! is seeded by the default setting's first pass, also for the sweep's
+//! other settings. Chunk hits become document hits by their best chunk
 //! (a document id is its file name without `.md`), and
 //! the measures follow `score.py` (trec_eval 9) exactly.
 
@@ -20,10 +24,10 @@ use anyhow::{Context, Result};
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::fusion::{self, Ranking};
+use crate::fusion::{self, Fusion, FusionMethod, Ranking};
 use crate::lists::{AllowSet, ListKind, RankedList};
 use crate::progress::Progress;
-use crate::retriever::Retriever;
+use crate::retriever::{FirstPass, Retriever};
 use collection::{EvalQuery, Qrels, Run, best_chunk_per_doc, doc_id, is_held_out};
 use metrics::{Metrics, evaluate, evaluate_subset};
 
@@ -47,10 +51,12 @@ pub struct EvalOptions {
     pub ignore_identical: bool,
 }
 
-/// One fusion setting: k, the lists' weights and the window.
+/// One fusion setting: the method, k, the lists' weights and the window.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct FusionSetting {
-    /// The RRF constant.
+    /// The fusion method.
+    pub method: FusionMethod,
+    /// The RRF constant (unused by relative scores).
     pub rrf_k: f64,
     /// Weight of the sparse list.
     pub sparse_weight: f64,
@@ -63,6 +69,14 @@ pub struct FusionSetting {
 }
 
 impl FusionSetting {
+    /// The method and constant of this setting.
+    pub fn fusion(&self) -> Fusion {
+        Fusion {
+            method: self.method,
+            rrf_k: self.rrf_k,
+        }
+    }
+
     /// The weight this setting gives the list `kind`.
     pub fn weight(&self, kind: ListKind) -> f64 {
         match kind {
@@ -137,7 +151,7 @@ fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> 
     s.serialize_f64(d.as_secs_f64())
 }
 
-/// The RRF constants the sweep tries.
+/// The RRF constants the sweep tries (then relative scores, which have none).
 const SWEEP_K: [f64; 5] = [1.0, 10.0, 30.0, 60.0, 100.0];
 /// The dense weights the sweep tries (the sparse weight stays 1: only the
 /// ratio of the two matters to the ranking).
@@ -165,7 +179,11 @@ pub fn run(
     } else {
         options.setting.window
     };
-    let rankings = rank_all(retriever, &queries, depth, progress)?;
+    let first_pass = FirstPass {
+        window: options.setting.window,
+        fusion: options.setting.fusion(),
+    };
+    let rankings = rank_all(retriever, &queries, depth, first_pass, progress)?;
     let docs = chunk_doc_ids(retriever)?;
     let kinds: Vec<ListKind> = retriever.list_weights().iter().map(|(k, _)| *k).collect();
     let fuse_run = |setting: &FusionSetting, lists: &[ListKind]| {
@@ -223,20 +241,51 @@ pub fn run(
     })
 }
 
+/// One query's rankings: every list's in the fused search, and, for a list
+/// that refines its ranking with feedback, its ranking when run alone.
+struct QueryRankings {
+    lists: Vec<RankedList>,
+    alone: Vec<Option<RankedList>>,
+}
+
+impl QueryRankings {
+    /// The ranking list `index` contributes when fused with `others` lists
+    /// besides itself (0: the list's own mode).
+    fn of(&self, index: usize, others: usize) -> &RankedList {
+        match (&self.alone[index], others) {
+            (Some(alone), 0) => alone,
+            _ => &self.lists[index],
+        }
+    }
+}
+
 /// Runs every list for every query (in parallel over queries).
 fn rank_all(
     retriever: &Retriever,
     queries: &[EvalQuery],
     depth: usize,
+    first_pass: FirstPass,
     progress: &dyn Progress,
-) -> Result<Vec<Vec<RankedList>>> {
+) -> Result<Vec<QueryRankings>> {
     progress.stage("querying", queries.len(), "queries");
+    let refining = retriever.refining();
     let rankings = queries
         .par_iter()
         .map(|q| {
-            let ranked = retriever.run_lists(&q.text, depth, &AllowSet::All);
+            let lists = retriever.run_lists(&q.text, depth, first_pass, &AllowSet::All)?;
+            let alone = refining
+                .iter()
+                .enumerate()
+                .map(|(index, refines)| {
+                    refines
+                        .then(|| {
+                            retriever.run_alone(index, &q.text, depth, first_pass, &AllowSet::All)
+                        })
+                        .transpose()
+                })
+                .collect::<Result<_>>()?;
             progress.advance(1);
-            ranked
+            Ok(QueryRankings { lists, alone })
         })
         .collect();
     progress.finish();
@@ -268,7 +317,7 @@ struct RunTarget<'a> {
 /// Fuses the chosen lists of every query under `setting` into a document run.
 fn fuse_run(
     target: &RunTarget<'_>,
-    rankings: &[Vec<RankedList>],
+    rankings: &[QueryRankings],
     kinds: &[ListKind],
     lists: &[ListKind],
     setting: &FusionSetting,
@@ -279,16 +328,20 @@ fn fuse_run(
         .iter()
         .zip(rankings)
         .map(|(query, ranked)| {
-            let inputs: Vec<Ranking<'_>> = ranked
+            let chosen: Vec<usize> = (0..kinds.len())
+                .filter(|&i| lists.contains(&kinds[i]))
+                .collect();
+            let inputs: Vec<Ranking<'_>> = chosen
                 .iter()
-                .zip(kinds)
-                .filter(|(_, kind)| lists.contains(kind))
-                .map(|(list, kind)| Ranking {
-                    hits: &list.hits[..list.hits.len().min(setting.window)],
-                    weight: setting.weight(*kind),
+                .map(|&i| {
+                    let list = ranked.of(i, chosen.len() - 1);
+                    Ranking {
+                        hits: &list.hits[..list.hits.len().min(setting.window)],
+                        weight: setting.weight(kinds[i]),
+                    }
                 })
                 .collect();
-            let fused = fusion::fuse(&inputs, setting.rrf_k);
+            let fused = fusion::fuse(&inputs, setting.fusion());
             let hits = fused
                 .iter()
                 .map(|f| (docs[f.chunk as usize].as_str(), f.score));
@@ -324,11 +377,16 @@ fn sweep(
             held_out_ndcg_10: half(true),
         }
     };
-    let grid: Vec<FusionSetting> = SWEEP_K
+    // RRF at every k, then relative scores (which have no k).
+    let methods = SWEEP_K
         .iter()
-        .flat_map(|&rrf_k| {
+        .map(|&rrf_k| (FusionMethod::Rrf, rrf_k))
+        .chain([(FusionMethod::Relative, default.rrf_k)]);
+    let grid: Vec<FusionSetting> = methods
+        .flat_map(|(method, rrf_k)| {
             SWEEP_DENSE_WEIGHTS.iter().flat_map(move |&dense_weight| {
                 SWEEP_WINDOWS.iter().map(move |&window| FusionSetting {
+                    method,
                     rrf_k,
                     sparse_weight: 1.0,
                     dense_weight,
@@ -338,7 +396,7 @@ fn sweep(
             })
         })
         .collect();
-    // Best on the tuning half; ties to the earlier (smaller k, weight, window) setting.
+    // Best on the tuning half; ties to the earlier (RRF, smaller k, weight, window) setting.
     let best_first = |scores: &mut Vec<SweepScore>| {
         scores.sort_by(|a, b| b.tune_ndcg_10.total_cmp(&a.tune_ndcg_10));
     };

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::corpus::chunk::ChunkOptions;
 use crate::corpus::walk::WalkOptions;
 use crate::embed::EmbedderInfo;
-use crate::fusion::{FusionDefaults, FusionSource};
+use crate::fusion::{FusionDefaults, FusionMethod, FusionSource};
 use crate::lists::graph::GraphOptions;
 use crate::lists::sparse::{Bm25Params, SparseStats};
 use crate::text::tokenize::Analyzer;
@@ -52,6 +52,7 @@ const UNSOURCED_FORMAT_VERSION: u32 = 17;
 /// had them saved by `eval --save`.
 const UNSOURCED_BUILTIN_DEFAULTS: [FusionDefaults; 2] = [
     FusionDefaults {
+        method: FusionMethod::Rrf,
         sparse_weight: 1.0,
         dense_weight: 0.3,
         rrf_k: 60.0,
@@ -59,6 +60,7 @@ const UNSOURCED_BUILTIN_DEFAULTS: [FusionDefaults; 2] = [
         dense_feedback: 3,
     },
     FusionDefaults {
+        method: FusionMethod::Rrf,
         sparse_weight: 1.0,
         dense_weight: 1.0,
         rrf_k: 60.0,
@@ -338,6 +340,7 @@ mod tests {
             },
             model_dir: None,
             fusion: FusionDefaults {
+                method: FusionMethod::Rrf,
                 sparse_weight: 1.0,
                 dense_weight: 0.5,
                 rrf_k: 60.0,

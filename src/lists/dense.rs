@@ -15,17 +15,22 @@
 //! **Query feedback.** A short query gives a noisy embedding: a few words,
 //! each with every sense it has, and no context. So the list ranks in
 //! two scans (pseudo-relevance feedback, Rocchio's method in vector form):
-//! the first finds the query's best few chunks, the second ranks by the
-//! query moved toward them, `q' = q + mean(top chunks)` at unit length. The
-//! top chunks share the query's topic and carry its context, so `q'` finds
-//! paraphrases `q` misses. The count is a setting recorded with the fusion
-//! defaults ([`DEFAULT_FEEDBACK`]; 0 turns feedback off), and `explain`
-//! names the chunks used. It lifts the dense list of the bundled model and
-//! of a transformer alike (measured: README, Quality).
+//! the first ranks by the query, the second by the query moved toward the
+//! best few chunks of the first pass, `q' = q + mean(seeds)` at unit
+//! length. The seeds share the query's topic and carry its context, so
+//! `q'` finds paraphrases `q` misses. Which chunks seed it is the
+//! retriever's choice ([`List::refine`]): in a hybrid search the best of the
+//! fused first pass, alone the list's own best. The count is a setting
+//! recorded with the fusion defaults ([`DEFAULT_FEEDBACK`]; 0 turns
+//! feedback off), and `explain` names the chunks used. The query's
+//! embedding is kept from the first scan for the second (a few recent
+//! queries, for a transformer's forward pass costs more than a scan).
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow, ensure};
@@ -296,14 +301,19 @@ impl StoredVectors {
     }
 }
 
+/// Query embeddings kept between a search's two scans.
+const RECENT_QUERIES: usize = 16;
+
 /// The dense list of one generation.
 pub struct DenseList {
     vectors: StoredVectors,
     /// Which chunks have a non-zero vector (from the chunk table).
     has_vector: VectorFlags,
     embedder: &'static dyn Embedder,
-    /// How many of the first scan's best chunks move the query; 0: one scan.
+    /// How many seeds move the query; 0: one scan.
     feedback: usize,
+    /// The last few queries embedded, with their vectors (newest last).
+    recent: Mutex<VecDeque<(String, Arc<[f32]>)>>,
 }
 
 /// One scan's outcome: the best chunks and the counts of scored chunks.
@@ -329,7 +339,53 @@ impl DenseList {
             has_vector,
             embedder,
             feedback,
+            recent: Mutex::new(VecDeque::with_capacity(RECENT_QUERIES)),
         })
+    }
+
+    /// The unit embedding of `query` (all zeros when the model knows none
+    /// of it), from the recent ones when it was embedded lately.
+    fn embed_query(&self, query: &str) -> Result<Arc<[f32]>> {
+        let recent = |queries: &VecDeque<(String, Arc<[f32]>)>| {
+            queries
+                .iter()
+                .find(|(text, _)| text == query)
+                .map(|(_, vector)| Arc::clone(vector))
+        };
+        if let Some(vector) = recent(&self.recent.lock().unwrap_or_else(|e| e.into_inner())) {
+            return Ok(vector);
+        }
+        let vector: Arc<[f32]> = self.embedder.embed(&[query.to_string()])?.into();
+        let mut queries = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        if queries.len() == RECENT_QUERIES {
+            queries.pop_front();
+        }
+        queries.push_back((query.to_string(), Arc::clone(&vector)));
+        Ok(vector)
+    }
+
+    /// Ranks `allow`'s chunks by `vector` into a list (empty for a zero
+    /// vector or window), timed from `started`.
+    fn rank(
+        &self,
+        vector: &[f32],
+        window: usize,
+        allow: &AllowSet,
+        started: Instant,
+    ) -> Result<RankedList> {
+        let mut list = RankedList::empty(self.kind());
+        list.prepare_time = started.elapsed();
+        // A query the model knows nothing of has a zero vector: no ranking.
+        if vector.iter().all(|v| *v == 0.0) || window == 0 {
+            list.elapsed = list.prepare_time;
+            return Ok(list);
+        }
+        let scan = self.scan(vector, window, allow)?;
+        list.hits = scan.hits;
+        list.matched = scan.matched;
+        list.filtered_out = scan.filtered_out;
+        list.elapsed = started.elapsed();
+        Ok(list)
     }
 
     /// The best `window` chunks of `allow` for the unit vector `query`.
@@ -357,35 +413,6 @@ impl DenseList {
             matched,
             filtered_out,
         })
-    }
-
-    /// The feedback step: the chunks among the query's best
-    /// [`feedback`](Self::feedback) that resemble it at all (positive
-    /// cosine), and the query moved toward their mean ([`move_toward`]).
-    /// With no such chunk the query stays as it is.
-    fn with_feedback(
-        &self,
-        mut query: Vec<f32>,
-        allow: &AllowSet,
-    ) -> Result<(Vec<f32>, Vec<ChunkOrd>)> {
-        if self.feedback == 0 {
-            return Ok((query, Vec::new()));
-        }
-        let chunks: Vec<ChunkOrd> = self
-            .scan(&query, self.feedback, allow)?
-            .hits
-            .iter()
-            .filter(|hit| hit.score > 0.0)
-            .map(|hit| hit.chunk)
-            .collect();
-        if !chunks.is_empty() {
-            let rows = chunks
-                .iter()
-                .map(|&chunk| self.vectors.quantized_row(chunk))
-                .collect::<Result<Vec<_>>>()?;
-            move_toward(&mut query, &rows);
-        }
-        Ok((query, chunks))
     }
 
     /// Checks that every returned chunk's vector is what the chunk table
@@ -466,22 +493,49 @@ impl List for DenseList {
 
     fn search(&self, query: &str, window: usize, allow: &AllowSet) -> Result<RankedList> {
         let started = Instant::now();
-        let vector = self.embedder.embed(&[query.to_string()])?;
-        let mut list = RankedList::empty(self.kind());
-        // A query the model knows nothing of has a zero vector: no ranking.
-        if vector.iter().all(|v| *v == 0.0) || window == 0 {
-            list.prepare_time = started.elapsed();
-            list.elapsed = list.prepare_time;
-            return Ok(list);
+        let vector = self.embed_query(query)?;
+        self.rank(&vector, window, allow, started)
+    }
+
+    fn feedback_seeds(&self) -> usize {
+        self.feedback
+    }
+
+    /// Moves the query toward the seeds that resemble it at all (a vector,
+    /// and a positive cosine), then ranks by it; with no such seed the
+    /// query stays as it is.
+    fn refine(
+        &self,
+        query: &str,
+        window: usize,
+        allow: &AllowSet,
+        seeds: &[ChunkOrd],
+    ) -> Result<RankedList> {
+        let started = Instant::now();
+        let mut vector = self.embed_query(query)?.to_vec();
+        let mut used = Vec::new();
+        let mut rows = Vec::new();
+        for &chunk in seeds.iter().take(self.feedback) {
+            if self.has_vector.get(chunk) != Some(true) {
+                continue;
+            }
+            let similarity: f32 = self
+                .vectors
+                .row(chunk)?
+                .iter()
+                .zip(&vector)
+                .map(|(a, b)| a * b)
+                .sum();
+            if similarity > 0.0 {
+                used.push(chunk);
+                rows.push(self.vectors.quantized_row(chunk)?);
+            }
         }
-        let (vector, feedback) = self.with_feedback(vector, allow)?;
-        list.prepare_time = started.elapsed();
-        let scan = self.scan(&vector, window, allow)?;
-        list.hits = scan.hits;
-        list.matched = scan.matched;
-        list.filtered_out = scan.filtered_out;
-        list.feedback_chunks = feedback;
-        list.elapsed = started.elapsed();
+        if !rows.is_empty() {
+            move_toward(&mut vector, &rows);
+        }
+        let mut list = self.rank(&vector, window, allow, started)?;
+        list.feedback_chunks = used;
         Ok(list)
     }
 }

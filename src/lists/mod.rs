@@ -114,6 +114,27 @@ pub trait List: Sync {
     /// ties broken by chunk ordinal.
     fn search(&self, query: &str, window: usize, allow: &AllowSet) -> Result<RankedList>;
 
+    /// How many of the best chunks of a search's fused first pass this list
+    /// refines its ranking with ([`List::refine`]); 0 (the default): it
+    /// ranks once.
+    fn feedback_seeds(&self) -> usize {
+        0
+    }
+
+    /// Ranks `query` again with `seeds`, the best chunks of the fused first
+    /// pass (at most [`List::feedback_seeds`] of them), for a list that
+    /// takes feedback; a list that takes none ranks as [`List::search`].
+    fn refine(
+        &self,
+        query: &str,
+        window: usize,
+        allow: &AllowSet,
+        seeds: &[ChunkOrd],
+    ) -> Result<RankedList> {
+        let _ = seeds;
+        self.search(query, window, allow)
+    }
+
     /// Why this list may not match a chunk at all, for `explain`.
     fn no_match_reason(&self) -> &'static str {
         "no query term matched"

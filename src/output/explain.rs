@@ -1,7 +1,8 @@
 //! The message type of `memidx explain`, shared by the human and JSON
 //! printers: per result and per list, rank, raw score, weight and
-//! contribution `w/(k+rank)` — or why the list did not contribute — plus
-//! each list's candidate counts and the per-stage timings.
+//! contribution — `w × score / best` for relative scores, `w/(k+rank)` for
+//! RRF — or why the list did not contribute, plus each list's best score,
+//! candidate counts and the per-stage timings.
 //!
 //! `lists` of a result is an array in fusion order: adding its
 //! `contribution`s left to right gives `rrf_score` exactly.
@@ -19,7 +20,9 @@ use crate::retriever::{Absence, Decoded, Explanation, Standing};
 pub struct ExplainReport {
     /// The query.
     pub query: String,
-    /// The RRF constant used.
+    /// The fusion method used, `relative` or `rrf`.
+    pub fusion: &'static str,
+    /// The RRF constant used (by RRF only).
     pub rrf_k: f64,
     /// Candidates each list contributed at most.
     pub window: usize,
@@ -48,6 +51,9 @@ pub struct ListSummary {
     pub name: &'static str,
     /// Its weight.
     pub weight: f64,
+    /// Its best score among its candidates (at least 0; null when it has
+    /// none): what relative scores divide by.
+    pub best_score: Option<f64>,
     /// Candidates it contributed (≤ window).
     pub candidates: usize,
     /// Allowed chunks it matched.
@@ -94,7 +100,8 @@ pub struct ListPart {
     pub score: Option<f32>,
     /// The list's weight.
     pub weight: f64,
-    /// `weight / (k + rank)` when among the candidates, else 0.
+    /// `weight × max(score, 0) / best_score` (relative scores) or
+    /// `weight / (k + rank)` (RRF) when among the candidates, else 0.
     pub contribution: f64,
     /// Why the list did not contribute, or null.
     pub absent: Option<String>,
@@ -124,6 +131,7 @@ impl ExplainReport {
                 Ok(ListSummary {
                     name: run.ranked.kind.name(),
                     weight: run.weight,
+                    best_score: run.ranked.hits.first().map(|h| f64::from(h.score).max(0.0)),
                     candidates: run.ranked.hits.len(),
                     matched: run.ranked.matched,
                     filtered_out: run.ranked.filtered_out,
@@ -168,7 +176,8 @@ impl ExplainReport {
         }
         Ok(Self {
             query: query.to_string(),
-            rrf_k: outcome.rrf_k,
+            fusion: outcome.fusion.method.name(),
+            rrf_k: outcome.fusion.rrf_k,
             window: explanation.window,
             filter: filter
                 .conditions()

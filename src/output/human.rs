@@ -10,7 +10,7 @@ use super::get::GetResponse;
 use super::{SearchResponse, escape_controls};
 use crate::corpus::Skipped;
 use crate::eval::{EvalReport, FusionSetting};
-use crate::fusion::FusionSource;
+use crate::fusion::{FusionMethod, FusionSource};
 use crate::index::status::StatusReport;
 use crate::indexer::IndexReport;
 
@@ -159,15 +159,19 @@ pub fn print_explain(out: &mut dyn Write, report: &ExplainReport) -> Result<()> 
     } else {
         format!(", filter {}", escape_controls(&report.filter.join(" ")))
     };
+    let (fusion, contribution) = match report.fusion {
+        "rrf" => (format!("rrf, k {}", report.rrf_k), "w/(k+rank)"),
+        _ => ("relative scores".to_string(), "w×raw/best"),
+    };
     writeln!(
         out,
-        "query {:?} (k {}, window {}{filter})",
-        report.query, report.rrf_k, report.window
+        "query {:?} ({fusion}, window {}{filter})",
+        report.query, report.window
     )?;
     writeln!(
         out,
         "{:>4}  {:<8} {:>6} {:>10} {:>7} {:>11}",
-        "#", "list", "rank", "raw score", "weight", "w/(k+rank)"
+        "#", "list", "rank", "raw score", "weight", contribution
     )?;
     for result in &report.results {
         let rank = result.fused_rank.map_or("-".to_string(), |r| r.to_string());
@@ -211,8 +215,12 @@ pub fn print_explain(out: &mut dyn Write, report: &ExplainReport) -> Result<()> 
         .lists
         .iter()
         .map(|l| {
+            let best = match (report.fusion, l.best_score) {
+                ("rrf", _) | (_, None) => String::new(),
+                (_, Some(best)) => format!(", best {best:.4}"),
+            };
             format!(
-                "{} {} of {} matched ({} filtered out) in {:.2} ms (query {:.2} ms)",
+                "{} {} of {} matched ({} filtered out{best}) in {:.2} ms (query {:.2} ms)",
                 l.name, l.candidates, l.matched, l.filtered_out, l.total_ms, l.prepare_ms
             )
         })
@@ -221,7 +229,7 @@ pub fn print_explain(out: &mut dyn Write, report: &ExplainReport) -> Result<()> 
     for list in report.lists.iter().filter(|l| !l.feedback.is_empty()) {
         writeln!(
             out,
-            "{} query moved toward its top {}: {}",
+            "{} query moved toward the first pass's top {}: {}",
             list.name,
             list.feedback.len(),
             escape_controls(&list.feedback.join(", "))
@@ -269,8 +277,11 @@ pub fn print_status(out: &mut dyn Write, r: &StatusReport) -> Result<()> {
     )?;
     writeln!(
         out,
-        "fusion     k {}, sparse {}, dense {}, window {}; dense feedback {} ({})",
-        r.fusion.rrf_k,
+        "fusion     {}, sparse {}, dense {}, window {}; dense feedback {} ({})",
+        match r.fusion.method {
+            FusionMethod::Rrf => format!("rrf k {}", r.fusion.rrf_k),
+            FusionMethod::Relative => "relative scores".to_string(),
+        },
         r.fusion.sparse_weight,
         r.fusion.dense_weight,
         window,
@@ -487,9 +498,13 @@ fn describe(s: &FusionSetting) -> String {
     } else {
         String::new()
     };
+    let method = match s.method {
+        FusionMethod::Rrf => format!("rrf k {}", s.rrf_k),
+        FusionMethod::Relative => "relative".to_string(),
+    };
     format!(
-        "k {}, sparse {}, dense {}, window {}{graph}",
-        s.rrf_k, s.sparse_weight, s.dense_weight, s.window
+        "{method}, sparse {}, dense {}, window {}{graph}",
+        s.sparse_weight, s.dense_weight, s.window
     )
 }
 

@@ -94,8 +94,9 @@ impl Retriever {
         // Each list runs once, ranking every allowed chunk: its window is a
         // prefix of that ranking, and the rest tells "outside the window"
         // (with the rank) from "no match".
-        let complete = self.run_lists(query, self.generation().len(), &allow)?;
-        let window = self.window(params);
+        let first_pass = self.first_pass(params);
+        let complete = self.run_lists(query, self.generation().len(), first_pass, &allow)?;
+        let window = first_pass.window;
         let windowed = complete.iter().map(|r| r.prefix(window)).collect();
         let mut outcome = self.fuse(windowed, params, filter_time);
         let targets: Vec<(Option<usize>, Fused)> = match focus {

@@ -9,13 +9,14 @@ mod search;
 pub use decode::{Decoded, DecodedChunk};
 pub use explain::{Absence, ExplainedChunk, Explanation, Standing};
 pub use params::{GraphUse, ListSelection, MIN_DEFAULT_WINDOW, SearchParams, default_window};
-pub use search::{ListRun, SearchOutcome, check_query};
+pub use search::{FirstPass, ListRun, SearchOutcome, check_query};
 
 use std::path::Path;
 
 use anyhow::{Context, Result, ensure};
 
 use crate::embed::Embedder;
+use crate::fusion::Fusion;
 use crate::index::Index;
 use crate::index::manifest::Manifest;
 use crate::lists::dense::DenseList;
@@ -157,15 +158,25 @@ impl Retriever {
             .unwrap_or_else(|| default_window(params.top_k))
     }
 
-    /// The RRF constant a search with `params` uses.
-    pub fn rrf_k(&self, params: &SearchParams) -> f64 {
-        params.rrf_k.unwrap_or(self.manifest().fusion.rrf_k)
+    /// The fusion (method and RRF constant) a search with `params` uses:
+    /// an RRF constant given without a method asks for RRF.
+    pub fn fusion(&self, params: &SearchParams) -> Fusion {
+        self.manifest().fusion.resolve(params.fusion, params.rrf_k)
     }
 
     /// How many chunks move the dense list's query (`None` without a dense
     /// list).
     pub fn dense_feedback(&self) -> Option<usize> {
         self.dense_feedback
+    }
+
+    /// Per list, in fusion order: whether it refines its ranking with the
+    /// first pass's best chunks (the dense list, with feedback on).
+    pub fn refining(&self) -> Vec<bool> {
+        self.lists
+            .iter()
+            .map(|l| l.index.feedback_seeds() > 0)
+            .collect()
     }
 
     /// The lists' names and weights, in fusion order.

@@ -1,6 +1,7 @@
 //! How a search is asked for: its parameters and which lists it runs.
 
 use crate::filter::Filter;
+use crate::fusion::FusionMethod;
 
 /// Smallest default window (candidates per list).
 pub const MIN_DEFAULT_WINDOW: usize = 50;
@@ -18,8 +19,11 @@ pub struct SearchParams {
     /// Candidates each list contributes before fusion; `None` uses the
     /// index's default, else max(50, 2 × top_k).
     pub window: Option<usize>,
-    /// The RRF constant `k`; `None` uses the index's default.
+    /// The RRF constant `k`; `None` uses the index's default. Given without
+    /// a method, it asks for RRF.
     pub rrf_k: Option<f64>,
+    /// The fusion method; `None` uses the index's default.
+    pub fusion: Option<FusionMethod>,
     /// Metadata conditions, applied before each list's window is taken.
     pub filter: Filter,
 }

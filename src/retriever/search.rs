@@ -1,4 +1,13 @@
 //! A search: the lists in parallel over the allowed chunks, then the fusion.
+//!
+//! A list that refines its ranking with feedback (the dense list, see
+//! [`crate::lists::dense`]) ranks twice: its first ranking is fused with
+//! the other lists' as the search would fuse them, and the best fused chunks
+//! seed its second ranking, which is the one fused. Seeds from the fused
+//! first pass are right more often than the dense list's own best chunks,
+//! most of all when the dense list is the weaker one, where its own best
+//! chunks would pull its query further off (measured: README, Quality).
+//! Run alone, such a list is seeded by its own first ranking.
 
 use std::time::{Duration, Instant};
 
@@ -6,7 +15,7 @@ use anyhow::{Result, bail};
 use rayon::prelude::*;
 
 use super::{Retriever, SearchParams, WeightedList};
-use crate::fusion::{self, Fused, Ranking};
+use crate::fusion::{self, Fused, Fusion, Ranking};
 use crate::lists::{AllowSet, RankedList, guard};
 use crate::store::generation::ChunkOrd;
 
@@ -26,8 +35,8 @@ pub struct SearchOutcome {
     pub results: Vec<Fused>,
     /// Each list's run, in fusion order (the order of `Fused::contributions`).
     pub lists: Vec<ListRun>,
-    /// The RRF constant the fusion used.
-    pub rrf_k: f64,
+    /// The fusion method and constant used.
+    pub fusion: Fusion,
     /// Time spent evaluating filters.
     pub filter_time: Duration,
     /// Time spent fusing.
@@ -45,7 +54,8 @@ impl Retriever {
     /// Runs `query` through every list in parallel and fuses the rankings.
     pub fn search(&self, query: &str, params: &SearchParams) -> Result<SearchOutcome> {
         let (allow, filter_time) = self.allowed(query, params)?;
-        let ranked = self.run_lists(query, self.window(params), &allow)?;
+        let first_pass = self.first_pass(params);
+        let ranked = self.run_lists(query, first_pass.window, first_pass, &allow)?;
         let mut outcome = self.fuse(ranked, params, filter_time);
         outcome.results.truncate(params.top_k);
         Ok(outcome)
@@ -80,8 +90,8 @@ impl Retriever {
                 weight: l.weight,
             })
             .collect();
-        let rrf_k = self.rrf_k(params);
-        let results = fusion::fuse(&inputs, rrf_k);
+        let fusion = self.fusion(params);
+        let results = fusion::fuse(&inputs, fusion);
         let fuse_time = started.elapsed();
         let lists = ranked
             .into_iter()
@@ -94,35 +104,111 @@ impl Retriever {
         SearchOutcome {
             results,
             lists,
-            rrf_k,
+            fusion,
             filter_time,
             fuse_time,
         }
     }
 
-    /// Runs every list, each on its own thread when there are several, and
-    /// returns their rankings unfused (in fusion order).
+    /// How a search with `params` fuses the first pass that seeds the
+    /// refining lists: as it fuses the final rankings.
+    pub fn first_pass(&self, params: &SearchParams) -> FirstPass {
+        FirstPass {
+            window: self.window(params),
+            fusion: self.fusion(params),
+        }
+    }
+
+    /// Runs every list, each on its own thread when there are several, the
+    /// refining ones seeded by `first_pass` (see the module doc), and
+    /// returns their rankings of up to `depth` chunks (≥ the first pass's
+    /// window), unfused, in fusion order.
     pub fn run_lists(
         &self,
         query: &str,
-        window: usize,
+        depth: usize,
+        first_pass: FirstPass,
         allow: &AllowSet,
     ) -> Result<Vec<RankedList>> {
-        let run = |l: &WeightedList| {
-            guard::catch(l.index.kind().name(), self.generation().dir(), || {
-                l.index.search(query, window, allow)
-            })
-        };
-        if let [only] = self.lists.as_slice() {
-            return Ok(vec![run(only)?]);
-        }
-        // On rayon's pool, not on threads of their own: a list that itself
-        // runs in parallel (the dense scan, a transformer's matrix products)
-        // then never waits on a pool whose workers are all blocked joining
-        // list threads — which deadlocked `eval` (itself parallel over
-        // queries) with a transformer model.
-        self.lists.par_iter().map(run).collect()
+        let lists: Vec<&WeightedList> = self.lists.iter().collect();
+        self.run_selected(&lists, query, depth, first_pass, allow)
     }
+
+    /// Runs the list `index` (in fusion order) alone, as `--mode` naming
+    /// only it would: a refining list is seeded by its own first ranking.
+    pub fn run_alone(
+        &self,
+        index: usize,
+        query: &str,
+        depth: usize,
+        first_pass: FirstPass,
+        allow: &AllowSet,
+    ) -> Result<RankedList> {
+        let list = &self.lists[index];
+        let mut ranked = self.run_selected(&[list], query, depth, first_pass, allow)?;
+        Ok(ranked.remove(0))
+    }
+
+    fn run_selected(
+        &self,
+        lists: &[&WeightedList],
+        query: &str,
+        depth: usize,
+        first_pass: FirstPass,
+        allow: &AllowSet,
+    ) -> Result<Vec<RankedList>> {
+        let catch = |l: &WeightedList, run: &dyn Fn() -> Result<RankedList>| {
+            guard::catch(l.index.kind().name(), self.generation().dir(), run)
+        };
+        let search = |l: &&WeightedList| catch(l, &|| l.index.search(query, depth, allow));
+        let mut ranked: Vec<RankedList> = match lists {
+            [only] => vec![search(only)?],
+            // On rayon's pool, not on threads of their own: a list that
+            // itself runs in parallel (the dense scan, a transformer's
+            // matrix products) then never waits on a pool whose workers are
+            // all blocked joining list threads — which deadlocked `eval`
+            // (itself parallel over queries) with a transformer model.
+            _ => lists.par_iter().map(search).collect::<Result<_>>()?,
+        };
+        let wanted = lists.iter().map(|l| l.index.feedback_seeds()).max();
+        let Some(wanted @ 1..) = wanted else {
+            return Ok(ranked);
+        };
+        let inputs: Vec<Ranking<'_>> = ranked
+            .iter()
+            .zip(lists)
+            .map(|(r, l)| Ranking {
+                hits: &r.hits[..r.hits.len().min(first_pass.window)],
+                weight: l.weight,
+            })
+            .collect();
+        let best: Vec<ChunkOrd> = fusion::fuse(&inputs, first_pass.fusion)
+            .iter()
+            .take(wanted)
+            .map(|f| f.chunk)
+            .collect();
+        for (slot, list) in ranked.iter_mut().zip(lists) {
+            let seeds = list.index.feedback_seeds();
+            if seeds == 0 {
+                continue;
+            }
+            let seeds = &best[..seeds.min(best.len())];
+            let mut refined = catch(list, &|| list.index.refine(query, depth, allow, seeds))?;
+            refined.prepare_time += slot.elapsed;
+            refined.elapsed += slot.elapsed;
+            *slot = refined;
+        }
+        Ok(ranked)
+    }
+}
+
+/// How the first pass of a search is fused to seed the refining lists.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FirstPass {
+    /// Candidates each list contributes.
+    pub window: usize,
+    /// The fusion method and constant.
+    pub fusion: Fusion,
 }
 
 /// Refuses a query with nothing to search for (callers check it before

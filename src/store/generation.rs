@@ -541,6 +541,7 @@ mod tests {
                 fingerprint: String::new(),
             },
             fusion: crate::fusion::FusionDefaults {
+                method: crate::fusion::FusionMethod::Rrf,
                 sparse_weight: 1.0,
                 dense_weight: 1.0,
                 dense_feedback: 3,

@@ -68,6 +68,7 @@ fn sparse_ranking_agrees_with_the_bm25_crate() {
             top_k: 10,
             window: Some(10),
             rrf_k: None,
+            fusion: None,
             filter: Filter::default(),
         };
         let ours = retriever.search(query, &params).unwrap();

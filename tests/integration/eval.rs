@@ -94,8 +94,9 @@ fn sweep_reports_a_held_out_check_and_save_changes_the_defaults() {
     corpus.index_with(&["--graph"]);
     let report = eval_json(&corpus, &["--sweep", "--save"]);
     let sweep = &report["sweep"];
-    // 150 sparse + dense settings, then 6 graph weights at the best of them.
-    assert_eq!(sweep["settings_tried"], 156);
+    // 150 RRF and 30 relative sparse + dense settings, then 6 graph weights
+    // at the best of them.
+    assert_eq!(sweep["settings_tried"], 186);
     assert_eq!(sweep["top"].as_array().unwrap().len(), 5);
     assert_eq!(sweep["top"][0], sweep["best"]);
     let best = &sweep["best"]["setting"];
@@ -142,11 +143,16 @@ fn save_keeps_the_defaults_when_nothing_beats_them() {
     let setting = &tied["setting"];
     let arg = |key: &str| setting[key].to_string();
     let (k, dense, window) = (arg("rrf_k"), arg("dense_weight"), arg("window"));
+    let method = setting["method"].as_str().unwrap();
     let second = eval_json(
         &corpus,
         &[
             "--sweep",
             "--save",
+            "--fusion",
+            method,
+            "--sparse-weight",
+            "1",
             "--rrf-k",
             &k,
             "--dense-weight",
@@ -222,11 +228,21 @@ fn saved_settings_survive_reindexing_until_the_model_changes() {
     assert_eq!(source, "builtin");
     eval_json(
         &corpus,
-        &["--sweep", "--save", "--rrf-k", "10", "--dense-weight", "0.7"],
+        &[
+            "--sweep",
+            "--save",
+            "--rrf-k",
+            "10",
+            "--dense-weight",
+            "0.7",
+        ],
     );
     let (saved, source) = recorded_fusion(&corpus);
     assert_eq!(source, "saved");
-    assert_ne!(saved, builtin, "the save changed nothing: this test checks nothing");
+    assert_ne!(
+        saved, builtin,
+        "the save changed nothing: this test checks nothing"
+    );
 
     // An incremental run with a change, then a full one: the saved settings stay.
     let note = corpus.path().join("notes/auth-slow-login-query.md");

@@ -35,7 +35,11 @@ fn a_paraphrase_with_no_shared_words_is_found_by_the_dense_list() {
         .find(|r| r["chunk_id"] == PROMOTION_CHUNK)
         .unwrap();
     assert_eq!(hit["ranks"]["sparse"], Value::Null);
-    assert!(hit["ranks"]["dense"]["rank"].as_u64().unwrap() <= 3);
+    // In a hybrid search the dense query is moved toward the fused first
+    // pass's best chunks, here node-drain chunks that the sparse list finds
+    // by "node": the chunk drops from 3rd to 5th in the dense list, and
+    // stays in the fused top 20 only by it.
+    assert_eq!(hit["ranks"]["dense"]["rank"], 5);
 }
 
 #[test]
@@ -44,7 +48,16 @@ fn a_chunk_ranked_well_in_both_lists_beats_one_that_tops_only_one() {
     corpus.index();
     let response = corpus.search_json(
         "connection pool exhausted",
-        &["-k", "3", "--dense-weight", "1", "--rrf-k", "60"],
+        &[
+            "-k",
+            "3",
+            "--sparse-weight",
+            "1",
+            "--dense-weight",
+            "1",
+            "--rrf-k",
+            "60",
+        ],
     );
     let ranks: Vec<(u64, u64)> = response["results"]
         .as_array()
@@ -115,46 +128,54 @@ fn explain_contributions_add_up_to_the_search_scores_exactly() {
         "INC-2023-Q4-011",
         "the writer node died, elect a follower",
     ] {
-        let search = corpus.search_json(query, &["-k", "10"]);
-        let output = corpus
-            .memidx()
-            .args(["explain", query, "-k", "10", "--json"])
-            .output()
-            .unwrap();
-        assert_eq!(output.status.code(), Some(0));
-        let explain: Value = serde_json::from_slice(&output.stdout).unwrap();
-        let results = explain["results"].as_array().unwrap();
-        assert_eq!(results.len(), 10);
-        for (i, (e, s)) in results
-            .iter()
-            .zip(search["results"].as_array().unwrap())
-            .enumerate()
-        {
-            assert_eq!(e["chunk_id"], s["chunk_id"]);
-            assert_eq!(e["fused_rank"], i + 1);
-            let sum = e["lists"]
-                .as_array()
-                .unwrap()
+        for fusion in ["relative", "rrf"] {
+            let search = corpus.search_json(query, &["-k", "10", "--fusion", fusion]);
+            let output = corpus
+                .memidx()
+                .args(["explain", query, "-k", "10", "--json", "--fusion", fusion])
+                .output()
+                .unwrap();
+            assert_eq!(output.status.code(), Some(0));
+            let explain: Value = serde_json::from_slice(&output.stdout).unwrap();
+            assert_eq!(explain["fusion"], fusion);
+            let lists = explain["lists"].as_array().unwrap();
+            let results = explain["results"].as_array().unwrap();
+            assert_eq!(results.len(), 10);
+            for (i, (e, s)) in results
                 .iter()
-                .fold(0.0, |acc, l| acc + l["contribution"].as_f64().unwrap());
-            assert_eq!(sum, e["rrf_score"].as_f64().unwrap(), "{query} #{}", i + 1);
-            assert_eq!(e["rrf_score"], s["rrf_score"]);
-            for part in e["lists"].as_array().unwrap() {
-                if part["absent"].is_null() {
-                    let expected =
-                        part["weight"].as_f64().unwrap() / (60.0 + part["rank"].as_f64().unwrap());
-                    assert_eq!(part["contribution"].as_f64().unwrap(), expected);
+                .zip(search["results"].as_array().unwrap())
+                .enumerate()
+            {
+                assert_eq!(e["chunk_id"], s["chunk_id"]);
+                assert_eq!(e["fused_rank"], i + 1);
+                let sum = e["lists"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .fold(0.0, |acc, l| acc + l["contribution"].as_f64().unwrap());
+                assert_eq!(sum, e["rrf_score"].as_f64().unwrap(), "{query} #{}", i + 1);
+                assert_eq!(e["rrf_score"], s["rrf_score"]);
+                for (part, list) in e["lists"].as_array().unwrap().iter().zip(lists) {
+                    if part["absent"].is_null() {
+                        let weight = part["weight"].as_f64().unwrap();
+                        // The JSON carries the raw score as an f32.
+                        let score = f64::from(part["score"].as_f64().unwrap() as f32);
+                        let expected = match fusion {
+                            "rrf" => weight / (60.0 + part["rank"].as_f64().unwrap()),
+                            _ => weight * score.max(0.0) / list["best_score"].as_f64().unwrap(),
+                        };
+                        assert_eq!(part["contribution"].as_f64().unwrap(), expected);
+                    }
                 }
             }
+            assert_eq!(
+                lists
+                    .iter()
+                    .map(|l| l["name"].as_str().unwrap())
+                    .collect::<Vec<_>>(),
+                ["sparse", "dense"]
+            );
         }
-        let lists = explain["lists"].as_array().unwrap();
-        assert_eq!(
-            lists
-                .iter()
-                .map(|l| l["name"].as_str().unwrap())
-                .collect::<Vec<_>>(),
-            ["sparse", "dense"]
-        );
     }
 }
 
@@ -218,7 +239,14 @@ fn explain_prints_a_compact_table() {
     assert_eq!(output.status.code(), Some(0));
     let text = String::from_utf8(output.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines[0], "query \"ERR_TOKEN_EXPIRED\" (k 60, window 50)");
+    assert_eq!(
+        lines[0],
+        "query \"ERR_TOKEN_EXPIRED\" (relative scores, window 50)"
+    );
+    assert_eq!(
+        lines[1].split_whitespace().collect::<Vec<_>>(),
+        ["#", "list", "rank", "raw", "score", "weight", "w×raw/best"]
+    );
     assert!(
         lines[2].starts_with("   1  services/auth-service.md:"),
         "{text}"
@@ -226,17 +254,40 @@ fn explain_prints_a_compact_table() {
     assert_eq!(lines[3].trim(), "auth-service > Error codes");
     assert_eq!(
         lines[4].split_whitespace().collect::<Vec<_>>(),
-        ["sparse", "1", "18.0081", "1.00", "0.016393"]
+        ["sparse", "1", "18.0081", "0.60", "0.600000"]
     );
     assert_eq!(
-        lines[5].split_whitespace().collect::<Vec<_>>()[..2],
-        ["dense", "1"]
+        lines[5].split_whitespace().collect::<Vec<_>>(),
+        ["dense", "1", "0.8492", "0.40", "0.400000"]
     );
     assert_eq!(
         lines[6].split_whitespace().collect::<Vec<_>>(),
-        ["sum", "0.021311"]
+        ["sum", "1.000000"]
     );
-    assert!(lines[7].starts_with("lists: sparse "), "{text}");
+    assert!(
+        lines[7].starts_with("lists: sparse 16 of 16 matched (0 filtered out, best 18.0081) in "),
+        "{text}"
+    );
+    // RRF, asked for, prints its own arithmetic.
+    let output = corpus
+        .memidx()
+        .args(["explain", "ERR_TOKEN_EXPIRED", "-k", "1", "--fusion", "rrf"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(output.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "query \"ERR_TOKEN_EXPIRED\" (rrf, k 60, window 50)"
+    );
+    assert_eq!(
+        lines[4].split_whitespace().collect::<Vec<_>>(),
+        ["sparse", "1", "18.0081", "0.60", "0.009836"]
+    );
+    assert!(
+        lines[7].starts_with("lists: sparse 16 of 16 matched (0 filtered out) in "),
+        "{text}"
+    );
 }
 
 #[test]
@@ -325,7 +376,9 @@ fn the_dense_query_moves_toward_its_best_chunks_which_explain_names() {
             "runbooks/databases/postgres-replication.md#1",
         ]
     );
-    // A request's hybrid_params set it too, and the human explain names them.
+    // A request's hybrid_params set it too, and the human explain names them:
+    // in a hybrid search, the fused first pass's best (here led by the
+    // sparse list's "node" matches), not the dense list's own.
     let request =
         format!(r#"{{"search_text": "{query}", "hybrid_params": {{"dense_feedback": 0}}}}"#);
     let output = corpus
@@ -341,7 +394,15 @@ fn the_dense_query_moves_toward_its_best_chunks_which_explain_names() {
         .args(["explain", query, "-k", "1"])
         .assert()
         .code(0)
+        .stdout(predicate::str::contains(
+            "dense query moved toward the first pass's top 3: runbooks/kubernetes/node-drain.md#1, runbooks/kubernetes/node-drain.md#3, runbooks/kubernetes/node-drain.md#2\n",
+        ));
+    corpus
+        .memidx()
+        .args(["explain", query, "-k", "1", "--mode", "dense"])
+        .assert()
+        .code(0)
         .stdout(predicate::str::contains(format!(
-            "dense query moved toward its top 3: runbooks/kubernetes/node-drain.md#1, {PROMOTION_CHUNK}, runbooks/kubernetes/node-drain.md#3\n"
+            "dense query moved toward the first pass's top 3: runbooks/kubernetes/node-drain.md#1, {PROMOTION_CHUNK}, runbooks/kubernetes/node-drain.md#3\n"
         )));
 }

@@ -23,7 +23,15 @@ fn an_index_built_with_a_model_folder_searches_with_it() {
         .success();
     let status = corpus.json(&["status", "--json"]);
     assert_eq!(status["embedder"]["dim"], 384);
-    assert_eq!(status["fusion"]["dense_weight"], 1.0);
+    // A transformer's defaults: relative scores, its dense list weighing 0.7.
+    assert_eq!(status["fusion"]["method"], "relative");
+    assert_eq!(
+        (
+            status["fusion"]["sparse_weight"].clone(),
+            status["fusion"]["dense_weight"].clone()
+        ),
+        (serde_json::json!(0.3), serde_json::json!(0.7))
+    );
     // The paraphrase shares no word with its chunk; the transformer finds it.
     let response = corpus.search_json(
         "the writer node died, elect a follower",
@@ -39,12 +47,12 @@ fn an_index_built_with_a_model_folder_searches_with_it() {
         ids.contains(&"runbooks/databases/postgres-replication.md#4"),
         "{ids:?}"
     );
-    // At the transformer's plain 1:1 weights an identifier query is where
-    // RRF is weakest: its chunk is first in the sparse list but 20th in the
-    // dense one, and fuses to 3rd behind chunks both lists rank moderately
-    // (without the dense list's query feedback: 17th, fused 5th).
-    // (Recorded as measured; choosing the transformer's defaults with
-    // `eval --sweep` is open work.)
+    // An identifier query is where RRF is weakest: its chunk is first in
+    // the sparse list but 16th in the dense one, and RRF at 1:1 fuses it to
+    // 4th behind chunks both lists rank moderately. Relative scores keep
+    // BM25's lead, and the dense query, moved toward the fused first pass's
+    // best, ranks it 3rd: fused 1st (without the feedback: dense 17th,
+    // fused 2nd).
     let incident = "incidents/2023/q4/billing-month-end-timeouts.md#1";
     let standing = |extra: &[&str]| {
         let args = [
@@ -59,10 +67,21 @@ fn an_index_built_with_a_model_folder_searches_with_it() {
             result["lists"][1]["rank"].clone(),
         )
     };
-    assert_eq!(standing(&[]), (3.into(), 1.into(), 20.into()));
+    assert_eq!(standing(&[]), (1.into(), 1.into(), 3.into()));
     assert_eq!(
         standing(&["--dense-feedback", "0"]),
-        (5.into(), 1.into(), 17.into())
+        (2.into(), 1.into(), 17.into())
+    );
+    assert_eq!(
+        standing(&[
+            "--fusion",
+            "rrf",
+            "--sparse-weight",
+            "1",
+            "--dense-weight",
+            "1"
+        ]),
+        (4.into(), 1.into(), 16.into())
     );
     let response = corpus.search_json("INC-2023-Q4-011", &["-k", "1", "--mode", "sparse"]);
     assert_eq!(response["results"][0]["chunk_id"], incident);

@@ -7,11 +7,19 @@ use std::collections::HashMap;
 
 use memidx::corpus::chunk::{ChunkOptions, parse_file};
 use memidx::corpus::front_matter::parse_front_matter;
-use memidx::fusion::{Fused, Ranking, fuse};
+use memidx::fusion::{Fused, Fusion, FusionMethod, Ranking, fuse};
 use memidx::lists::ListHit;
 use memidx::request::SearchRequest;
 use memidx::text::tokenize::Analyzer;
 use proptest::prelude::*;
+
+/// Reciprocal Rank Fusion with constant `rrf_k`: the properties below are RRF's.
+fn rrf(rrf_k: f64) -> Fusion {
+    Fusion {
+        method: FusionMethod::Rrf,
+        rrf_k,
+    }
+}
 
 /// `cases` cases per property, or `PROPTEST_CASES` when set.
 fn config(cases: u32) -> ProptestConfig {
@@ -84,7 +92,7 @@ proptest! {
         k in rrf_k(),
     ) {
         let input = weighted(&lists, &weights);
-        let fused = fuse(&input, k);
+        let fused = fuse(&input, rrf(k));
 
         let mut expected_chunks: Vec<u32> = lists.iter().flatten().map(|h| h.chunk).collect();
         expected_chunks.sort_unstable();
@@ -124,7 +132,7 @@ proptest! {
         weights in prop::collection::vec(weight(), 4),
         k in rrf_k(),
     ) {
-        let fused = fuse(&weighted(&lists, &weights), k);
+        let fused = fuse(&weighted(&lists, &weights), rrf(k));
         for index in 0..lists.len() {
             let mut by_rank: Vec<(usize, f64)> = fused
                 .iter()
@@ -140,7 +148,7 @@ proptest! {
             }
         }
         if weights[0] > 0.0 {
-            let single = fuse(&weighted(&lists[..1], &weights[..1]), k);
+            let single = fuse(&weighted(&lists[..1], &weights[..1]), rrf(k));
             let order: Vec<u32> = single.iter().map(|f| f.chunk).collect();
             let listed: Vec<u32> = lists[0].iter().map(|h| h.chunk).collect();
             prop_assert_eq!(order, listed);
@@ -156,8 +164,8 @@ proptest! {
         w in weight(),
         k in rrf_k(),
     ) {
-        let forward = fuse(&weighted(&[a.clone(), b.clone()], &[w, w]), k);
-        let backward = fuse(&weighted(&[b, a], &[w, w]), k);
+        let forward = fuse(&weighted(&[a.clone(), b.clone()], &[w, w]), rrf(k));
+        let backward = fuse(&weighted(&[b, a], &[w, w]), rrf(k));
         prop_assert_eq!(score_map(&forward), score_map(&backward));
         let order = |fused: &[Fused]| fused.iter().map(|f| f.chunk).collect::<Vec<_>>();
         prop_assert_eq!(order(&forward), order(&backward));
@@ -173,8 +181,8 @@ proptest! {
         k in rrf_k(),
     ) {
         let weights = vec![w; lists.len()];
-        let original = score_map(&fuse(&weighted(&lists, &weights), k));
-        let shuffled = score_map(&fuse(&weighted(&permuted, &weights), k));
+        let original = score_map(&fuse(&weighted(&lists, &weights), rrf(k)));
+        let shuffled = score_map(&fuse(&weighted(&permuted, &weights), rrf(k)));
         prop_assert_eq!(original.len(), shuffled.len());
         for (chunk, score) in &original {
             let other = shuffled[chunk];

@@ -81,9 +81,9 @@ fn eval_json(corpus: &Corpus, extra: &[&str]) -> Value {
 fn the_output_schemas_are_valid_documented_closed_draft_2020_12_schemas() {
     // (file, text, properties, objects with properties)
     for (file, text, property_count, object_count) in [
-        ("explain-response.schema.json", EXPLAIN_SCHEMA, 32, 4),
-        ("eval-report.schema.json", EVAL_SCHEMA, 26, 6),
-        ("status-report.schema.json", STATUS_SCHEMA, 36, 6),
+        ("explain-response.schema.json", EXPLAIN_SCHEMA, 34, 4),
+        ("eval-report.schema.json", EVAL_SCHEMA, 27, 6),
+        ("status-report.schema.json", STATUS_SCHEMA, 37, 6),
         ("get-response.schema.json", GET_SCHEMA, 11, 1),
     ] {
         let schema = parse(text);
@@ -307,13 +307,13 @@ fn eval_output_validates_and_edits_are_refused_where_they_are() {
     assert_eq!(plain["sweep"], Value::Null);
     assert_eq!(
         plain["setting"],
-        json!({"rrf_k": 60.0, "sparse_weight": 1.0, "dense_weight": 0.3, "graph_weight": 0.2,
-               "window": 200})
+        json!({"method": "relative", "rrf_k": 60.0, "sparse_weight": 0.6, "dense_weight": 0.4,
+               "graph_weight": 0.2, "window": 200})
     );
 
     let swept = eval_json(&corpus, &["--sweep"]);
     assert_valid(&schema, &swept, "eval --sweep");
-    assert_eq!(swept["sweep"]["settings_tried"], 156);
+    assert_eq!(swept["sweep"]["settings_tried"], 186);
     assert_eq!(swept["sweep"]["top"].as_array().unwrap().len(), 5);
     assert_eq!(swept["sweep"]["top"][0], swept["sweep"]["best"]);
     assert_eq!(swept["sweep"]["default"]["setting"], swept["setting"]);

@@ -65,19 +65,27 @@ fn each_identifier_query_ranks_its_chunk_first() {
 }
 
 #[test]
-fn sparse_scores_are_rrf_of_the_rank() {
+fn sparse_scores_are_relative_to_the_best_or_rrf_of_the_rank() {
     let corpus = Corpus::fixtures();
     corpus.index();
-    let response = corpus.search_json(
-        "connection pool exhausted",
-        &["-k", "5", "--mode", "sparse"],
-    );
+    let query = "connection pool exhausted";
+    // The JSON carries a list's raw score as an f32.
+    let raw = |r: &Value| f64::from(r["ranks"]["sparse"]["score"].as_f64().unwrap() as f32);
+    let relative = corpus.search_json(query, &["-k", "5", "--mode", "sparse"]);
+    let results = relative["results"].as_array().unwrap();
+    let best = raw(&results[0]);
+    for r in results {
+        // The bundled model's defaults weigh the sparse list 0.6.
+        assert_eq!(r["rrf_score"].as_f64().unwrap(), 0.6 * raw(r) / best);
+    }
+    assert_eq!(results[0]["rrf_score"].as_f64().unwrap(), 0.6);
+    let response = corpus.search_json(query, &["-k", "5", "--mode", "sparse", "--fusion", "rrf"]);
     let results = response["results"].as_array().unwrap();
     assert_eq!(results.len(), 5);
     for (i, r) in results.iter().enumerate() {
         assert_eq!(
             r["rrf_score"].as_f64().unwrap(),
-            1.0 / (60.0 + (i + 1) as f64)
+            0.6 / (60.0 + (i + 1) as f64)
         );
         assert_eq!(r["ranks"]["sparse"]["rank"], i + 1);
     }
@@ -290,10 +298,10 @@ fn human_output_shows_rank_score_location_and_heading() {
     let text = String::from_utf8(output.stdout).unwrap();
     let first_line = text.lines().next().unwrap();
     assert!(
-        first_line.starts_with("1. 0.02131  services/auth-service.md:"),
+        first_line.starts_with("1. 1.00000  services/auth-service.md:"),
         "{text}"
     );
-    // 1/61 from the sparse list plus 0.3/61 from the dense list (bundled weights).
+    // First in both lists: 0.6 × best / best + 0.4 × best / best (bundled weights).
     assert!(first_line.ends_with("[dense #1, sparse #1]"), "{text}");
     assert_eq!(
         text.lines().nth(1).unwrap().trim(),

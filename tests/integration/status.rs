@@ -24,7 +24,9 @@ fn status_reports_counts_model_settings_and_staleness() {
     );
     assert_eq!(status["generation"], 1);
     assert_eq!(status["embedder"]["dim"], 256);
-    assert_eq!(status["fusion"]["dense_weight"], 0.3);
+    assert_eq!(status["fusion"]["method"], "relative");
+    assert_eq!(status["fusion"]["dense_weight"], 0.4);
+    assert_eq!(status["fusion_source"], "builtin");
     assert_eq!(status["bm25"]["k1"], 1.5);
     assert_eq!(
         status["stale"],

@@ -186,7 +186,9 @@ fn search_and_explain_print_content_and_names_escaped() {
         0,
     );
     assert!(
-        explain.starts_with("query \"zebracorn\" (k 60, window 50, filter owner=o\\u{9b}5m)\n"),
+        explain.starts_with(
+            "query \"zebracorn\" (relative scores, window 50, filter owner=o\\u{9b}5m)\n"
+        ),
         "{explain}"
     );
     assert!(
