@@ -84,10 +84,11 @@ def print_table(results, old):
     """The per-collection table, then per model the mean and the worst gap."""
     def cell(model, name, key):
         value = results[model][name][key] if key != "gap" else gap(results[model][name])
+        shown = "{:+.4f}" if key == "gap" else "{:.4f}"
         if old and name in old.get(model, {}):
             before = old[model][name][key] if key != "gap" else gap(old[model][name])
-            return f"{before:.4f} → {value:.4f}"
-        return f"{value:.4f}"
+            return f"{shown.format(before)} → {shown.format(value)}"
+        return shown.format(value)
 
     print("| collection | model | sparse | dense | hybrid | hybrid − better list |")
     print("| --- | --- | --- | --- | --- | --- |")
