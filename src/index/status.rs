@@ -107,6 +107,23 @@ impl StatusReport {
             }
         }
         stale.added.extend(on_disk.map(|f| f.rel_path.clone()));
+        // A file the last run skipped (too large, binary, not UTF-8) and
+        // that has not changed since is not new: the next run skips it
+        // again, with the same warning.
+        let skipped: std::collections::HashMap<&str, (u64, i128)> = manifest
+            .skipped
+            .iter()
+            .filter_map(|s| Some((s.path.as_str(), s.stamp?)))
+            .collect();
+        let still_skipped: std::collections::HashSet<&str> = walked
+            .files
+            .iter()
+            .filter(|f| skipped.get(f.rel_path.as_str()) == Some(&(f.size, f.mtime_ns)))
+            .map(|f| f.rel_path.as_str())
+            .collect();
+        stale
+            .added
+            .retain(|path| !still_skipped.contains(path.as_str()));
         let manifest_bytes =
             std::fs::metadata(index_dir.join(MANIFEST_FILE)).map_or(0, |m| m.len());
         Ok(Self {

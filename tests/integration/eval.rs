@@ -265,3 +265,42 @@ fn saved_settings_survive_reindexing_until_the_model_changes() {
     );
     assert_eq!(recorded_fusion(&corpus), (builtin, "builtin".into()));
 }
+
+#[test]
+fn a_re_index_brings_builtin_defaults_up_to_this_build_and_keeps_saved_ones() {
+    use memidx::fusion::{FusionMethod, FusionSource};
+    use memidx::index::manifest::Manifest;
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let (current, _) = recorded_fusion(&corpus);
+    let index_dir = corpus.path().join(".memidx");
+    // An index written by a build whose defaults were RRF with dense 0.3,
+    // as this build's own writer records it (a hand edit fails the seal).
+    let older = |source| {
+        let mut meta = Manifest::read(&index_dir).unwrap().unwrap();
+        meta.fusion.method = FusionMethod::Rrf;
+        meta.fusion.sparse_weight = 1.0;
+        meta.fusion.dense_weight = 0.3;
+        meta.fusion_source = source;
+        meta.write(&index_dir).unwrap();
+        meta.generation
+    };
+    let generation = |corpus: &Corpus| corpus.json(&["status", "--json"])["generation"].clone();
+
+    // Nothing changed on disk, yet the run records this build's defaults.
+    let before = older(FusionSource::Builtin);
+    assert!(corpus.index().status.success());
+    assert_eq!(recorded_fusion(&corpus), (current, "builtin".into()));
+    assert_eq!(generation(&corpus), before + 1);
+
+    // Saved ones stay, and an unchanged corpus writes nothing.
+    let before = older(FusionSource::Saved);
+    assert!(corpus.index().status.success());
+    let (kept, source) = recorded_fusion(&corpus);
+    assert_eq!(
+        (kept["method"].clone(), kept["dense_weight"].clone()),
+        ("rrf".into(), 0.3.into())
+    );
+    assert_eq!(source, "saved");
+    assert_eq!(generation(&corpus), before);
+}

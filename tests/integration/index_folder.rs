@@ -161,9 +161,19 @@ fn a_skipped_file_alone_does_not_rewrite_the_index_and_is_named_every_run() {
     assert!(summary.contains("up to date"), "{summary}");
     assert_eq!(again, warnings, "the same skips are named again");
     assert_eq!(generation(), 1, "no new generation for an unchanged corpus");
+    // Nor does status call the skipped file new ...
+    let stale = |corpus: &Corpus| corpus.json(&["status", "--json"])["stale"].clone();
+    assert_eq!(
+        stale(&corpus),
+        serde_json::json!({"changed": [], "added": [], "deleted": []})
+    );
 
-    // A change to the skipped file is a change.
+    // ... until it changes: a change to the skipped file is a change.
     fs::write(corpus.path().join("notes/blob.md"), "# Blob\n\nNow text.\n").unwrap();
+    assert_eq!(
+        stale(&corpus)["added"],
+        serde_json::json!(["notes/blob.md"])
+    );
     let (summary, _) = run();
     assert!(!summary.contains("up to date"), "{summary}");
     assert_eq!(generation(), 2);
