@@ -38,6 +38,7 @@ pub(super) fn examine(file: &SourceFile, options: &IndexOptions, state: FileStat
     if let FileState::Unchanged {
         stamp,
         previous_file,
+        ..
     } = state
     {
         return FileOutcome::Reused {

@@ -129,8 +129,8 @@ impl Previous {
     /// The previous manifest when the walk found exactly the previous files,
     /// all with the same content, and the same skipped files, unchanged,
     /// under the same settings: the index is current and a new generation
-    /// would be a copy. (Files only touched keep their old mtime in the
-    /// index and are re-hashed by the next run.)
+    /// would be a copy. (A file only touched is not current: the new
+    /// generation records its new stamp, its chunks carried over.)
     pub(super) fn current(
         &self,
         options: &IndexOptions,
@@ -155,7 +155,7 @@ impl Previous {
             && same_skips(&manifest.skipped, walked, states)
             && states
                 .iter()
-                .filter(|s| matches!(s, FileState::Unchanged { .. }))
+                .filter(|s| matches!(s, FileState::Unchanged { touched: false, .. }))
                 .count()
                 == self.entries.len();
         current.then_some(manifest)
@@ -233,6 +233,10 @@ pub(super) enum FileState {
     Unchanged {
         stamp: FileStamp,
         previous_file: usize,
+        /// Only the content hash matched (the file was touched, or its
+        /// size and time otherwise moved): its new stamp must be recorded,
+        /// or every later status would call it changed.
+        touched: bool,
     },
     /// New or changed: to be read and chunked.
     Changed,
@@ -274,6 +278,7 @@ fn check(file: &SourceFile, options: &IndexOptions, previous: &Previous) -> File
         return FileState::Unchanged {
             stamp,
             previous_file,
+            touched: false,
         };
     }
     if !previous.files.contains_key(&file.rel_path) || file.size > options.max_file_size {
@@ -287,6 +292,7 @@ fn check(file: &SourceFile, options: &IndexOptions, previous: &Previous) -> File
         Some(previous_file) => FileState::Unchanged {
             stamp,
             previous_file,
+            touched: true,
         },
         None => FileState::Changed,
     }

@@ -114,3 +114,40 @@ fn a_run_that_would_leave_more_garbage_than_data_rewrites_everything() {
     assert_eq!(uids, chunks as u64, "compacted: uids renumbered 0..chunks");
     assert_matches_a_fresh_index(&corpus, "removing most files");
 }
+
+#[test]
+fn a_touched_file_is_restamped_once_and_then_neither_stale_nor_re_read() {
+    let corpus = Corpus::fixtures();
+    reindex(&corpus);
+    let file = corpus.path().join("notes/auth-slow-login-query.md");
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(60);
+    fs::File::options()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_modified(later)
+        .unwrap();
+    let stale = |corpus: &Corpus| corpus.json(&["status", "--json"])["stale"]["changed"].clone();
+    assert_eq!(
+        stale(&corpus),
+        serde_json::json!(["notes/auth-slow-login-query.md"])
+    );
+    let summary = |corpus: &Corpus| {
+        String::from_utf8(
+            corpus
+                .memidx()
+                .args(["index", "."])
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .unwrap()
+    };
+    // The content is the same: nothing is embedded, but the new stamp is recorded ...
+    let first = summary(&corpus);
+    assert!(first.contains("(embedding 0 chunks"), "{first}");
+    assert_eq!(stale(&corpus), serde_json::json!([]));
+    // ... so the next run is up to date, and the answers are a fresh index's.
+    assert!(summary(&corpus).contains("up to date"));
+    assert_matches_a_fresh_index(&corpus, "touching a file");
+}
