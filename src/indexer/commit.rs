@@ -209,6 +209,37 @@ pub(super) fn refuse_index_over_root(root: &Path, index_dir: &Path) -> Result<()
     Ok(())
 }
 
+/// Refuses to index `root` into an index that `previous` records for
+/// another folder, naming both: that would replace one folder's index with
+/// another's, and searches from the first folder would return files it does
+/// not hold. An index folder inside `root` is allowed (the folder was moved
+/// or renamed with its index), and so is an index whose folder is gone.
+pub(super) fn refuse_another_root(
+    root: &Path,
+    index_dir: &Path,
+    previous: Option<&Manifest>,
+) -> Result<()> {
+    let Some(previous) = previous else {
+        return Ok(());
+    };
+    let recorded = Path::new(&previous.root);
+    let (Ok(root), Ok(index)) = (fs::canonicalize(root), fs::canonicalize(index_dir)) else {
+        return Ok(());
+    };
+    let same = fs::canonicalize(recorded).map_or(true, |r| r == root);
+    if same || index.starts_with(&root) {
+        return Ok(());
+    }
+    bail!(
+        "the index {} belongs to {}, not to {}; give {} its own index (--index PATH, or unset MEMIDX_INDEX), or remove {} first to reuse the folder",
+        index.display(),
+        recorded.display(),
+        root.display(),
+        root.display(),
+        index.display()
+    );
+}
+
 /// Removes what interrupted runs left in the (claimed) index folder:
 /// generation folders other than the live one, temporary files of
 /// `meta.json` writes, and half-moved vector caches.

@@ -155,6 +155,7 @@ pub fn run(
     let lock = IndexLock::acquire(&options.index_dir.join(LOCK_FILE))?;
     let mut warnings = Vec::new();
     let previous = Previous::load(options, embedder, &mut warnings);
+    commit::refuse_another_root(root, &options.index_dir, previous.manifest.as_ref())?;
     let live = previous.manifest.as_ref().map(|m| m.generation);
     commit::remove_leftovers(&options.index_dir, live);
 

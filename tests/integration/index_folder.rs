@@ -178,3 +178,57 @@ fn a_skipped_file_alone_does_not_rewrite_the_index_and_is_named_every_run() {
     assert!(!summary.contains("up to date"), "{summary}");
     assert_eq!(generation(), 2);
 }
+
+#[test]
+fn another_folder_is_not_indexed_into_a_folder_s_index_but_a_moved_folder_keeps_it() {
+    let first = Corpus::fixtures();
+    first.index();
+    let meta = first.path().join(".memidx/meta.json");
+    let before = fs::read(&meta).unwrap();
+    let other = Corpus::empty();
+    fs::write(other.path().join("one.md"), "# One\n\nA single note.\n").unwrap();
+    let index_dir = first.path().join(".memidx");
+    let canonical = |p: &Path| p.canonicalize().unwrap().display().to_string();
+    // Through --index and through MEMIDX_INDEX alike.
+    for through_env in [false, true] {
+        let mut command = other.memidx();
+        command.args(["index", "."]);
+        if through_env {
+            command.env("MEMIDX_INDEX", &index_dir);
+        } else {
+            command.arg("--index").arg(&index_dir);
+        }
+        let output = command.output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert_eq!(
+            stderr.trim_end(),
+            format!(
+                "memidx: the index {} belongs to {}, not to {}; give {} its own index (--index PATH, or unset MEMIDX_INDEX), or remove {} first to reuse the folder",
+                canonical(&index_dir),
+                canonical(first.path()),
+                canonical(other.path()),
+                canonical(other.path()),
+                canonical(&index_dir)
+            )
+        );
+        assert_eq!(
+            fs::read(&meta).unwrap(),
+            before,
+            "the first index is untouched"
+        );
+    }
+    // A folder moved with its index inside keeps it.
+    let moved = tempfile::tempdir().unwrap();
+    let target = moved.path().join("renamed");
+    fs::rename(first.path(), &target).unwrap();
+    let output = assert_cmd::Command::cargo_bin("memidx")
+        .unwrap()
+        .args(["index", "--quiet"])
+        .arg(&target)
+        .env_remove("MEMIDX_INDEX")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    fs::rename(&target, first.path()).unwrap();
+}
