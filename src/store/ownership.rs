@@ -34,10 +34,25 @@ struct ManifestProbe {
     _tool_version: String,
 }
 
+/// The file that keeps an index out of git (`git status` would list every
+/// generation file of an index inside a repository).
+pub const GITIGNORE_FILE: &str = ".gitignore";
+
 /// Makes sure `index_dir` is memidx's to write: creates and tags it when it
 /// does not exist or is empty, tags an index that predates the tag, and
 /// refuses (touching nothing) a file or a non-empty folder of other files.
+/// A folder it claims gets a `.gitignore` of `*`, as tools' caches do.
 pub fn claim(index_dir: &Path) -> Result<()> {
+    claim_folder(index_dir)?;
+    let ignore = index_dir.join(GITIGNORE_FILE);
+    if fs::symlink_metadata(&ignore).is_err() {
+        fs::write(&ignore, "# memidx index: keep it out of git\n*\n")
+            .with_context(|| format!("cannot write {}", ignore.display()))?;
+    }
+    Ok(())
+}
+
+fn claim_folder(index_dir: &Path) -> Result<()> {
     match fs::metadata(index_dir) {
         Err(err) if err.kind() == ErrorKind::NotFound => {
             fs::create_dir_all(index_dir)
@@ -124,6 +139,10 @@ mod tests {
         fs::write(killed.join(".tmp-aRWpmC"), TAG_TEXT).unwrap();
         claim(&killed).unwrap();
         assert!(is_tagged(&killed));
+        assert_eq!(
+            fs::read_to_string(killed.join(GITIGNORE_FILE)).unwrap(),
+            "# memidx index: keep it out of git\n*\n"
+        );
     }
 
     #[test]

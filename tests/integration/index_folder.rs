@@ -232,3 +232,16 @@ fn another_folder_is_not_indexed_into_a_folder_s_index_but_a_moved_folder_keeps_
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     fs::rename(&target, first.path()).unwrap();
 }
+
+#[test]
+fn the_index_folder_keeps_itself_out_of_git() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let ignore = corpus.path().join(".memidx/.gitignore");
+    assert_eq!(read(&ignore), "# memidx index: keep it out of git\n*\n");
+    // A user's own rules are left as they are.
+    fs::write(&ignore, "mine\n").unwrap();
+    fs::write(corpus.path().join("notes/new.md"), "# New\n\nText.\n").unwrap();
+    corpus.index();
+    assert_eq!(read(&ignore), "mine\n");
+}
