@@ -311,12 +311,16 @@ pub fn print_status(out: &mut dyn Write, r: &StatusReport) -> Result<()> {
         "sparse     BM25 k1 {}, b {}; chunks of ~{} tokens",
         r.bm25.k1, r.bm25.b, r.chunk_tokens
     )?;
+    // A ratio to no markdown at all would be a meaningless number.
+    let ratio = match r.markdown_bytes {
+        0 => String::new(),
+        markdown => format!(" ({:.2}x)", r.index_bytes as f64 / markdown as f64),
+    };
     writeln!(
         out,
-        "size       {} index for {} of markdown ({:.2}x)",
+        "size       {} index for {} of markdown{ratio}",
         bytes(r.index_bytes),
         bytes(r.markdown_bytes),
-        r.index_bytes as f64 / r.markdown_bytes.max(1) as f64
     )?;
     if let Some(damaged) = &r.damaged {
         writeln!(
@@ -382,9 +386,9 @@ pub fn print_index_summary(out: &mut dyn Write, report: &IndexReport) -> Result<
     if report.up_to_date {
         writeln!(
             out,
-            "index is up to date: {} files, {} chunks (checked in {:.2} s) -> {}",
-            report.files,
-            report.chunks,
+            "index is up to date: {}, {} (checked in {:.2} s) -> {}",
+            counted(report.files, "file"),
+            counted(report.chunks, "chunk"),
             report.elapsed.as_secs_f64(),
             escape_controls(&report.index_dir.display().to_string())
         )?;

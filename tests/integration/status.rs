@@ -152,3 +152,22 @@ fn status_without_an_index_says_how_to_make_one() {
         predicate::str::contains("no index found").and(predicate::str::contains("memidx index")),
     );
 }
+
+#[test]
+fn an_empty_index_gives_no_size_ratio_and_a_single_file_is_one_file() {
+    let corpus = Corpus::empty();
+    let output = corpus.memidx().args(["index", "."]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let status = corpus.memidx().args(["status"]).output().unwrap();
+    let text = String::from_utf8(status.stdout).unwrap();
+    let size = text.lines().find(|l| l.starts_with("size ")).unwrap();
+    assert!(size.ends_with(" index for 0 B of markdown"), "{size}");
+    fs::write(corpus.path().join("one.md"), "# One\n\nText.\n").unwrap();
+    corpus.index();
+    let again = corpus.memidx().args(["index", "."]).output().unwrap();
+    let summary = String::from_utf8(again.stdout).unwrap();
+    assert!(
+        summary.starts_with("index is up to date: 1 file, 1 chunk (checked in "),
+        "{summary}"
+    );
+}
