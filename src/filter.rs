@@ -92,8 +92,10 @@ impl Filter {
     /// Evaluates the filter over `files` for chunks whose file indices are
     /// `chunk_files` (in ordinal order).
     ///
-    /// A key that no indexed file carries is an error naming it, since it
-    /// can only be a typo and would silently return nothing.
+    /// A key that no indexed file carries is an error naming it (and the
+    /// nearest indexed key), and so is a condition none of whose values any
+    /// file has (naming the key's values, most common first): each can only
+    /// be a typo and would silently return nothing.
     pub fn evaluate_files(
         &self,
         files: &[FileEntry],
@@ -102,9 +104,40 @@ impl Filter {
         if self.is_empty() {
             return Ok(AllowSet::All);
         }
-        for key in self.conditions.keys() {
-            if !files.iter().any(|f| f.metadata.contains_key(key)) {
-                bail!("no indexed file has the metadata key '{key}'; check its spelling");
+        for (key, wanted) in &self.conditions {
+            let values = key_values(files, key);
+            if values.is_empty() {
+                bail!(
+                    "no indexed file has the metadata key '{key}'{}",
+                    suggest_key(files, key)
+                );
+            }
+            if !wanted.iter().any(|w| values.iter().any(|(v, _)| v == w)) {
+                let known: Vec<String> = values
+                    .iter()
+                    .take(SHOWN_VALUES)
+                    .map(|(v, n)| {
+                        format!(
+                            "{v} ({})",
+                            if *n == 1 {
+                                "1 file".to_string()
+                            } else {
+                                format!("{n} files")
+                            }
+                        )
+                    })
+                    .collect();
+                let more = values.len().saturating_sub(SHOWN_VALUES);
+                bail!(
+                    "no indexed file has {key}={}; its values: {}{}; values are compared exactly, case included",
+                    wanted.join(","),
+                    known.join(", "),
+                    if more > 0 {
+                        format!(" and {more} more")
+                    } else {
+                        String::new()
+                    }
+                );
             }
         }
         let file_passes: Vec<bool> = files
@@ -124,6 +157,50 @@ impl Filter {
                 .map(|file| file_passes.get(file as usize).copied().unwrap_or(false))
                 .collect(),
         ))
+    }
+}
+
+/// Most values of a key named when a filter asks for one no file has.
+const SHOWN_VALUES: usize = 5;
+
+/// Every value `key` has in `files`, with how many files have it, most
+/// common first (ties by value).
+fn key_values(files: &[FileEntry], key: &str) -> Vec<(String, usize)> {
+    let mut counts: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for value in files.iter().filter_map(|f| f.metadata.get(key)).flatten() {
+        *counts.entry(value.as_str()).or_default() += 1;
+    }
+    let mut values: Vec<(String, usize)> = counts
+        .into_iter()
+        .map(|(v, n)| (v.to_string(), n))
+        .collect();
+    values.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    values
+}
+
+/// "; did you mean 'K'?" for the indexed key nearest to `key` (within two
+/// edits, `strsim`'s Damerau–Levenshtein), else the start of the list of
+/// keys.
+fn suggest_key(files: &[FileEntry], key: &str) -> String {
+    let keys: std::collections::BTreeSet<&str> = files
+        .iter()
+        .flat_map(|f| f.metadata.keys().map(String::as_str))
+        .collect();
+    let nearest = keys
+        .iter()
+        .map(|k| {
+            (
+                strsim::damerau_levenshtein(&k.to_lowercase(), &key.to_lowercase()),
+                *k,
+            )
+        })
+        .min();
+    match nearest {
+        Some((distance, k)) if distance <= 2 => format!("; did you mean '{k}'?"),
+        _ => {
+            let shown: Vec<&str> = keys.iter().take(SHOWN_VALUES * 2).copied().collect();
+            format!("; the keys are {}", shown.join(", "))
+        }
     }
 }
 

@@ -343,8 +343,9 @@ fn the_request_schema_and_the_binary_accept_and_reject_the_same_requests() {
     let valid = [
         (DESIGN_REQUEST, &[][..], 0),
         (r#"{"search_text": "x"}"#, &["--mode", "sparse"][..], 1),
+        // Known values that no file has together: an empty result.
         (
-            r#"{"search_text": "pool", "metadata_filter": {"environment": "nowhere"}}"#,
+            r#"{"search_text": "pool", "metadata_filter": {"severity": "sev1", "service": "auth-service"}}"#,
             &[][..],
             1,
         ),

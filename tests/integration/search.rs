@@ -414,3 +414,57 @@ fn index_is_found_from_subfolders_or_named() {
         .assert()
         .code(0);
 }
+
+#[test]
+fn a_filter_no_file_can_pass_names_the_key_s_values_or_the_nearest_key() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let refused = |filter: &str| {
+        let output = corpus
+            .memidx()
+            .args(["search", "pool", "--filter", filter])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{filter}");
+        String::from_utf8(output.stderr).unwrap()
+    };
+    assert_eq!(
+        refused("environment=Production"),
+        "memidx: no indexed file has environment=Production; its values: production (13 files), staging (9 files); values are compared exactly, case included\n"
+    );
+    assert_eq!(
+        refused("enviroment=production"),
+        "memidx: no indexed file has the metadata key 'enviroment'; did you mean 'environment'?\n"
+    );
+    assert!(refused("zzzz=1").starts_with(
+        "memidx: no indexed file has the metadata key 'zzzz'; the keys are date, dir, environment,"
+    ));
+    // One known value among the asked ones is enough; no match of two
+    // known conditions together is a plain empty result.
+    corpus
+        .memidx()
+        .args([
+            "search",
+            "pool",
+            "--filter",
+            "environment=prod",
+            "--filter",
+            "environment=production",
+            "-k",
+            "1",
+        ])
+        .assert()
+        .code(0);
+    corpus
+        .memidx()
+        .args([
+            "search",
+            "pool",
+            "--filter",
+            "severity=sev1",
+            "--filter",
+            "service=auth-service",
+        ])
+        .assert()
+        .code(1);
+}
