@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, mpsc};
 use std::time::Instant;
 
@@ -466,14 +466,10 @@ struct ReindexReport {
 }
 
 fn reindex(state: &mut State, dir: &Path, args: ReindexArgs) -> Result<(Value, String)> {
-    let manifest = state.index(dir)?.manifest().clone();
-    let mut options = IndexOptions::new(PathBuf::from(&manifest.root));
-    options.index_dir = dir.to_path_buf();
-    options.walk = manifest.walk.clone();
-    options.chunker = manifest.chunker;
-    options.analyzer = manifest.tokenizer;
-    options.model_dir = manifest.model_dir.as_ref().map(PathBuf::from);
-    options.full = args.full.unwrap_or(false);
+    let options = IndexOptions {
+        full: args.full.unwrap_or(false),
+        ..IndexOptions::updating(state.index(dir)?)
+    };
     // The index is about to change: nothing opened from it is kept.
     state.index = None;
     state.retrievers.clear();
