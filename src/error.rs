@@ -42,7 +42,7 @@ pub enum IndexError {
     },
     /// Another indexing run holds the index.
     #[error(
-        "another 'memidx index' is running on this index (lock held on {}); wait for it to finish",
+        "another 'memidx index' is running on this index (lock held on {}); wait for it to finish (a watcher, 'memidx index --watch' or 'memidx mcp --watch', holds it until stopped)",
         .lock.display()
     )]
     Locked {

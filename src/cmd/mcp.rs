@@ -13,11 +13,16 @@
 //! when it opened them, and reopens when they differ, so it never answers
 //! from a generation a `memidx index` run replaced. stdout carries only
 //! protocol messages; notices go to stderr.
+//!
+//! With `--watch` the server also keeps the index fresh: it takes the
+//! writer lock at start and runs the watch loop of `watch.rs` on a thread
+//! beside it (its lines on stderr), stopped when the session ends; the
+//! `reindex` tool then runs under that same lock.
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
-use std::sync::{Arc, mpsc};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -34,6 +39,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::Status;
+use super::watch::Background;
 use crate::cli::Mode;
 use crate::config::{self, check_max_chars, check_top_k};
 use memidx::filter::Filter;
@@ -41,7 +47,7 @@ use memidx::fusion::{check_rrf_k, check_window};
 use memidx::index::get::{self as fetch, LineRange, Target};
 use memidx::index::status::StatusReport;
 use memidx::index::{Index, ManifestStamp};
-use memidx::indexer::{self, IndexOptions};
+use memidx::indexer::{self, IndexOptions, Writer};
 use memidx::output::get::GetResponse;
 use memidx::output::{SearchResponse, TextBudget, compact, human};
 use memidx::progress::Silent;
@@ -69,14 +75,44 @@ before ranking, so filtered results are never short. Results carry chunk ids; `g
 text, or a result's source path with from/to for surrounding lines. `explain` shows why a chunk ranks where it \
 does; `status` says what is indexed and what changed since.";
 
-/// Serves the index in `index_dir` over stdin/stdout until end of input.
-pub fn run(index_dir: &Path, read_only: bool) -> Result<Status> {
-    let server = Server::open(index_dir, read_only)?;
+/// Serves the index in `index_dir` over stdin/stdout until end of input;
+/// with `watch`, re-indexing it whenever its files change meanwhile.
+pub fn run(index_dir: &Path, read_only: bool, watch: bool) -> Result<Status> {
+    // The lock is taken before serving, so a held one fails the start.
+    let watching = if watch {
+        let options = IndexOptions::updating(&Index::open(index_dir)?);
+        let writer = Arc::new(Mutex::new(Writer::take(&options)?));
+        Some((options, writer))
+    } else {
+        None
+    };
+    let server = Server::open(
+        index_dir,
+        read_only,
+        watching.as_ref().map(|(_, w)| w.clone()),
+    )?;
     note(&format!(
         "serving {} over stdio{}",
         index_dir.display(),
-        if read_only { " (read-only)" } else { "" }
+        match (read_only, watch) {
+            (true, _) => " (read-only)",
+            (false, true) => ", re-indexing when its files change",
+            (false, false) => "",
+        }
     ));
+    let background = watching
+        .map(|(options, writer)| Background::start(options, writer))
+        .transpose()?;
+    let served = serve(server);
+    if let Some(background) = background {
+        background.stop();
+    }
+    served?;
+    Ok(Status::Success)
+}
+
+/// Runs the MCP session on stdin/stdout until it ends.
+fn serve(server: Server) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -92,9 +128,8 @@ pub fn run(index_dir: &Path, read_only: bool) -> Result<Status> {
             .waiting()
             .await
             .map_err(|err| anyhow!("the MCP session failed: {err}"))?;
-        Ok::<(), anyhow::Error>(())
-    })?;
-    Ok(Status::Success)
+        Ok(())
+    })
 }
 
 /// A line on stderr (the client's log), its write errors ignored.
@@ -123,6 +158,8 @@ struct State {
     stamp: Option<ManifestStamp>,
     index: Option<Index>,
     retrievers: Vec<(ListSelection, Retriever)>,
+    /// The writer lock a watcher holds (`--watch`), for `reindex` to run under.
+    writer: Option<Arc<Mutex<Writer>>>,
 }
 
 impl State {
@@ -189,14 +226,17 @@ impl State {
 impl Server {
     /// Starts the index thread, which opens the index once (so a bad
     /// `--index` fails at start) and then answers calls in order.
-    fn open(index_dir: &Path, read_only: bool) -> Result<Self> {
+    fn open(index_dir: &Path, read_only: bool, writer: Option<Arc<Mutex<Writer>>>) -> Result<Self> {
         let (calls, inbox) = mpsc::channel::<Call>();
         let (opened, started) = mpsc::channel();
         let dir = index_dir.to_path_buf();
         std::thread::Builder::new()
             .name("memidx-index".into())
             .spawn(move || {
-                let mut state = State::default();
+                let mut state = State {
+                    writer,
+                    ..State::default()
+                };
                 state.refresh(&dir);
                 let open = state.retriever(&dir, &ListSelection::default()).map(|_| ());
                 let ok = open.is_ok();
@@ -474,7 +514,13 @@ fn reindex(state: &mut State, dir: &Path, args: ReindexArgs) -> Result<(Value, S
     state.index = None;
     state.retrievers.clear();
     let embedder = memidx::embed::load(options.model_dir.as_deref())?;
-    let report = indexer::run(&options, embedder, &Silent)?;
+    let report = match &state.writer {
+        Some(writer) => writer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .run(&options, embedder, &Silent)?,
+        None => indexer::run(&options, embedder, &Silent)?,
+    };
     let out = ReindexReport {
         generation: report.generation,
         up_to_date: report.up_to_date,
