@@ -217,33 +217,11 @@ say "warming the page cache (reading every markdown file once)"
 find "$CORPUS" -mindepth 1 -name '.*' -prune -o -type f \( -iname '*.md' -o -iname '*.markdown' \) \
     -print0 | xargs -0 -r cat >/dev/null
 
-QUERIES=(
-    "tar extract archive"
-    "Get-ADUser filter"
-    "std::vector reserve"
-    "compiler warning C4996"
-    "git rebase interactive"
-    "find files modified in the last day"
-    "Set-ExecutionPolicy RemoteSigned"
-    "unique_ptr custom deleter"
-    "LNK2019 unresolved external symbol"
-    "docker run port mapping"
-    "ffmpeg convert video to gif"
-    "New-NetFirewallRule allow inbound port"
-    "Get-WindowsFeature install Hyper-V"
-    "constexpr if template"
-    "ssh-keygen ed25519 key"
-    "rsync exclude directory"
-    "lambda capture by reference"
-    "Add-DnsServerResourceRecordA"
-    "C2280 attempting to reference a deleted function"
-    "list listening ports"
-    "DHCP server scope options"
-    "curl post json data"
-    "__declspec(dllexport)"
-    "Enable-BitLocker recovery password"
-    "grep recursive ignore case"
-)
+# The fixed queries (tldr, C++ docs and PowerShell docs flavoured), one a line;
+# bench/mcp_latency.py reads the same file.
+[ -f "$REPO/bench/queries.txt" ] || die "missing $REPO/bench/queries.txt"
+mapfile -t QUERIES <"$REPO/bench/queries.txt"
+[ ${#QUERIES[@]} -gt 0 ] || die "$REPO/bench/queries.txt holds no query"
 printf '%s\n' "${QUERIES[@]}" >"$TMP/queries.txt"
 
 # --- 1. full index -------------------------------------------------------------

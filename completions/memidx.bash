@@ -720,7 +720,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__index)
-            opts="-q -h -V --full --max-file-size --chunk-tokens --no-ignore --include --exclude --model --graph --no-graph --index --quiet --color --help --version"
+            opts="-q -h -V --full --max-file-size --chunk-tokens --no-ignore --include --exclude --model --graph --no-graph --index --quiet --watch --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -780,7 +780,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__mcp)
-            opts="-h -V --read-only --index --color --help --version"
+            opts="-h -V --read-only --watch --index --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -54,6 +54,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand index" -l no-ignore -d 'In
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l graph -d 'Also build the entity graph (the `graph` list and `memidx graph`); later runs keep building it until --no-graph. It costs about as much time as the rest of indexing and a quarter more disk'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l no-graph -d 'Stop building the entity graph (drops it from the index)'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -s q -l quiet -d 'Print no progress bar and no summary (warnings are still printed)'
+complete -c memidx -n "__fish_memidx_using_subcommand index" -l watch -d 'After indexing, keep watching DIR and re-index incrementally whenever files change (one summary line per run) until Ctrl-C or SIGTERM'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l request -d 'Read a JSON request (query_id, search_text, top_k, hybrid_params, metadata_filter) from FILE, or from stdin with \'-\'; answers in JSON' -r -F
@@ -118,6 +119,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand mcp" -l color -d 'When to 
 always\t'Always'
 never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand mcp" -l read-only -d 'Offer no tool that writes (no `reindex`)'
+complete -c memidx -n "__fish_memidx_using_subcommand mcp" -l watch -d 'Keep the index fresh while serving: re-index incrementally whenever the indexed files change (summary lines on stderr), holding the writer lock until the server ends'
 complete -c memidx -n "__fish_memidx_using_subcommand mcp" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c memidx -n "__fish_memidx_using_subcommand mcp" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand status" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F

@@ -108,6 +108,10 @@ pub struct IndexArgs {
     /// Print no progress bar and no summary (warnings are still printed).
     #[arg(short, long)]
     pub quiet: bool,
+    /// After indexing, keep watching DIR and re-index incrementally whenever
+    /// files change (one summary line per run) until Ctrl-C or SIGTERM.
+    #[arg(long)]
+    pub watch: bool,
 }
 
 /// Arguments of `memidx search`.
@@ -251,6 +255,11 @@ pub struct McpArgs {
     /// Offer no tool that writes (no `reindex`).
     #[arg(long)]
     pub read_only: bool,
+    /// Keep the index fresh while serving: re-index incrementally whenever
+    /// the indexed files change (summary lines on stderr), holding the
+    /// writer lock until the server ends.
+    #[arg(long, conflicts_with = "read_only")]
+    pub watch: bool,
     /// Where the index is (fixed for the whole session).
     #[command(flatten)]
     pub location: IndexLocation,

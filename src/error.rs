@@ -42,7 +42,7 @@ pub enum IndexError {
     },
     /// Another indexing run holds the index.
     #[error(
-        "another 'memidx index' is running on this index (lock held on {}); wait for it to finish",
+        "another 'memidx index' is running on this index (lock held on {}); wait for it to finish (a watcher, 'memidx index --watch' or 'memidx mcp --watch', holds it until stopped)",
         .lock.display()
     )]
     Locked {
@@ -59,7 +59,39 @@ pub enum IndexError {
 
 impl IndexError {
     /// The first `IndexError` in `err`'s chain of causes and contexts.
+    ///
+    /// One given as context (`.with_context(|| damaged(…))`) is not a link
+    /// of `chain()` of its own type (the link is anyhow's wrapper), so
+    /// anyhow's own downcast, which sees through contexts, is asked first.
     pub fn find(err: &anyhow::Error) -> Option<&Self> {
-        err.chain().find_map(|cause| cause.downcast_ref::<Self>())
+        err.downcast_ref::<Self>()
+            .or_else(|| err.chain().find_map(|cause| cause.downcast_ref::<Self>()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anyhow::Context;
+
+    #[test]
+    fn an_index_error_is_found_as_the_error_as_a_context_and_as_a_cause() {
+        let damaged = || IndexError::Damaged {
+            path: PathBuf::from("/idx/gen-2/sparse"),
+            what: "cannot be opened".into(),
+        };
+        let plain = anyhow::Error::new(damaged());
+        let context = Err::<(), _>(std::io::Error::other("no meta.json"))
+            .with_context(damaged)
+            .context("opening the sparse list")
+            .unwrap_err();
+        let cause = anyhow::Error::new(damaged()).context("searching");
+        for err in [plain, context, cause] {
+            assert!(
+                matches!(IndexError::find(&err), Some(IndexError::Damaged { .. })),
+                "{err:#}"
+            );
+        }
+        assert!(IndexError::find(&anyhow::anyhow!("something else")).is_none());
     }
 }

@@ -6,7 +6,7 @@ use anyhow::Result;
 
 use super::Status;
 use memidx::embed;
-use memidx::indexer::{self, IndexOptions};
+use memidx::indexer::{self, IndexOptions, IndexReport};
 use memidx::output::human;
 use memidx::output::progress::Bars;
 
@@ -20,9 +20,23 @@ pub fn run(
 ) -> Result<Status> {
     let embedder = embed::load(options.model_dir.as_deref())?;
     let report = indexer::run(options, embedder, &Bars::new(!quiet))?;
+    print_report(&report, quiet, out, err)?;
+    Ok(Status::Success)
+}
+
+/// Prints a run's warnings to `err` and, unless `quiet`, its summary line
+/// to `out`, then flushes `out` (a watcher's lines must show as each run
+/// ends).
+pub fn print_report(
+    report: &IndexReport,
+    quiet: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<()> {
     human::print_index_warnings(err, &report.skipped, &report.warnings)?;
     if !quiet {
-        human::print_index_summary(out, &report)?;
+        human::print_index_summary(out, report)?;
     }
-    Ok(Status::Success)
+    out.flush()?;
+    Ok(())
 }

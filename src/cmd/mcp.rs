@@ -13,11 +13,16 @@
 //! when it opened them, and reopens when they differ, so it never answers
 //! from a generation a `memidx index` run replaced. stdout carries only
 //! protocol messages; notices go to stderr.
+//!
+//! With `--watch` the server also keeps the index fresh: it takes the
+//! writer lock at start and runs the watch loop of `watch.rs` on a thread
+//! beside it (its lines on stderr), stopped when the session ends; the
+//! `reindex` tool then runs under that same lock.
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, mpsc};
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -34,14 +39,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::Status;
+use super::watch::Background;
 use crate::cli::Mode;
 use crate::config::{self, check_max_chars, check_top_k};
 use memidx::filter::Filter;
-use memidx::fusion::{check_rrf_k, check_window};
+use memidx::fusion::{FusionMethod, check_rrf_k, check_window};
 use memidx::index::get::{self as fetch, LineRange, Target};
 use memidx::index::status::StatusReport;
 use memidx::index::{Index, ManifestStamp};
-use memidx::indexer::{self, IndexOptions};
+use memidx::indexer::{self, IndexOptions, Writer};
 use memidx::output::get::GetResponse;
 use memidx::output::{SearchResponse, TextBudget, compact, human};
 use memidx::progress::Silent;
@@ -69,14 +75,44 @@ before ranking, so filtered results are never short. Results carry chunk ids; `g
 text, or a result's source path with from/to for surrounding lines. `explain` shows why a chunk ranks where it \
 does; `status` says what is indexed and what changed since.";
 
-/// Serves the index in `index_dir` over stdin/stdout until end of input.
-pub fn run(index_dir: &Path, read_only: bool) -> Result<Status> {
-    let server = Server::open(index_dir, read_only)?;
+/// Serves the index in `index_dir` over stdin/stdout until end of input;
+/// with `watch`, re-indexing it whenever its files change meanwhile.
+pub fn run(index_dir: &Path, read_only: bool, watch: bool) -> Result<Status> {
+    // The lock is taken before serving, so a held one fails the start.
+    let watching = if watch {
+        let options = IndexOptions::updating(&Index::open(index_dir)?);
+        let writer = Arc::new(Mutex::new(Writer::take(&options)?));
+        Some((options, writer))
+    } else {
+        None
+    };
+    let server = Server::open(
+        index_dir,
+        read_only,
+        watching.as_ref().map(|(_, w)| w.clone()),
+    )?;
     note(&format!(
         "serving {} over stdio{}",
         index_dir.display(),
-        if read_only { " (read-only)" } else { "" }
+        match (read_only, watch) {
+            (true, _) => " (read-only)",
+            (false, true) => ", re-indexing when its files change",
+            (false, false) => "",
+        }
     ));
+    let background = watching
+        .map(|(options, writer)| Background::start(options, writer))
+        .transpose()?;
+    let served = serve(server);
+    if let Some(background) = background {
+        background.stop();
+    }
+    served?;
+    Ok(Status::Success)
+}
+
+/// Runs the MCP session on stdin/stdout until it ends.
+fn serve(server: Server) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -92,9 +128,8 @@ pub fn run(index_dir: &Path, read_only: bool) -> Result<Status> {
             .waiting()
             .await
             .map_err(|err| anyhow!("the MCP session failed: {err}"))?;
-        Ok::<(), anyhow::Error>(())
-    })?;
-    Ok(Status::Success)
+        Ok(())
+    })
 }
 
 /// A line on stderr (the client's log), its write errors ignored.
@@ -123,6 +158,8 @@ struct State {
     stamp: Option<ManifestStamp>,
     index: Option<Index>,
     retrievers: Vec<(ListSelection, Retriever)>,
+    /// The writer lock a watcher holds (`--watch`), for `reindex` to run under.
+    writer: Option<Arc<Mutex<Writer>>>,
 }
 
 impl State {
@@ -189,14 +226,17 @@ impl State {
 impl Server {
     /// Starts the index thread, which opens the index once (so a bad
     /// `--index` fails at start) and then answers calls in order.
-    fn open(index_dir: &Path, read_only: bool) -> Result<Self> {
+    fn open(index_dir: &Path, read_only: bool, writer: Option<Arc<Mutex<Writer>>>) -> Result<Self> {
         let (calls, inbox) = mpsc::channel::<Call>();
         let (opened, started) = mpsc::channel();
         let dir = index_dir.to_path_buf();
         std::thread::Builder::new()
             .name("memidx-index".into())
             .spawn(move || {
-                let mut state = State::default();
+                let mut state = State {
+                    writer,
+                    ..State::default()
+                };
                 state.refresh(&dir);
                 let open = state.retriever(&dir, &ListSelection::default()).map(|_| ());
                 let ok = open.is_ok();
@@ -314,6 +354,7 @@ struct QueryArgs {
     sparse_weight: Option<f64>,
     dense_weight: Option<f64>,
     graph_weight: Option<f64>,
+    fusion: Option<FusionMethod>,
     rrf_k: Option<f64>,
     window: Option<usize>,
     /// `search` only.
@@ -353,7 +394,7 @@ impl QueryArgs {
             top_k: check_top_k(self.top_k.unwrap_or(config::DEFAULT_TOP_K))?,
             window: self.window.map(check_window).transpose()?,
             rrf_k: self.rrf_k.map(check_rrf_k).transpose()?,
-            fusion: None,
+            fusion: self.fusion,
             filter: Filter::from_pairs(pairs),
         };
         Ok((selection, params))
@@ -467,19 +508,21 @@ struct ReindexReport {
 }
 
 fn reindex(state: &mut State, dir: &Path, args: ReindexArgs) -> Result<(Value, String)> {
-    let manifest = state.index(dir)?.manifest().clone();
-    let mut options = IndexOptions::new(PathBuf::from(&manifest.root));
-    options.index_dir = dir.to_path_buf();
-    options.walk = manifest.walk.clone();
-    options.chunker = manifest.chunker;
-    options.analyzer = manifest.tokenizer;
-    options.model_dir = manifest.model_dir.as_ref().map(PathBuf::from);
-    options.full = args.full.unwrap_or(false);
+    let options = IndexOptions {
+        full: args.full.unwrap_or(false),
+        ..IndexOptions::updating(state.index(dir)?)
+    };
     // The index is about to change: nothing opened from it is kept.
     state.index = None;
     state.retrievers.clear();
     let embedder = memidx::embed::load(options.model_dir.as_deref())?;
-    let report = indexer::run(&options, embedder, &Silent)?;
+    let report = match &state.writer {
+        Some(writer) => writer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .run(&options, embedder, &Silent)?,
+        None => indexer::run(&options, embedder, &Silent)?,
+    };
     let out = ReindexReport {
         generation: report.generation,
         up_to_date: report.up_to_date,
@@ -532,8 +575,10 @@ fn tools(read_only: bool) -> Result<Vec<Tool>> {
                          "description": "Weight of the embedding list in the fusion (default: the index's)."},
         "graph_weight": {"type": "number", "minimum": 0, "maximum": 1000000,
                          "description": "Weight of the graph list (default: the index's)."},
+        "fusion": {"enum": ["relative", "rrf"],
+                   "description": "How the lists are fused: relative scores (each list's score over its best, weighted) or RRF (default: the index's, relative)."},
         "rrf_k": {"type": "number", "minimum": 0,
-                  "description": "RRF constant k in weight / (k + rank) (default: the index's, 60)."},
+                  "description": "RRF constant k in weight / (k + rank); given without fusion it asks for RRF (default: the index's, 60)."},
         "window": {"type": "integer", "minimum": 1, "maximum": 100000,
                    "description": "Candidates per list before fusion (default max(50, 2 x top_k))."}
     });

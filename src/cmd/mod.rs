@@ -11,6 +11,7 @@ pub mod index;
 pub mod mcp;
 pub mod search;
 pub mod status;
+pub mod watch;
 
 use std::io::{self, Write};
 
@@ -61,6 +62,7 @@ pub fn run(cli: Cli) -> Result<Status> {
             return mcp::run(
                 &config::resolve_index_dir(&args.location, &cwd)?,
                 args.read_only,
+                args.watch,
             );
         }
         command => command,
@@ -72,7 +74,11 @@ pub fn run(cli: Cli) -> Result<Status> {
     let status = match command {
         Command::Index(args) => {
             let options = config::index_options(&args);
-            index::run(&options, args.quiet, &mut out, &mut Stderr)
+            if args.watch {
+                watch::run(&options, args.quiet, &mut out, &mut Stderr)
+            } else {
+                index::run(&options, args.quiet, &mut out, &mut Stderr)
+            }
         }
         Command::Search(args) => {
             let cwd = std::env::current_dir().context("cannot read the current folder")?;

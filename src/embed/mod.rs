@@ -13,7 +13,9 @@ mod fingerprint;
 pub mod static_model;
 mod wordpiece;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+use std::time::SystemTime;
 
 use anyhow::Result;
 
@@ -61,14 +63,63 @@ pub trait Embedder: Send + Sync {
 /// a sentence-transformers BERT folder), or the bundled model.
 ///
 /// A loaded transformer lives as long as the process, like the bundled
-/// model, so every list can hold a plain `&'static` reference to it.
+/// model, so every list can hold a plain `&'static` reference to it; so a
+/// folder is loaded once per process while its files stay the same (a
+/// server reopens its index after every run, and would otherwise read the
+/// model again and keep every copy).
 pub fn load(model_dir: Option<&Path>) -> Result<&'static dyn Embedder> {
-    match model_dir {
-        None => Ok(static_model::StaticEmbedder::bundled()),
-        Some(dir) if is_model2vec_folder(dir) => Ok(Box::leak(Box::new(
-            static_model::StaticEmbedder::load(dir)?,
-        ))),
-        Some(dir) => load_folder(dir),
+    let Some(dir) = model_dir else {
+        return Ok(static_model::StaticEmbedder::bundled());
+    };
+    let stamp = FolderStamp::of(dir);
+    let mut loaded = LOADED.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, embedder)) = loaded.iter().find(|(s, _)| stamp.as_ref() == Some(s)) {
+        return Ok(*embedder);
+    }
+    let embedder: &'static dyn Embedder = if is_model2vec_folder(dir) {
+        Box::leak(Box::new(static_model::StaticEmbedder::load(dir)?))
+    } else {
+        load_folder(dir)?
+    };
+    if let Some(stamp) = stamp {
+        loaded.push((stamp, embedder));
+    }
+    Ok(embedder)
+}
+
+/// The models [`load`] has loaded from folders in this process.
+static LOADED: Mutex<Vec<(FolderStamp, &'static dyn Embedder)>> = Mutex::new(Vec::new());
+
+/// The files either kind of model folder is read from.
+const MODEL_FILES: [&str; 6] = [
+    "config.json",
+    "tokenizer.json",
+    "model.safetensors",
+    "1_Pooling/config.json",
+    "sentence_bert_config.json",
+    "modules.json",
+];
+
+/// A model folder as it is now: its canonical path and the size and
+/// modification time of each of its model files (`None` when absent).
+#[derive(Debug, PartialEq, Eq)]
+struct FolderStamp {
+    dir: PathBuf,
+    files: Vec<Option<(u64, Option<SystemTime>)>>,
+}
+
+impl FolderStamp {
+    /// `None` when the folder cannot be resolved (then nothing is reused).
+    fn of(dir: &Path) -> Option<Self> {
+        let dir = dir.canonicalize().ok()?;
+        let files = MODEL_FILES
+            .iter()
+            .map(|name| {
+                let meta = std::fs::metadata(dir.join(name)).ok()?;
+                Some((meta.len(), meta.modified().ok()))
+            })
+            .collect();
+        Some(Self { dir, files })
     }
 }
 
@@ -103,5 +154,30 @@ pub fn normalize(v: &mut [f32]) {
         for x in v {
             *x = (f64::from(*x) / norm) as f32;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_model_folder_is_loaded_once_until_its_files_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let assets = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/model");
+        for name in ["config.json", "tokenizer.json", "model.safetensors"] {
+            std::fs::copy(assets.join(name), dir.path().join(name)).unwrap();
+        }
+        let first = load(Some(dir.path())).unwrap();
+        let again = load(Some(&dir.path().join("."))).unwrap();
+        assert!(std::ptr::addr_eq(first, again));
+
+        let config = dir.path().join("config.json");
+        let text = std::fs::read_to_string(&config).unwrap();
+        std::fs::write(&config, format!("{text} ")).unwrap();
+        let changed = load(Some(dir.path())).unwrap();
+        assert!(!std::ptr::addr_eq(first, changed));
+        assert_ne!(first.info().fingerprint, changed.info().fingerprint);
+        assert!(std::ptr::addr_eq(changed, load(Some(dir.path())).unwrap()));
     }
 }

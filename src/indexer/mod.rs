@@ -41,6 +41,7 @@ use crate::corpus::Skipped;
 use crate::corpus::chunk::ChunkOptions;
 use crate::corpus::walk::{Walk, WalkOptions, walk};
 use crate::embed::Embedder;
+use crate::index::Index;
 use crate::index::manifest::{Counts, Manifest};
 use crate::progress::Progress;
 use crate::store::generation;
@@ -90,6 +91,20 @@ impl IndexOptions {
         }
     }
 
+    /// The settings that update `index` the way it was built: its root,
+    /// walk, chunker, tokenizer and model (the graph as before), for a
+    /// caller that knows only the index, like the MCP server.
+    pub fn updating(index: &Index) -> Self {
+        let manifest = index.manifest();
+        let mut options = Self::new(PathBuf::from(&manifest.root));
+        options.index_dir = index.dir().to_path_buf();
+        options.walk = manifest.walk.clone();
+        options.chunker = manifest.chunker;
+        options.analyzer = manifest.tokenizer;
+        options.model_dir = manifest.model_dir.as_ref().map(PathBuf::from);
+        options
+    }
+
     /// Whether this run builds the graph, given the previous manifest.
     fn builds_graph(&self, previous: Option<&Manifest>) -> bool {
         self.graph
@@ -131,11 +146,85 @@ pub struct IndexReport {
 }
 
 /// Indexes `options.root` into `options.index_dir`, embedding chunks with
-/// `embedder` and reporting each stage to `progress`.
+/// `embedder` and reporting each stage to `progress`: takes the writer lock
+/// for this one run (see [`Writer`] to hold it across runs).
 pub fn run(
     options: &IndexOptions,
     embedder: &'static dyn Embedder,
     progress: &dyn Progress,
+) -> Result<IndexReport> {
+    Writer::take(options)?.run(options, embedder, progress)
+}
+
+/// The right to write one index folder: the folder claimed and its writer
+/// lock held for as long as this value lives. [`run`] takes one per run; a
+/// watcher takes one for its whole life, so that no other `memidx index`
+/// writes the index while it watches, and makes its runs through it (the
+/// lock is per open file, so a second lock on the same file would be
+/// refused even within one process).
+#[derive(Debug)]
+pub struct Writer {
+    index_dir: PathBuf,
+    lock: IndexLock,
+}
+
+impl Writer {
+    /// Claims `options.index_dir` (creating it) and takes its lock, failing
+    /// at once with [`IndexError::Locked`](crate::error::IndexError) when
+    /// another run holds it.
+    pub fn take(options: &IndexOptions) -> Result<Self> {
+        check_root(options)?;
+        commit::refuse_index_over_root(&options.root, &options.index_dir)?;
+        ownership::claim(&options.index_dir)?;
+        let lock = IndexLock::acquire(&options.index_dir.join(LOCK_FILE))?;
+        Ok(Self {
+            index_dir: options.index_dir.clone(),
+            lock,
+        })
+    }
+
+    /// One indexing run under this lock, for the index folder it was taken
+    /// for. When the lock file was removed or replaced since (so the lock
+    /// no longer keeps anyone out), the lock is taken anew first; if
+    /// another run holds the new one, this run fails as a second `memidx
+    /// index` would, and a later one may succeed.
+    pub fn run(
+        &mut self,
+        options: &IndexOptions,
+        embedder: &'static dyn Embedder,
+        progress: &dyn Progress,
+    ) -> Result<IndexReport> {
+        if options.index_dir != self.index_dir {
+            bail!(
+                "this writer holds the lock of {}, not of {}",
+                self.index_dir.display(),
+                options.index_dir.display()
+            );
+        }
+        if self.lock.still_held().is_err() {
+            *self = Self::take(options)?;
+        }
+        run_locked(options, embedder, progress, &self.lock)
+    }
+}
+
+/// Fails unless the folder to index is a folder.
+fn check_root(options: &IndexOptions) -> Result<()> {
+    if !options.root.is_dir() {
+        bail!(
+            "'{}' is not a folder; give the folder of markdown to index",
+            options.root.display()
+        );
+    }
+    Ok(())
+}
+
+/// The run itself, with the index folder claimed and `lock` held.
+fn run_locked(
+    options: &IndexOptions,
+    embedder: &'static dyn Embedder,
+    progress: &dyn Progress,
+    lock: &IndexLock,
 ) -> Result<IndexReport> {
     let started = Instant::now();
     let run = Run {
@@ -143,19 +232,14 @@ pub fn run(
         embedder,
         progress,
     };
-    let root = &options.root;
-    if !root.is_dir() {
-        bail!(
-            "'{}' is not a folder; give the folder of markdown to index",
-            root.display()
-        );
-    }
-    commit::refuse_index_over_root(root, &options.index_dir)?;
-    ownership::claim(&options.index_dir)?;
-    let lock = IndexLock::acquire(&options.index_dir.join(LOCK_FILE))?;
+    check_root(options)?;
     let mut warnings = Vec::new();
     let previous = Previous::load(options, embedder, &mut warnings);
-    commit::refuse_another_root(root, &options.index_dir, previous.manifest.as_ref())?;
+    commit::refuse_another_root(
+        &options.root,
+        &options.index_dir,
+        previous.manifest.as_ref(),
+    )?;
     let live = previous.manifest.as_ref().map(|m| m.generation);
     commit::remove_leftovers(&options.index_dir, live);
 

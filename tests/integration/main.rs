@@ -34,3 +34,5 @@ mod search;
 mod status;
 mod terminal;
 mod ux;
+#[cfg(unix)]
+mod watch;

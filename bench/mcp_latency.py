@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""A warm MCP `search` against the whole-process CLI search it replaces, in one run.
+
+Usage: bench/mcp_latency.py CORPUS_DIR [BINARY] [--runs N] [--mode MODE] [--json OUT]
+
+CORPUS_DIR must already be indexed (`memidx index CORPUS_DIR`, or bench/run.sh). The
+script starts `memidx mcp --read-only --index CORPUS_DIR` once, speaks raw JSON-RPC
+lines over its stdin/stdout (initialize, notifications/initialized), and then, for
+each query of bench/queries.txt x --runs, times one `search` tool call round trip
+(request written -> its whole response line read) next to one
+`memidx search Q --index CORPUS_DIR --mode MODE -k 10 --json` process (spawn -> exit,
+stdout to /dev/null), alternating which goes first, so both see the same load. A
+first pass (not timed) checks that the tool and the command rank the same chunks.
+Prints median and p90 of both and their ratio (see bench/README.md).
+
+Standard library only. Runs niced (10) like bench/run.sh, from a copy of the binary
+(a rebuild during the run changes nothing).
+"""
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from bench import percentile  # noqa: E402  (bench/bench.py, the run.sh helper)
+
+REPO = os.path.dirname(HERE)
+TIMEOUT_S = 60
+
+
+def die(message):
+    print(f"mcp_latency: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+class Server:
+    """`memidx mcp` over pipes: one request at a time, answers read line by line."""
+
+    def __init__(self, binary, corpus):
+        self.proc = subprocess.Popen(
+            [binary, "mcp", "--read-only", "--index", corpus],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        self.next_id = 1
+
+    def send(self, message):
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def request(self, method, params):
+        """(seconds from writing the request to having read its response line, response)."""
+        rid = self.next_id
+        self.next_id += 1
+        line = json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        started = time.perf_counter_ns()
+        self.proc.stdin.write(line.encode() + b"\n")
+        self.proc.stdin.flush()
+        while True:
+            answer = self.proc.stdout.readline()
+            elapsed = (time.perf_counter_ns() - started) / 1e9
+            if not answer:
+                die(f"the server closed its output; stderr:\n{self.proc.stderr.read().decode()}")
+            message = json.loads(answer)
+            if message.get("id") == rid:
+                return elapsed, message, len(answer)
+
+    def close(self):
+        self.proc.stdin.close()
+        code = self.proc.wait(timeout=TIMEOUT_S)
+        if code != 0:
+            die(f"the server exited {code}; stderr:\n{self.proc.stderr.read().decode()}")
+
+
+def mcp_search(server, query, mode):
+    """One `search` tool call: (seconds, chunk ids, omitted, response bytes)."""
+    elapsed, message, size = server.request(
+        "tools/call", {"name": "search", "arguments": {"query": query, "top_k": 10, "mode": mode}})
+    result = message.get("result")
+    if result is None or result.get("isError"):
+        die(f"search {query!r} failed: {json.dumps(message)[:500]}")
+    found = result["structuredContent"]
+    return elapsed, [r["chunk_id"] for r in found["results"]], found["omitted"], size
+
+
+def cli_search(binary, corpus, query, mode, capture=False):
+    """One `memidx search` process: (seconds, chunk ids or None)."""
+    argv = [binary, "search", query, "--index", corpus, "--mode", mode, "-k", "10", "--json"]
+    started = time.perf_counter_ns()
+    done = subprocess.run(argv, stdout=subprocess.PIPE if capture else subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, timeout=TIMEOUT_S)
+    elapsed = (time.perf_counter_ns() - started) / 1e9
+    if done.returncode not in (0, 1):
+        die(f"memidx search {query!r} exited {done.returncode}: {done.stderr.decode()[-500:]}")
+    ids = None
+    if capture:
+        ids = [r["chunk_id"] for r in json.loads(done.stdout)["results"]] if done.returncode == 0 else []
+    return elapsed, ids
+
+
+def summary(times):
+    return {"runs": len(times), "median_s": statistics.median(times), "p90_s": percentile(times, 90)}
+
+
+def ms(seconds):
+    return f"{seconds * 1e3:.2f} ms"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("corpus")
+    parser.add_argument("binary", nargs="?", default=os.path.join(REPO, "target/release/memidx"))
+    parser.add_argument("--runs", type=int, default=3, help="timed runs per query (default 3)")
+    parser.add_argument("--mode", default="hybrid", help="lists to search (default hybrid)")
+    parser.add_argument("--json", dest="json_out", help="also write the figures as JSON here")
+    args = parser.parse_args()
+    if args.runs < 1:
+        die("--runs must be at least 1")
+    corpus = os.path.realpath(args.corpus)
+    if not os.path.isfile(os.path.join(corpus, ".memidx", "meta.json")):
+        die(f"no index in {corpus}: run 'memidx index {corpus}' (or bench/run.sh) first")
+    if not os.access(args.binary, os.X_OK):
+        die(f"no binary {args.binary}: run 'cargo build --release' first")
+    with open(os.path.join(HERE, "queries.txt"), encoding="utf-8") as f:
+        queries = [line.rstrip("\n") for line in f if line.strip()]
+
+    if os.nice(0) < 10:  # the machines are shared; bench/run.sh runs at nice 10 too
+        os.nice(10 - os.nice(0))
+    tmp = tempfile.mkdtemp(prefix="memidx-mcp-bench.")
+    try:
+        binary = os.path.join(tmp, "memidx")
+        shutil.copy2(args.binary, binary)
+        run(args, corpus, binary, queries)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run(args, corpus, binary, queries):
+    load_start = open("/proc/loadavg").read().split()[:3] if os.path.exists("/proc/loadavg") else ["?"]
+    started = time.perf_counter_ns()
+    server = Server(binary, corpus)
+    _, init, _ = server.request("initialize", {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "memidx-bench", "version": "0"}})
+    startup_s = (time.perf_counter_ns() - started) / 1e9
+    if "result" not in init:
+        die(f"initialize failed: {init}")
+    server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    # Untimed first pass: warms both, and checks they rank the same chunks
+    # (the tool's default max_chars may leave the last results out).
+    for q in queries:
+        _, mcp_ids, omitted, _ = mcp_search(server, q, args.mode)
+        _, cli_ids = cli_search(binary, corpus, q, args.mode, capture=True)
+        if mcp_ids != cli_ids[:len(mcp_ids)] or len(mcp_ids) + omitted != len(cli_ids):
+            die(f"the tool and the command disagree on {q!r}:\n  mcp {mcp_ids}\n  cli {cli_ids}")
+
+    mcp_times, cli_times, sizes = [], [], []
+    for r in range(args.runs):
+        for i, q in enumerate(queries):
+            order = ("mcp", "cli") if (r + i) % 2 == 0 else ("cli", "mcp")
+            for which in order:
+                if which == "mcp":
+                    t, _, _, size = mcp_search(server, q, args.mode)
+                    mcp_times.append(t)
+                    sizes.append(size)
+                else:
+                    cli_times.append(cli_search(binary, corpus, q, args.mode)[0])
+    server.close()
+    load_end = open("/proc/loadavg").read().split()[:3] if os.path.exists("/proc/loadavg") else ["?"]
+
+    mcp, cli = summary(mcp_times), summary(cli_times)
+    version = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.strip()
+    rev = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
+                         capture_output=True, text=True).stdout.strip() or "?"
+    report = {
+        "machine": {"nproc": os.cpu_count(), "kernel": platform.release(), "nice": os.nice(0),
+                    "load_start": load_start, "load_end": load_end},
+        "memidx": version, "repo_rev": rev, "corpus": corpus, "mode": args.mode,
+        "queries": len(queries), "server_start_s": startup_s,
+        "mcp": mcp, "cli": cli,
+        "mcp_response_bytes_median": statistics.median(sizes),
+        "ratio_median": mcp["median_s"] / cli["median_s"],
+        "ratio_p90": mcp["p90_s"] / cli["p90_s"],
+    }
+    print(f"== {os.cpu_count()} cores, nice {os.nice(0)}, load {' '.join(load_start)} -> "
+          f"{' '.join(load_end)}; {version} (repo {rev}); {corpus}")
+    print(f"== server start to initialize answered: {ms(startup_s)}; "
+          f"median MCP response {report['mcp_response_bytes_median'] / 1024:.1f} KiB")
+    print()
+    print(f"| search, {args.mode}, k 10 ({len(queries)} queries x {args.runs}) | median | p90 |")
+    print("| --- | --- | --- |")
+    print(f"| MCP `search` round trip, warm server | {ms(mcp['median_s'])} | {ms(mcp['p90_s'])} |")
+    print(f"| `memidx search --json`, whole process | {ms(cli['median_s'])} | {ms(cli['p90_s'])} |")
+    print(f"| MCP / CLI | {report['ratio_median']:.3f} | {report['ratio_p90']:.3f} |")
+    if args.json_out:
+        with open(args.json_out, "w", encoding="utf-8") as f:
+            json.dump(report, f, indent=1)
+            f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
