@@ -422,19 +422,17 @@ mod tests {
             method: FusionMethod::Relative,
             rrf_k: 60.0,
         };
-        let fused = fuse(
-            &[
-                Ranking {
-                    hits: &sparse,
-                    weight: 0.6,
-                },
-                Ranking {
-                    hits: &dense,
-                    weight: 0.4,
-                },
-            ],
-            relative,
-        );
+        let lists = [
+            Ranking {
+                hits: &sparse,
+                weight: 0.6,
+            },
+            Ranking {
+                hits: &dense,
+                weight: 0.4,
+            },
+        ];
+        let fused = fuse(&lists, relative);
         let order: Vec<_> = fused.iter().map(|f| f.chunk).collect();
         assert_eq!(order, [1, 2, 3, 4]);
         let first = fused[0].contributions[1].unwrap();
@@ -443,19 +441,7 @@ mod tests {
         assert_eq!(fused[0].score, 0.6 * 12.0 / 12.0 + first.value);
         // A negative score counts as 0; RRF would have ranked 2 first.
         assert_eq!(fused[3].score, 0.0);
-        let by_rank = fuse(
-            &[
-                Ranking {
-                    hits: &sparse,
-                    weight: 0.6,
-                },
-                Ranking {
-                    hits: &dense,
-                    weight: 0.4,
-                },
-            ],
-            rrf(60.0),
-        );
+        let by_rank = fuse(&lists, rrf(60.0));
         assert_eq!(by_rank[0].chunk, 2);
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command as Process;
 
 use common::{Corpus, fixtures_dir};
@@ -21,8 +21,16 @@ fn score_py() -> PathBuf {
 /// Runs `memidx eval --json` on the fixtures' labelled queries with `extra` flags.
 fn eval_json(corpus: &Corpus, extra: &[&str]) -> Value {
     let eval = fixtures_dir().join("eval");
-    let queries = eval.join("queries.jsonl");
-    let qrels = eval.join("qrels.tsv");
+    eval_on(
+        corpus,
+        &eval.join("queries.jsonl"),
+        &eval.join("qrels.tsv"),
+        extra,
+    )
+}
+
+/// Runs `memidx eval --json` on `queries` judged by `qrels` with `extra` flags.
+fn eval_on(corpus: &Corpus, queries: &Path, qrels: &Path, extra: &[&str]) -> Value {
     let base = [
         "eval",
         "--json",
@@ -189,16 +197,7 @@ fn ignore_identical_drops_the_query_s_own_document() {
     .unwrap();
     std::fs::write(&qrels, "postgres-replication\tpostgres-replication\t1\n").unwrap();
     let run = |extra: &[&str]| {
-        let base = [
-            "eval",
-            "--json",
-            "--quiet",
-            "--queries",
-            queries.to_str().unwrap(),
-            "--qrels",
-            qrels.to_str().unwrap(),
-        ];
-        let report = corpus.json(&[&base[..], extra].concat());
+        let report = eval_on(&corpus, &queries, &qrels, extra);
         let ndcg: Vec<f64> = report["modes"]
             .as_array()
             .unwrap()
