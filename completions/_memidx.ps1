@@ -41,14 +41,14 @@ Register-ArgumentCompleter -Native -CommandName 'memidx' -ScriptBlock {
         }
         'memidx;index' {
             [CompletionResult]::new('--max-file-size', '--max-file-size', [CompletionResultType]::ParameterName, 'Skip files larger than this (bytes; K, M, G suffixes allowed)')
-            [CompletionResult]::new('--chunk-tokens', '--chunk-tokens', [CompletionResultType]::ParameterName, 'Target chunk size in estimated tokens; longer sections split at block boundaries [default: 400]')
+            [CompletionResult]::new('--chunk-tokens', '--chunk-tokens', [CompletionResultType]::ParameterName, 'Target chunk size in estimated tokens; longer sections split at block boundaries [default: what the index was built with, else 400]')
             [CompletionResult]::new('--include', '--include', [CompletionResultType]::ParameterName, 'Index only files whose path (relative to DIR) matches GLOB (repeatable)')
             [CompletionResult]::new('--exclude', '--exclude', [CompletionResultType]::ParameterName, 'Skip files and folders whose path (relative to DIR) matches GLOB (repeatable)')
             [CompletionResult]::new('--model', '--model', [CompletionResultType]::ParameterName, 'Embed with this sentence-transformers model folder (config.json, tokenizer.json, model.safetensors) instead of the bundled model')
             [CompletionResult]::new('--index', '--index', [CompletionResultType]::ParameterName, 'Where to write the index [default: DIR/.memidx]; keeps it out of read-only or shared folders')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)')
             [CompletionResult]::new('--full', '--full', [CompletionResultType]::ParameterName, 'Re-read every file instead of reusing unchanged ones')
-            [CompletionResult]::new('--no-ignore', '--no-ignore', [CompletionResultType]::ParameterName, 'Index files that .gitignore or .memidxignore rules exclude')
+            [CompletionResult]::new('--no-ignore', '--no-ignore', [CompletionResultType]::ParameterName, 'Index files that .gitignore or .memidxignore rules exclude. This, --include and --exclude are kept by the next run unless it gives any of them (then its own replace all three)')
             [CompletionResult]::new('--graph', '--graph', [CompletionResultType]::ParameterName, 'Also build the entity graph (the `graph` list and `memidx graph`); later runs keep building it until --no-graph. It costs about as much time as the rest of indexing and a quarter more disk')
             [CompletionResult]::new('--no-graph', '--no-graph', [CompletionResultType]::ParameterName, 'Stop building the entity graph (drops it from the index)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print no progress bar and no summary (warnings are still printed)')

@@ -37,14 +37,14 @@ set edit:completion:arg-completer[memidx] = {|@words|
         }
         &'memidx;index'= {
             cand --max-file-size 'Skip files larger than this (bytes; K, M, G suffixes allowed)'
-            cand --chunk-tokens 'Target chunk size in estimated tokens; longer sections split at block boundaries [default: 400]'
+            cand --chunk-tokens 'Target chunk size in estimated tokens; longer sections split at block boundaries [default: what the index was built with, else 400]'
             cand --include 'Index only files whose path (relative to DIR) matches GLOB (repeatable)'
             cand --exclude 'Skip files and folders whose path (relative to DIR) matches GLOB (repeatable)'
             cand --model 'Embed with this sentence-transformers model folder (config.json, tokenizer.json, model.safetensors) instead of the bundled model'
             cand --index 'Where to write the index [default: DIR/.memidx]; keeps it out of read-only or shared folders'
             cand --color 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)'
             cand --full 'Re-read every file instead of reusing unchanged ones'
-            cand --no-ignore 'Index files that .gitignore or .memidxignore rules exclude'
+            cand --no-ignore 'Index files that .gitignore or .memidxignore rules exclude. This, --include and --exclude are kept by the next run unless it gives any of them (then its own replace all three)'
             cand --graph 'Also build the entity graph (the `graph` list and `memidx graph`); later runs keep building it until --no-graph. It costs about as much time as the rest of indexing and a quarter more disk'
             cand --no-graph 'Stop building the entity graph (drops it from the index)'
             cand -q 'Print no progress bar and no summary (warnings are still printed)'

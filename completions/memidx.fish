@@ -41,7 +41,7 @@ complete -c memidx -n "__fish_memidx_needs_command" -f -a "completions" -d 'Prin
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "man" -d 'Print the man page (roff) to stdout'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l max-file-size -d 'Skip files larger than this (bytes; K, M, G suffixes allowed)' -r
-complete -c memidx -n "__fish_memidx_using_subcommand index" -l chunk-tokens -d 'Target chunk size in estimated tokens; longer sections split at block boundaries [default: 400]' -r
+complete -c memidx -n "__fish_memidx_using_subcommand index" -l chunk-tokens -d 'Target chunk size in estimated tokens; longer sections split at block boundaries [default: what the index was built with, else 400]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l include -d 'Index only files whose path (relative to DIR) matches GLOB (repeatable)' -r
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l exclude -d 'Skip files and folders whose path (relative to DIR) matches GLOB (repeatable)' -r
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l model -d 'Embed with this sentence-transformers model folder (config.json, tokenizer.json, model.safetensors) instead of the bundled model' -r -F
@@ -50,7 +50,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand index" -l color -d 'When t
 always\t'Always'
 never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l full -d 'Re-read every file instead of reusing unchanged ones'
-complete -c memidx -n "__fish_memidx_using_subcommand index" -l no-ignore -d 'Index files that .gitignore or .memidxignore rules exclude'
+complete -c memidx -n "__fish_memidx_using_subcommand index" -l no-ignore -d 'Index files that .gitignore or .memidxignore rules exclude. This, --include and --exclude are kept by the next run unless it gives any of them (then its own replace all three)'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l graph -d 'Also build the entity graph (the `graph` list and `memidx graph`); later runs keep building it until --no-graph. It costs about as much time as the rest of indexing and a quarter more disk'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l no-graph -d 'Stop building the entity graph (drops it from the index)'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -s q -l quiet -d 'Print no progress bar and no summary (warnings are still printed)'

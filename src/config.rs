@@ -15,6 +15,7 @@ use crate::cli::{
 use memidx::corpus::walk::WalkOptions;
 use memidx::filter::Filter;
 use memidx::fusion::{FusionMethod, check_rrf_k, check_weight, check_window};
+use memidx::index::manifest::Manifest;
 use memidx::indexer::IndexOptions;
 use memidx::lists::dense::check_dense_feedback;
 use memidx::output::TextBudget;
@@ -294,10 +295,19 @@ pub fn index_options(args: &IndexArgs) -> IndexOptions {
         options.index_dir = index.clone();
     }
     options.model_dir = args.model.clone();
-    options.walk = WalkOptions {
-        no_ignore: args.no_ignore,
-        include: args.include.clone(),
-        exclude: args.exclude.clone(),
+    // What the last run of this index walked and chunked with, kept unless
+    // this run's flags say otherwise (as --graph is), so a plain re-index
+    // neither drops the globs nor re-chunks everything. An unreadable
+    // index keeps nothing (the run reports it and rebuilds).
+    let previous = Manifest::read(&options.index_dir).ok().flatten();
+    let walk_flags = args.no_ignore || !args.include.is_empty() || !args.exclude.is_empty();
+    options.walk = match &previous {
+        Some(manifest) if !walk_flags => manifest.walk.clone(),
+        _ => WalkOptions {
+            no_ignore: args.no_ignore,
+            include: args.include.clone(),
+            exclude: args.exclude.clone(),
+        },
     };
     options.full = args.full;
     options.graph = match (args.graph, args.no_graph) {
@@ -306,8 +316,10 @@ pub fn index_options(args: &IndexArgs) -> IndexOptions {
         _ => None,
     };
     options.max_file_size = args.max_file_size;
-    if let Some(tokens) = args.chunk_tokens {
-        options.chunker.budget_tokens = tokens as usize;
+    match (args.chunk_tokens, &previous) {
+        (Some(tokens), _) => options.chunker.budget_tokens = tokens as usize,
+        (None, Some(manifest)) => options.chunker = manifest.chunker,
+        (None, None) => {}
     }
     options
 }

@@ -418,3 +418,34 @@ fn a_second_concurrent_index_is_refused() {
         ));
     corpus.search_json("max_connections", &[]);
 }
+
+#[test]
+fn a_plain_re_index_keeps_the_walk_globs_and_chunk_size_of_the_last_run() {
+    let corpus = Corpus::fixtures();
+    corpus.index_with(&["--exclude", "incidents/**", "--chunk-tokens", "200"]);
+    let recorded = |corpus: &Corpus| {
+        let meta = memidx::index::manifest::Manifest::read(&corpus.path().join(".memidx"))
+            .unwrap()
+            .unwrap();
+        (
+            meta.walk.exclude.clone(),
+            meta.chunker.budget_tokens,
+            meta.counts.files,
+        )
+    };
+    let (exclude, tokens, files) = recorded(&corpus);
+    assert_eq!(
+        (exclude.clone(), tokens),
+        (vec!["incidents/**".to_string()], 200)
+    );
+    assert!(files < 18, "{files}");
+    // A plain run changes nothing: same globs, same chunks, up to date.
+    let output = corpus.index_with(&[]);
+    assert!(String::from_utf8_lossy(&output.stdout).is_empty());
+    assert_eq!(recorded(&corpus), (exclude, tokens, files));
+    let again = corpus.memidx().args(["index", "."]).output().unwrap();
+    assert!(String::from_utf8_lossy(&again.stdout).contains("up to date"));
+    // Giving a walk flag replaces them.
+    corpus.index_with(&["--include", "**"]);
+    assert_eq!(recorded(&corpus), (Vec::new(), 200, 18));
+}
