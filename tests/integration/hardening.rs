@@ -277,7 +277,7 @@ fn names_in(dir: &Path) -> Vec<String> {
 #[test]
 fn a_full_disk_fails_a_run_with_the_file_and_cause_and_frees_what_it_wrote() {
     let Some(disk) = SmallDisk::mount(2 << 20) else {
-        eprintln!("skipped: mounting a tmpfs needs root");
+        crate::common::note_skip("mounting a tmpfs needs root");
         return;
     };
     let corpus = Corpus::fixtures();

