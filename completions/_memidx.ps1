@@ -62,8 +62,8 @@ Register-ArgumentCompleter -Native -CommandName 'memidx' -ScriptBlock {
         }
         'memidx;search' {
             [CompletionResult]::new('--request', '--request', [CompletionResultType]::ParameterName, 'Read a JSON request (query_id, search_text, top_k, hybrid_params, metadata_filter) from FILE, or from stdin with ''-''; answers in JSON')
-            [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'Number of results')
-            [CompletionResult]::new('--top-k', '--top-k', [CompletionResultType]::ParameterName, 'Number of results')
+            [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'Number of results [default: 10; at most 10000]')
+            [CompletionResult]::new('--top-k', '--top-k', [CompletionResultType]::ParameterName, 'Number of results [default: 10; at most 10000]')
             [CompletionResult]::new('--max-chars', '--max-chars', [CompletionResultType]::ParameterName, 'Keep results whole, in rank order, while their texts add up to at most N characters (a first result longer than N is cut at a word boundary); the JSON says `truncated` and how many were `omitted`')
             [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)')
             [CompletionResult]::new('--filter', '--filter', [CompletionResultType]::ParameterName, 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)')

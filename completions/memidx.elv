@@ -57,8 +57,8 @@ set edit:completion:arg-completer[memidx] = {|@words|
         }
         &'memidx;search'= {
             cand --request 'Read a JSON request (query_id, search_text, top_k, hybrid_params, metadata_filter) from FILE, or from stdin with ''-''; answers in JSON'
-            cand -k 'Number of results'
-            cand --top-k 'Number of results'
+            cand -k 'Number of results [default: 10; at most 10000]'
+            cand --top-k 'Number of results [default: 10; at most 10000]'
             cand --max-chars 'Keep results whole, in rank order, while their texts add up to at most N characters (a first result longer than N is cut at a word boundary); the JSON says `truncated` and how many were `omitted`'
             cand -f 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)'
             cand --filter 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)'

@@ -58,7 +58,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand index" -l watch -d 'After 
 complete -c memidx -n "__fish_memidx_using_subcommand index" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l request -d 'Read a JSON request (query_id, search_text, top_k, hybrid_params, metadata_filter) from FILE, or from stdin with \'-\'; answers in JSON' -r -F
-complete -c memidx -n "__fish_memidx_using_subcommand search" -s k -l top-k -d 'Number of results' -r
+complete -c memidx -n "__fish_memidx_using_subcommand search" -s k -l top-k -d 'Number of results [default: 10; at most 10000]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l max-chars -d 'Keep results whole, in rank order, while their texts add up to at most N characters (a first result longer than N is cut at a word boundary); the JSON says `truncated` and how many were `omitted`' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -s f -l filter -d 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l mode -d 'Which lists to run, comma-separated (e.g. sparse,graph); hybrid is the default lists: sparse, dense, and graph when the index has one' -r -f -a "hybrid\t'The default lists: sparse, dense, and graph when the index has one'

@@ -126,7 +126,7 @@ pub struct SearchArgs {
     /// metadata_filter) from FILE, or from stdin with '-'; answers in JSON.
     #[arg(long, value_name = "FILE", conflicts_with = "query")]
     pub request: Option<PathBuf>,
-    /// Number of results.
+    /// Number of results [default: 10; at most 10000].
     #[arg(short = 'k', long, value_name = "N")]
     pub top_k: Option<usize>,
     /// Print one JSON document (the response shape) instead of text.

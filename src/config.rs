@@ -105,9 +105,12 @@ impl SearchConfig {
             (None, None) => bail!("give a query, or a JSON request with --request FILE"),
         };
         check_query(&query)?;
-        let top_k = top_k
-            .or(request.as_ref().and_then(|r| r.top_k))
-            .unwrap_or(DEFAULT_TOP_K);
+        // The error names where the number came from.
+        let (top_k, top_k_name) = match (top_k, request.as_ref().and_then(|r| r.top_k)) {
+            (Some(k), _) => (k, "-k/--top-k"),
+            (None, Some(k)) => (k, "the request's top_k"),
+            (None, None) => (DEFAULT_TOP_K, "top_k"),
+        };
         let mut filter_pairs = request
             .as_ref()
             .map(|r| r.filter_pairs())
@@ -128,7 +131,7 @@ impl SearchConfig {
             .dense_feedback
             .or(hybrid.and_then(|h| h.dense_feedback));
         let params = SearchParams {
-            top_k: check_top_k(top_k)?,
+            top_k: check_top_k(top_k, top_k_name)?,
             window: fusion.window.map(check_window).transpose()?,
             rrf_k: rrf_k.map(check_rrf_k).transpose()?,
             fusion: method,
@@ -370,10 +373,10 @@ fn read_request(path: &Path, stdin: impl Read) -> Result<SearchRequest> {
 }
 
 /// Checks a result count: 1 to [`MAX_TOP_K`].
-pub fn check_top_k(top_k: usize) -> Result<usize> {
+pub fn check_top_k(top_k: usize, name: &str) -> Result<usize> {
     ensure!(
         (1..=MAX_TOP_K).contains(&top_k),
-        "top_k must be between 1 and {MAX_TOP_K}, got {top_k}"
+        "{name} must be between 1 and {MAX_TOP_K}, got {top_k}"
     );
     Ok(top_k)
 }

@@ -74,7 +74,12 @@ impl SearchRequest {
         serde_path_to_error::deserialize(de).map_err(|err| {
             let path = err.path().to_string();
             let inner = err.into_inner();
-            let message = if path == "." {
+            let not_json = inner.is_syntax() || inner.is_eof();
+            let message = if not_json && path == "." {
+                format!("the request is not valid JSON: {inner}")
+            } else if not_json {
+                format!("the request is not valid JSON in field '{path}': {inner}")
+            } else if path == "." {
                 format!("invalid request: {inner}")
             } else {
                 format!("invalid request field '{path}': {inner}")

@@ -391,7 +391,7 @@ impl QueryArgs {
             values.into_iter().map(move |v| (key.clone(), v))
         });
         let params = SearchParams {
-            top_k: check_top_k(self.top_k.unwrap_or(config::DEFAULT_TOP_K))?,
+            top_k: check_top_k(self.top_k.unwrap_or(config::DEFAULT_TOP_K), "top_k")?,
             window: self.window.map(check_window).transpose()?,
             rrf_k: self.rrf_k.map(check_rrf_k).transpose()?,
             fusion: self.fusion,

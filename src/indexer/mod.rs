@@ -210,13 +210,15 @@ impl Writer {
 
 /// Fails unless the folder to index is a folder.
 fn check_root(options: &IndexOptions) -> Result<()> {
-    if !options.root.is_dir() {
-        bail!(
-            "'{}' is not a folder; give the folder of markdown to index",
-            options.root.display()
-        );
+    let root = options.root.display();
+    match std::fs::metadata(&options.root) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => bail!("'{root}' is a file, not a folder; give the folder of markdown to index"),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            bail!("no such folder '{root}'; give the folder of markdown to index")
+        }
+        Err(err) => bail!("cannot read '{root}': {err}"),
     }
-    Ok(())
 }
 
 /// The run itself, with the index folder claimed and `lock` held.

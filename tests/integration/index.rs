@@ -229,7 +229,7 @@ fn indexing_a_missing_folder_is_an_error() {
         .assert()
         .code(2)
         .stderr(predicate::str::starts_with(
-            "memidx: 'no-such-folder' is not a folder",
+            "memidx: no such folder 'no-such-folder'; give the folder of markdown to index",
         ));
 }
 

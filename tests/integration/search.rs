@@ -468,3 +468,42 @@ fn a_filter_no_file_can_pass_names_the_key_s_values_or_the_nearest_key() {
         .assert()
         .code(1);
 }
+
+#[test]
+fn errors_name_the_flag_or_field_the_user_wrote() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let refused = |args: &[&str], stdin: &str| {
+        let output = corpus
+            .memidx()
+            .args(args)
+            .write_stdin(stdin)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        String::from_utf8(output.stderr).unwrap()
+    };
+    assert_eq!(
+        refused(&["search", "pool", "-k", "0"], ""),
+        "memidx: -k/--top-k must be between 1 and 10000, got 0\n"
+    );
+    assert_eq!(
+        refused(
+            &["search", "--request", "-"],
+            r#"{"search_text": "pool", "top_k": 0}"#
+        ),
+        "memidx: the request's top_k must be between 1 and 10000, got 0\n"
+    );
+    assert_eq!(
+        refused(&["search", "--request", "-"], "search_text: pool"),
+        "memidx: the request is not valid JSON: expected value at line 1 column 1\n"
+    );
+    let file = corpus.path().join("index.md");
+    assert_eq!(
+        refused(&["index", file.to_str().unwrap()], ""),
+        format!(
+            "memidx: '{}' is a file, not a folder; give the folder of markdown to index\n",
+            file.display()
+        )
+    );
+}
