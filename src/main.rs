@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use cli::Cli;
 use cmd::Status;
 use memidx::output::one_line;
@@ -16,7 +16,11 @@ mod cmd;
 mod config;
 
 fn main() -> ExitCode {
-    match cmd::run(Cli::parse()) {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => return usage_error(&err),
+    };
+    match cmd::run(cli) {
         Ok(Status::Success) => ExitCode::SUCCESS,
         Ok(Status::NoResults) => ExitCode::from(1),
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
@@ -30,6 +34,43 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Prints what clap found wrong with the command line as one line,
+/// `memidx: …` like every other error (its message and tip, then where the
+/// usage is), and exits 2; `--help` and `--version` print as clap prints
+/// them.
+fn usage_error(err: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = err.print();
+        return ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(2));
+    }
+    let text = err.render().to_string();
+    let parts: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter_map(|l| {
+            l.strip_prefix("error: ")
+                .or_else(|| l.strip_prefix("tip: "))
+        })
+        .collect();
+    // The subcommand the user named, if any, is where the usage is.
+    let usage = std::env::args()
+        .nth(1)
+        .filter(|name| Cli::command().find_subcommand(name).is_some())
+        .map_or_else(|| "memidx".to_string(), |name| format!("memidx {name}"));
+    let _ = writeln!(
+        std::io::stderr(),
+        "memidx: {}; see '{usage} --help'",
+        parts.join("; ")
+    );
+    ExitCode::from(2)
 }
 
 /// True when the reader of our output went away (`memidx search … | head`).

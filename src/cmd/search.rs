@@ -36,6 +36,14 @@ pub fn run(
     }
     let changed = decoded.changed_files(outcome.shown_chunks());
     human::print_stale_notice(err, &changed)?;
+    // No results from an index of nothing is not an answer about the query.
+    if retriever.generation().is_empty() {
+        writeln!(
+            err,
+            "memidx: the index holds no chunks ({} had no markdown when indexed)",
+            retriever.root().display()
+        )?;
+    }
     Ok(if response.results.is_empty() {
         Status::NoResults
     } else {

@@ -507,3 +507,21 @@ fn errors_name_the_flag_or_field_the_user_wrote() {
         )
     );
 }
+
+#[test]
+fn a_search_of_an_empty_index_says_so() {
+    let corpus = Corpus::empty();
+    corpus.index();
+    let output = corpus
+        .memidx()
+        .args(["search", "anything"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.starts_with("memidx: the index holds no chunks (")
+            && stderr.ends_with(" had no markdown when indexed)\n"),
+        "{stderr}"
+    );
+}

@@ -134,3 +134,43 @@ fn results_from_changed_files_get_one_notice() {
             "memidx: warning: results come from files changed since indexing (notes/auth-slow-login-query.md); run 'memidx index' to update\n",
         ));
 }
+
+#[test]
+fn a_command_line_mistake_is_one_line_naming_where_the_usage_is() {
+    let corpus = Corpus::fixtures();
+    let output = corpus
+        .memidx()
+        .args(["search", "pool", "--bogus"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8(output.stderr).unwrap(),
+        "memidx: unexpected argument '--bogus' found; to pass '--bogus' as a value, use '-- --bogus'; see 'memidx search --help'\n"
+    );
+    let output = corpus
+        .memidx()
+        .args(["index", "--chunk-tokens", "3"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("memidx: invalid value '3' for '--chunk-tokens <N>'"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.ends_with("; see 'memidx index --help'\n"),
+        "{stderr}"
+    );
+    // Help is still help, on stdout, exit 0.
+    let help = corpus.memidx().args(["search", "--help"]).output().unwrap();
+    assert_eq!(help.status.code(), Some(0));
+    assert!(
+        String::from_utf8(help.stdout)
+            .unwrap()
+            .starts_with("Search the index")
+    );
+}
