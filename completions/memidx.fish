@@ -24,10 +24,10 @@ function __fish_memidx_using_subcommand
     contains -- $cmd[1] $argv
 end
 
-complete -c memidx -n "__fish_memidx_needs_command" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
+complete -c memidx -n "__fish_memidx_needs_command" -l color -d 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
 always\t'Always'
 never\t'Never'"
-complete -c memidx -n "__fish_memidx_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c memidx -n "__fish_memidx_needs_command" -s h -l help -d 'Print help'
 complete -c memidx -n "__fish_memidx_needs_command" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "index" -d 'Build or update the index of a folder (written to DIR/.memidx)'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "search" -d 'Search the index and print the best chunks'
@@ -46,7 +46,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand index" -l include -d 'Inde
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l exclude -d 'Skip files and folders whose path (relative to DIR) matches GLOB (repeatable)' -r
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l model -d 'Embed with this sentence-transformers model folder (config.json, tokenizer.json, model.safetensors) instead of the bundled model' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l index -d 'Where to write the index [default: DIR/.memidx]; keeps it out of read-only or shared folders' -r -F
-complete -c memidx -n "__fish_memidx_using_subcommand index" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
+complete -c memidx -n "__fish_memidx_using_subcommand index" -l color -d 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
 always\t'Always'
 never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l full -d 'Re-read every file instead of reusing unchanged ones'
@@ -55,7 +55,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand index" -l graph -d 'Also b
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l no-graph -d 'Stop building the entity graph (drops it from the index)'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -s q -l quiet -d 'Print no progress bar and no summary (warnings are still printed)'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l watch -d 'After indexing, keep watching DIR and re-index incrementally whenever files change (one summary line per run) until Ctrl-C or SIGTERM'
-complete -c memidx -n "__fish_memidx_using_subcommand index" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c memidx -n "__fish_memidx_using_subcommand index" -s h -l help -d 'Print help'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l request -d 'Read a JSON request (query_id, search_text, top_k, hybrid_params, metadata_filter) from FILE, or from stdin with \'-\'; answers in JSON' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand search" -s k -l top-k -d 'Number of results [default: 10; at most 10000]' -r
@@ -74,7 +74,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand search" -l graph-weight -d
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l window -d 'Candidates taken from each list before fusion [default: the index\'s, else max(50, 2 × top-k)]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l dense-feedback -d 'Move the dense list\'s query toward its N best chunks before ranking (pseudo-relevance feedback); 0 turns it off [default: the index\'s, 3]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
-complete -c memidx -n "__fish_memidx_using_subcommand search" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l color -d 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
 always\t'Always'
 never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l json -d 'Print one JSON document (the response shape) instead of text'
@@ -85,11 +85,11 @@ complete -c memidx -n "__fish_memidx_using_subcommand search" -s h -l help -d 'P
 complete -c memidx -n "__fish_memidx_using_subcommand search" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand get" -l max-chars -d 'Cut the text to at most N characters, at a word boundary' -r
 complete -c memidx -n "__fish_memidx_using_subcommand get" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
-complete -c memidx -n "__fish_memidx_using_subcommand get" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
+complete -c memidx -n "__fish_memidx_using_subcommand get" -l color -d 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
 always\t'Always'
 never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand get" -l json -d 'Print one JSON document instead of text'
-complete -c memidx -n "__fish_memidx_using_subcommand get" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c memidx -n "__fish_memidx_using_subcommand get" -s h -l help -d 'Print help'
 complete -c memidx -n "__fish_memidx_using_subcommand get" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -s k -l top-k -d 'Number of results to explain' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l chunk -d 'Explain only this chunk (an id like `notes/db.md#3`), even when it is not a result' -r
@@ -107,7 +107,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand explain" -l graph-weight -
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l window -d 'Candidates taken from each list before fusion [default: the index\'s, else max(50, 2 × top-k)]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l dense-feedback -d 'Move the dense list\'s query toward its N best chunks before ranking (pseudo-relevance feedback); 0 turns it off [default: the index\'s, 3]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
-complete -c memidx -n "__fish_memidx_using_subcommand explain" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
+complete -c memidx -n "__fish_memidx_using_subcommand explain" -l color -d 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
 always\t'Always'
 never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l json -d 'Print one JSON document instead of a table'
@@ -115,20 +115,20 @@ complete -c memidx -n "__fish_memidx_using_subcommand explain" -l here -d 'Only 
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand mcp" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
-complete -c memidx -n "__fish_memidx_using_subcommand mcp" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
+complete -c memidx -n "__fish_memidx_using_subcommand mcp" -l color -d 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
 always\t'Always'
 never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand mcp" -l read-only -d 'Offer no tool that writes (no `reindex`)'
 complete -c memidx -n "__fish_memidx_using_subcommand mcp" -l watch -d 'Keep the index fresh while serving: re-index incrementally whenever the indexed files change (summary lines on stderr), holding the writer lock until the server ends'
-complete -c memidx -n "__fish_memidx_using_subcommand mcp" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c memidx -n "__fish_memidx_using_subcommand mcp" -s h -l help -d 'Print help'
 complete -c memidx -n "__fish_memidx_using_subcommand mcp" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand status" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
-complete -c memidx -n "__fish_memidx_using_subcommand status" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
+complete -c memidx -n "__fish_memidx_using_subcommand status" -l color -d 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
 always\t'Always'
 never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand status" -l json -d 'Print one JSON document instead of text'
 complete -c memidx -n "__fish_memidx_using_subcommand status" -l verify -d 'Re-read every index file and check its checksum'
-complete -c memidx -n "__fish_memidx_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c memidx -n "__fish_memidx_using_subcommand status" -s h -l help -d 'Print help'
 complete -c memidx -n "__fish_memidx_using_subcommand status" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l queries -d 'Queries, JSON Lines: {"id": …, "text": …} per line' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l qrels -d 'Relevance judgments: `query-id doc-id relevance` per line (a header line is allowed); a doc id is a file name without `.md`' -r -F
@@ -142,7 +142,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand eval" -l graph-weight -d '
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l window -d 'Candidates taken from each list before fusion [default: the index\'s, else max(50, 2 × top-k)]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l dense-feedback -d 'Move the dense list\'s query toward its N best chunks before ranking (pseudo-relevance feedback); 0 turns it off [default: the index\'s, 3]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
-complete -c memidx -n "__fish_memidx_using_subcommand eval" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
+complete -c memidx -n "__fish_memidx_using_subcommand eval" -l color -d 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
 always\t'Always'
 never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l json -d 'Print one JSON document instead of a table'
@@ -154,11 +154,11 @@ complete -c memidx -n "__fish_memidx_using_subcommand eval" -s h -l help -d 'Pri
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors help" -s n -l limit -d 'How many rows to show at most' -r
 complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors help" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
-complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors help" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors help" -l color -d 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
 always\t'Always'
 never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors help" -l json -d 'Print one JSON document instead of text'
-complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors help" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors help" -s h -l help -d 'Print help'
 complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors help" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors help" -f -a "entities" -d 'The entities mentioned by the most chunks, with their community'
 complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors help" -f -a "communities" -d 'The communities of one level, largest first, each with its extractive summary (central entities and the chunks covering them)'
@@ -172,7 +172,7 @@ metadata\t'A front-matter value, `key: value`'
 document\t'A file'
 name\t'A capitalized name inside a sentence (`Patroni`)'"
 complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from entities" -s n -l limit -d 'How many rows to show at most' -r
-complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from entities" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from entities" -l color -d 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
 always\t'Always'
 never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from entities" -l json -d 'Print one JSON document instead of text'
@@ -180,11 +180,11 @@ complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_sub
 complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from entities" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from communities" -l level -d 'The level: 0 is the finest; higher levels merge communities' -r
 complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from communities" -s n -l limit -d 'How many rows to show at most' -r
-complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from communities" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from communities" -l color -d 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
 always\t'Always'
 never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from communities" -l json -d 'Print one JSON document instead of text'
-complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from communities" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from communities" -s h -l help -d 'Print help'
 complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from communities" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from neighbors" -l kind -d 'Only the entity of this kind' -r -f -a "identifier\t'A word the tokenizer keeps whole (`max_connections`, `getUserById`)'
 code\t'A plain word used as code (`malloc(`, a word alone in backticks)'
@@ -194,7 +194,7 @@ metadata\t'A front-matter value, `key: value`'
 document\t'A file'
 name\t'A capitalized name inside a sentence (`Patroni`)'"
 complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from neighbors" -s n -l limit -d 'How many rows to show at most' -r
-complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from neighbors" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from neighbors" -l color -d 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
 always\t'Always'
 never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from neighbors" -l json -d 'Print one JSON document instead of text'
@@ -204,15 +204,15 @@ complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_sub
 complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from help" -f -a "communities" -d 'The communities of one level, largest first, each with its extractive summary (central entities and the chunks covering them)'
 complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from help" -f -a "neighbors" -d 'An entity\'s strongest relations'
 complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c memidx -n "__fish_memidx_using_subcommand completions" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
+complete -c memidx -n "__fish_memidx_using_subcommand completions" -l color -d 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
 always\t'Always'
 never\t'Never'"
-complete -c memidx -n "__fish_memidx_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c memidx -n "__fish_memidx_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c memidx -n "__fish_memidx_using_subcommand completions" -s V -l version -d 'Print version'
-complete -c memidx -n "__fish_memidx_using_subcommand man" -l color -d 'When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected)' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
+complete -c memidx -n "__fish_memidx_using_subcommand man" -l color -d 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
 always\t'Always'
 never\t'Never'"
-complete -c memidx -n "__fish_memidx_using_subcommand man" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c memidx -n "__fish_memidx_using_subcommand man" -s h -l help -d 'Print help'
 complete -c memidx -n "__fish_memidx_using_subcommand man" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search get explain mcp status eval graph completions man help" -f -a "index" -d 'Build or update the index of a folder (written to DIR/.memidx)'
 complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search get explain mcp status eval graph completions man help" -f -a "search" -d 'Search the index and print the best chunks'

@@ -14,8 +14,15 @@ use memidx::fusion::FusionMethod;
 #[derive(Debug, Parser)]
 #[command(name = "memidx", version, about, propagate_version = true)]
 pub struct Cli {
-    /// When to color human-readable output (NO_COLOR and CLICOLOR_FORCE are respected).
-    #[arg(long, global = true, value_enum, default_value_t = ColorWhen::Auto)]
+    /// When to color human-readable output: auto (when stdout is a terminal),
+    /// always or never; NO_COLOR and CLICOLOR_FORCE are respected.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value_t = ColorWhen::Auto,
+        hide_possible_values = true
+    )]
     pub color: ColorWhen,
     /// What to do.
     #[command(subcommand)]

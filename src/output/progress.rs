@@ -38,10 +38,15 @@ impl Progress for Bars {
         }
         let bar = ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
         let template = format!(
-            "{name:>9} [{{bar:30}}] {{pos}}/{{len}} {unit} ({{per_sec}}, eta {{eta}}) {{msg}}"
+            "{name:>9} [{{bar:30}}] {{pos}}/{{len}} {unit} ({{rate}}, eta {{eta}}) {{msg}}"
         );
         if let Ok(style) = ProgressStyle::with_template(&template) {
-            bar.set_style(style.progress_chars("=> "));
+            // A whole number per second: indicatif's own `per_sec` prints
+            // four decimals ("12,406.8612/s").
+            let rate = |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{:.0}/s", state.per_sec());
+            };
+            bar.set_style(style.progress_chars("=> ").with_key("rate", rate));
         }
         if let Ok(mut current) = self.bar.lock() {
             current.finish_and_clear();
