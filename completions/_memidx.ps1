@@ -35,8 +35,7 @@ Register-ArgumentCompleter -Native -CommandName 'memidx' -ScriptBlock {
             [CompletionResult]::new('eval', 'eval', [CompletionResultType]::ParameterValue, 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)')
             [CompletionResult]::new('graph', 'graph', [CompletionResultType]::ParameterValue, 'Show what the entity graph holds: entities, communities (with their extractive summaries), an entity''s neighbors')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script to stdout')
-            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the man page (roff) to stdout')
-            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print a man page (roff) to stdout: memidx(1), or one subcommand''s')
             break
         }
         'memidx;index' {
@@ -182,7 +181,6 @@ Register-ArgumentCompleter -Native -CommandName 'memidx' -ScriptBlock {
             [CompletionResult]::new('entities', 'entities', [CompletionResultType]::ParameterValue, 'The entities mentioned by the most chunks, with their community')
             [CompletionResult]::new('communities', 'communities', [CompletionResultType]::ParameterValue, 'The communities of one level, largest first, each with its extractive summary (central entities and the chunks covering them)')
             [CompletionResult]::new('neighbors', 'neighbors', [CompletionResultType]::ParameterValue, 'An entity''s strongest relations')
-            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
         'memidx;graph;entities' {
@@ -221,25 +219,6 @@ Register-ArgumentCompleter -Native -CommandName 'memidx' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
-        'memidx;graph;help' {
-            [CompletionResult]::new('entities', 'entities', [CompletionResultType]::ParameterValue, 'The entities mentioned by the most chunks, with their community')
-            [CompletionResult]::new('communities', 'communities', [CompletionResultType]::ParameterValue, 'The communities of one level, largest first, each with its extractive summary (central entities and the chunks covering them)')
-            [CompletionResult]::new('neighbors', 'neighbors', [CompletionResultType]::ParameterValue, 'An entity''s strongest relations')
-            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
-            break
-        }
-        'memidx;graph;help;entities' {
-            break
-        }
-        'memidx;graph;help;communities' {
-            break
-        }
-        'memidx;graph;help;neighbors' {
-            break
-        }
-        'memidx;graph;help;help' {
-            break
-        }
         'memidx;completions' {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
@@ -254,65 +233,6 @@ Register-ArgumentCompleter -Native -CommandName 'memidx' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
-            break
-        }
-        'memidx;help' {
-            [CompletionResult]::new('index', 'index', [CompletionResultType]::ParameterValue, 'Build or update the index of a folder (written to DIR/.memidx)')
-            [CompletionResult]::new('search', 'search', [CompletionResultType]::ParameterValue, 'Search the index and print the best chunks')
-            [CompletionResult]::new('get', 'get', [CompletionResultType]::ParameterValue, 'Print a chunk by id (`path#n`: heading path, lines, text from the index) or lines of an indexed file (`PATH`, `PATH:FROM`, `PATH:FROM-TO`)')
-            [CompletionResult]::new('explain', 'explain', [CompletionResultType]::ParameterValue, 'Show how every result''s score was made: each list''s rank, raw score, weight and contribution, or why a list did not contribute')
-            [CompletionResult]::new('mcp', 'mcp', [CompletionResultType]::ParameterValue, 'Serve the index to AI agents over stdio as a Model Context Protocol server (tools: search, get, explain, status, reindex)')
-            [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show what is indexed: files, chunks, model, settings, sizes, and which files changed since (--verify also checks every index file''s checksum)')
-            [CompletionResult]::new('eval', 'eval', [CompletionResultType]::ParameterValue, 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)')
-            [CompletionResult]::new('graph', 'graph', [CompletionResultType]::ParameterValue, 'Show what the entity graph holds: entities, communities (with their extractive summaries), an entity''s neighbors')
-            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script to stdout')
-            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the man page (roff) to stdout')
-            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
-            break
-        }
-        'memidx;help;index' {
-            break
-        }
-        'memidx;help;search' {
-            break
-        }
-        'memidx;help;get' {
-            break
-        }
-        'memidx;help;explain' {
-            break
-        }
-        'memidx;help;mcp' {
-            break
-        }
-        'memidx;help;status' {
-            break
-        }
-        'memidx;help;eval' {
-            break
-        }
-        'memidx;help;graph' {
-            [CompletionResult]::new('entities', 'entities', [CompletionResultType]::ParameterValue, 'The entities mentioned by the most chunks, with their community')
-            [CompletionResult]::new('communities', 'communities', [CompletionResultType]::ParameterValue, 'The communities of one level, largest first, each with its extractive summary (central entities and the chunks covering them)')
-            [CompletionResult]::new('neighbors', 'neighbors', [CompletionResultType]::ParameterValue, 'An entity''s strongest relations')
-            break
-        }
-        'memidx;help;graph;entities' {
-            break
-        }
-        'memidx;help;graph;communities' {
-            break
-        }
-        'memidx;help;graph;neighbors' {
-            break
-        }
-        'memidx;help;completions' {
-            break
-        }
-        'memidx;help;man' {
-            break
-        }
-        'memidx;help;help' {
             break
         }
     })

@@ -31,9 +31,6 @@ _memidx() {
             memidx,graph)
                 cmd="memidx__subcmd__graph"
                 ;;
-            memidx,help)
-                cmd="memidx__subcmd__help"
-                ;;
             memidx,index)
                 cmd="memidx__subcmd__index"
                 ;;
@@ -55,65 +52,8 @@ _memidx() {
             memidx__subcmd__graph,entities)
                 cmd="memidx__subcmd__graph__subcmd__entities"
                 ;;
-            memidx__subcmd__graph,help)
-                cmd="memidx__subcmd__graph__subcmd__help"
-                ;;
             memidx__subcmd__graph,neighbors)
                 cmd="memidx__subcmd__graph__subcmd__neighbors"
-                ;;
-            memidx__subcmd__graph__subcmd__help,communities)
-                cmd="memidx__subcmd__graph__subcmd__help__subcmd__communities"
-                ;;
-            memidx__subcmd__graph__subcmd__help,entities)
-                cmd="memidx__subcmd__graph__subcmd__help__subcmd__entities"
-                ;;
-            memidx__subcmd__graph__subcmd__help,help)
-                cmd="memidx__subcmd__graph__subcmd__help__subcmd__help"
-                ;;
-            memidx__subcmd__graph__subcmd__help,neighbors)
-                cmd="memidx__subcmd__graph__subcmd__help__subcmd__neighbors"
-                ;;
-            memidx__subcmd__help,completions)
-                cmd="memidx__subcmd__help__subcmd__completions"
-                ;;
-            memidx__subcmd__help,eval)
-                cmd="memidx__subcmd__help__subcmd__eval"
-                ;;
-            memidx__subcmd__help,explain)
-                cmd="memidx__subcmd__help__subcmd__explain"
-                ;;
-            memidx__subcmd__help,get)
-                cmd="memidx__subcmd__help__subcmd__get"
-                ;;
-            memidx__subcmd__help,graph)
-                cmd="memidx__subcmd__help__subcmd__graph"
-                ;;
-            memidx__subcmd__help,help)
-                cmd="memidx__subcmd__help__subcmd__help"
-                ;;
-            memidx__subcmd__help,index)
-                cmd="memidx__subcmd__help__subcmd__index"
-                ;;
-            memidx__subcmd__help,man)
-                cmd="memidx__subcmd__help__subcmd__man"
-                ;;
-            memidx__subcmd__help,mcp)
-                cmd="memidx__subcmd__help__subcmd__mcp"
-                ;;
-            memidx__subcmd__help,search)
-                cmd="memidx__subcmd__help__subcmd__search"
-                ;;
-            memidx__subcmd__help,status)
-                cmd="memidx__subcmd__help__subcmd__status"
-                ;;
-            memidx__subcmd__help__subcmd__graph,communities)
-                cmd="memidx__subcmd__help__subcmd__graph__subcmd__communities"
-                ;;
-            memidx__subcmd__help__subcmd__graph,entities)
-                cmd="memidx__subcmd__help__subcmd__graph__subcmd__entities"
-                ;;
-            memidx__subcmd__help__subcmd__graph,neighbors)
-                cmd="memidx__subcmd__help__subcmd__graph__subcmd__neighbors"
                 ;;
             *)
                 ;;
@@ -122,7 +62,7 @@ _memidx() {
 
     case "${cmd}" in
         memidx)
-            opts="-h -V --color --help --version index search get explain mcp status eval graph completions man help"
+            opts="-h -V --color --help --version index search get explain mcp status eval graph completions man"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -320,7 +260,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__graph)
-            opts="-n -h -V --json --limit --index --color --help --version entities communities neighbors help"
+            opts="-n -h -V --json --limit --index --color --help --version entities communities neighbors"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -409,76 +349,6 @@ _memidx() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        memidx__subcmd__graph__subcmd__help)
-            opts="entities communities neighbors help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        memidx__subcmd__graph__subcmd__help__subcmd__communities)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        memidx__subcmd__graph__subcmd__help__subcmd__entities)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        memidx__subcmd__graph__subcmd__help__subcmd__help)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        memidx__subcmd__graph__subcmd__help__subcmd__neighbors)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
         memidx__subcmd__graph__subcmd__neighbors)
             opts="-n -h -V --kind --json --limit --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -502,216 +372,6 @@ _memidx() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        memidx__subcmd__help)
-            opts="index search get explain mcp status eval graph completions man help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        memidx__subcmd__help__subcmd__completions)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        memidx__subcmd__help__subcmd__eval)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        memidx__subcmd__help__subcmd__explain)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        memidx__subcmd__help__subcmd__get)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        memidx__subcmd__help__subcmd__graph)
-            opts="entities communities neighbors"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        memidx__subcmd__help__subcmd__graph__subcmd__communities)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        memidx__subcmd__help__subcmd__graph__subcmd__entities)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        memidx__subcmd__help__subcmd__graph__subcmd__neighbors)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        memidx__subcmd__help__subcmd__help)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        memidx__subcmd__help__subcmd__index)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        memidx__subcmd__help__subcmd__man)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        memidx__subcmd__help__subcmd__mcp)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        memidx__subcmd__help__subcmd__search)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        memidx__subcmd__help__subcmd__status)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;

@@ -32,8 +32,7 @@ set edit:completion:arg-completer[memidx] = {|@words|
             cand eval 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)'
             cand graph 'Show what the entity graph holds: entities, communities (with their extractive summaries), an entity''s neighbors'
             cand completions 'Print a shell completion script to stdout'
-            cand man 'Print the man page (roff) to stdout'
-            cand help 'Print this message or the help of the given subcommand(s)'
+            cand man 'Print a man page (roff) to stdout: memidx(1), or one subcommand''s'
         }
         &'memidx;index'= {
             cand --max-file-size 'Skip files larger than this (bytes; K, M, G suffixes allowed)'
@@ -171,7 +170,6 @@ set edit:completion:arg-completer[memidx] = {|@words|
             cand entities 'The entities mentioned by the most chunks, with their community'
             cand communities 'The communities of one level, largest first, each with its extractive summary (central entities and the chunks covering them)'
             cand neighbors 'An entity''s strongest relations'
-            cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'memidx;graph;entities'= {
             cand --kind 'Only entities of this kind'
@@ -206,20 +204,6 @@ set edit:completion:arg-completer[memidx] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
-        &'memidx;graph;help'= {
-            cand entities 'The entities mentioned by the most chunks, with their community'
-            cand communities 'The communities of one level, largest first, each with its extractive summary (central entities and the chunks covering them)'
-            cand neighbors 'An entity''s strongest relations'
-            cand help 'Print this message or the help of the given subcommand(s)'
-        }
-        &'memidx;graph;help;entities'= {
-        }
-        &'memidx;graph;help;communities'= {
-        }
-        &'memidx;graph;help;neighbors'= {
-        }
-        &'memidx;graph;help;help'= {
-        }
         &'memidx;completions'= {
             cand --color 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected'
             cand -h 'Print help'
@@ -233,50 +217,6 @@ set edit:completion:arg-completer[memidx] = {|@words|
             cand --help 'Print help'
             cand -V 'Print version'
             cand --version 'Print version'
-        }
-        &'memidx;help'= {
-            cand index 'Build or update the index of a folder (written to DIR/.memidx)'
-            cand search 'Search the index and print the best chunks'
-            cand get 'Print a chunk by id (`path#n`: heading path, lines, text from the index) or lines of an indexed file (`PATH`, `PATH:FROM`, `PATH:FROM-TO`)'
-            cand explain 'Show how every result''s score was made: each list''s rank, raw score, weight and contribution, or why a list did not contribute'
-            cand mcp 'Serve the index to AI agents over stdio as a Model Context Protocol server (tools: search, get, explain, status, reindex)'
-            cand status 'Show what is indexed: files, chunks, model, settings, sizes, and which files changed since (--verify also checks every index file''s checksum)'
-            cand eval 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)'
-            cand graph 'Show what the entity graph holds: entities, communities (with their extractive summaries), an entity''s neighbors'
-            cand completions 'Print a shell completion script to stdout'
-            cand man 'Print the man page (roff) to stdout'
-            cand help 'Print this message or the help of the given subcommand(s)'
-        }
-        &'memidx;help;index'= {
-        }
-        &'memidx;help;search'= {
-        }
-        &'memidx;help;get'= {
-        }
-        &'memidx;help;explain'= {
-        }
-        &'memidx;help;mcp'= {
-        }
-        &'memidx;help;status'= {
-        }
-        &'memidx;help;eval'= {
-        }
-        &'memidx;help;graph'= {
-            cand entities 'The entities mentioned by the most chunks, with their community'
-            cand communities 'The communities of one level, largest first, each with its extractive summary (central entities and the chunks covering them)'
-            cand neighbors 'An entity''s strongest relations'
-        }
-        &'memidx;help;graph;entities'= {
-        }
-        &'memidx;help;graph;communities'= {
-        }
-        &'memidx;help;graph;neighbors'= {
-        }
-        &'memidx;help;completions'= {
-        }
-        &'memidx;help;man'= {
-        }
-        &'memidx;help;help'= {
         }
     ]
     $completions[$command]

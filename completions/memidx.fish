@@ -38,8 +38,7 @@ complete -c memidx -n "__fish_memidx_needs_command" -f -a "status" -d 'Show what
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "eval" -d 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "graph" -d 'Show what the entity graph holds: entities, communities (with their extractive summaries), an entity\'s neighbors'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "completions" -d 'Print a shell completion script to stdout'
-complete -c memidx -n "__fish_memidx_needs_command" -f -a "man" -d 'Print the man page (roff) to stdout'
-complete -c memidx -n "__fish_memidx_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c memidx -n "__fish_memidx_needs_command" -f -a "man" -d 'Print a man page (roff) to stdout: memidx(1), or one subcommand\'s'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l max-file-size -d 'Skip files larger than this (bytes; K, M, G suffixes allowed)' -r
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l chunk-tokens -d 'Target chunk size in estimated tokens; longer sections split at block boundaries [default: what the index was built with, else 400]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l include -d 'Index only files whose path (relative to DIR) matches GLOB (repeatable)' -r
@@ -152,18 +151,17 @@ complete -c memidx -n "__fish_memidx_using_subcommand eval" -l ignore-identical 
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -s q -l quiet -d 'Print no progress bar'
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -s V -l version -d 'Print version'
-complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors help" -s n -l limit -d 'How many rows to show at most' -r
-complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors help" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
-complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors help" -l color -d 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors" -s n -l limit -d 'How many rows to show at most' -r
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors" -l color -d 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
 always\t'Always'
 never\t'Never'"
-complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors help" -l json -d 'Print one JSON document instead of text'
-complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors help" -s h -l help -d 'Print help'
-complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors help" -s V -l version -d 'Print version'
-complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors help" -f -a "entities" -d 'The entities mentioned by the most chunks, with their community'
-complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors help" -f -a "communities" -d 'The communities of one level, largest first, each with its extractive summary (central entities and the chunks covering them)'
-complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors help" -f -a "neighbors" -d 'An entity\'s strongest relations'
-complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors" -l json -d 'Print one JSON document instead of text'
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors" -s h -l help -d 'Print help'
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors" -s V -l version -d 'Print version'
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors" -f -a "entities" -d 'The entities mentioned by the most chunks, with their community'
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors" -f -a "communities" -d 'The communities of one level, largest first, each with its extractive summary (central entities and the chunks covering them)'
+complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors" -f -a "neighbors" -d 'An entity\'s strongest relations'
 complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from entities" -l kind -d 'Only entities of this kind' -r -f -a "identifier\t'A word the tokenizer keeps whole (`max_connections`, `getUserById`)'
 code\t'A plain word used as code (`malloc(`, a word alone in backticks)'
 error-code\t'An error or status code (`E1234`, `HTTP 504`)'
@@ -200,10 +198,6 @@ never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from neighbors" -l json -d 'Print one JSON document instead of text'
 complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from neighbors" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from neighbors" -s V -l version -d 'Print version'
-complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from help" -f -a "entities" -d 'The entities mentioned by the most chunks, with their community'
-complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from help" -f -a "communities" -d 'The communities of one level, largest first, each with its extractive summary (central entities and the chunks covering them)'
-complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from help" -f -a "neighbors" -d 'An entity\'s strongest relations'
-complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c memidx -n "__fish_memidx_using_subcommand completions" -l color -d 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
 always\t'Always'
 never\t'Never'"
@@ -214,17 +208,3 @@ always\t'Always'
 never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand man" -s h -l help -d 'Print help'
 complete -c memidx -n "__fish_memidx_using_subcommand man" -s V -l version -d 'Print version'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search get explain mcp status eval graph completions man help" -f -a "index" -d 'Build or update the index of a folder (written to DIR/.memidx)'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search get explain mcp status eval graph completions man help" -f -a "search" -d 'Search the index and print the best chunks'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search get explain mcp status eval graph completions man help" -f -a "get" -d 'Print a chunk by id (`path#n`: heading path, lines, text from the index) or lines of an indexed file (`PATH`, `PATH:FROM`, `PATH:FROM-TO`)'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search get explain mcp status eval graph completions man help" -f -a "explain" -d 'Show how every result\'s score was made: each list\'s rank, raw score, weight and contribution, or why a list did not contribute'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search get explain mcp status eval graph completions man help" -f -a "mcp" -d 'Serve the index to AI agents over stdio as a Model Context Protocol server (tools: search, get, explain, status, reindex)'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search get explain mcp status eval graph completions man help" -f -a "status" -d 'Show what is indexed: files, chunks, model, settings, sizes, and which files changed since (--verify also checks every index file\'s checksum)'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search get explain mcp status eval graph completions man help" -f -a "eval" -d 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search get explain mcp status eval graph completions man help" -f -a "graph" -d 'Show what the entity graph holds: entities, communities (with their extractive summaries), an entity\'s neighbors'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search get explain mcp status eval graph completions man help" -f -a "completions" -d 'Print a shell completion script to stdout'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search get explain mcp status eval graph completions man help" -f -a "man" -d 'Print the man page (roff) to stdout'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and not __fish_seen_subcommand_from index search get explain mcp status eval graph completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and __fish_seen_subcommand_from graph" -f -a "entities" -d 'The entities mentioned by the most chunks, with their community'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and __fish_seen_subcommand_from graph" -f -a "communities" -d 'The communities of one level, largest first, each with its extractive summary (central entities and the chunks covering them)'
-complete -c memidx -n "__fish_memidx_using_subcommand help; and __fish_seen_subcommand_from graph" -f -a "neighbors" -d 'An entity\'s strongest relations'

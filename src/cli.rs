@@ -12,7 +12,13 @@ use memidx::fusion::FusionMethod;
 
 /// Hybrid search memory over folders of markdown: BM25 + dense vectors, fused.
 #[derive(Debug, Parser)]
-#[command(name = "memidx", version, about, propagate_version = true)]
+#[command(
+    name = "memidx",
+    version,
+    about,
+    propagate_version = true,
+    disable_help_subcommand = true
+)]
 pub struct Cli {
     /// When to color human-readable output: auto (when stdout is a terminal),
     /// always or never; NO_COLOR and CLICOLOR_FORCE are respected.
@@ -67,8 +73,17 @@ pub enum Command {
     Graph(GraphArgs),
     /// Print a shell completion script to stdout.
     Completions(CompletionsArgs),
-    /// Print the man page (roff) to stdout.
-    Man,
+    /// Print a man page (roff) to stdout: memidx(1), or one subcommand's.
+    Man(ManArgs),
+}
+
+/// Arguments of `memidx man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The subcommand whose page to print; without it, memidx(1), which
+    /// lists them all.
+    #[arg(value_name = "COMMAND")]
+    pub command: Option<String>,
 }
 
 /// Arguments of `memidx index`.

@@ -124,7 +124,7 @@ pub fn run(cli: Cli) -> Result<Status> {
         #[cfg(feature = "mcp")]
         // Served above, before stdout was locked.
         Command::Mcp(_) => Ok(Status::Success),
-        Command::Man => completions::man(&mut out),
+        Command::Man(args) => completions::man(args.command.as_deref(), &mut out),
     }?;
     out.flush()?;
     Ok(status)

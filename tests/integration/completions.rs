@@ -31,6 +31,39 @@ fn checked_in_completions_and_man_page_are_up_to_date() {
             "{file} is out of date: run scripts/update-generated.sh"
         );
     }
+    // memidx(1) names a page per subcommand; each is checked in too.
+    let top = String::from_utf8(generated(&["man"])).unwrap();
+    let commands: Vec<&str> = top
+        .split("memidx\\-")
+        .skip(1)
+        .filter_map(|rest| rest.split_once("(1)").map(|(name, _)| name))
+        .collect();
+    assert_eq!(
+        commands,
+        [
+            "index",
+            "search",
+            "get",
+            "explain",
+            "mcp",
+            "status",
+            "eval",
+            "graph",
+            "completions",
+            "man"
+        ]
+    );
+    for command in commands {
+        let file = format!("man/memidx-{command}.1");
+        let checked_in = std::fs::read(root.join(&file)).unwrap_or_default();
+        assert!(
+            generated(&["man", command]) == checked_in,
+            "{file} is out of date: run scripts/update-generated.sh"
+        );
+    }
+    for section in [".SH \"EXIT STATUS\"", ".SH ENVIRONMENT", ".SH FILES"] {
+        assert!(top.contains(section), "memidx(1) has no {section}");
+    }
     let man = String::from_utf8(generated(&["man"])).unwrap();
     assert!(
         man.starts_with(".ie \\n(.g .ds Aq") && man.contains("memidx"),
