@@ -12,6 +12,7 @@
 //! lives in the generation's chunk table instead: on a 62k-file corpus it
 //! is megabytes of JSON that every search would otherwise parse.
 
+use std::collections::HashMap;
 use std::ops::RangeInclusive;
 use std::path::Path;
 
@@ -171,6 +172,16 @@ pub struct SkippedFile {
     pub reason: String,
     /// `(size, mtime in nanoseconds)` when it was a file the walk listed.
     pub stamp: Option<(u64, i128)>,
+}
+
+/// The recorded skips of walked files by path, each with the
+/// `(size, mtime in nanoseconds)` the file had: a file found with that same
+/// stamp would be skipped again, for the same reason.
+pub fn skipped_stamps(skipped: &[SkippedFile]) -> HashMap<&str, (u64, i128)> {
+    skipped
+        .iter()
+        .filter_map(|s| Some((s.path.as_str(), s.stamp?)))
+        .collect()
 }
 
 /// Only the version and seal fields, parsed first so that a newer layout is

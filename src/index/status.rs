@@ -9,7 +9,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::Index;
-use super::manifest::Counts;
+use super::manifest::{Counts, skipped_stamps};
 use crate::corpus::walk::walk;
 use crate::embed::EmbedderInfo;
 use crate::fusion::{FusionDefaults, FusionSource};
@@ -92,7 +92,15 @@ impl StatusReport {
         let files = &index.generation().files()?;
         let walked = walk(Path::new(&manifest.root), &manifest.walk)?;
         let mut stale = Stale::default();
-        let mut on_disk = walked.files.iter().peekable();
+        // A file the last run skipped (too large, binary, not UTF-8) and
+        // that has not changed since is not new: the next run skips it
+        // again, with the same warning.
+        let skipped = skipped_stamps(&manifest.skipped);
+        let mut on_disk = walked
+            .files
+            .iter()
+            .filter(|f| skipped.get(f.rel_path.as_str()) != Some(&(f.size, f.mtime_ns)))
+            .peekable();
         // Both lists are sorted by path: merge them.
         for entry in files {
             while let Some(file) = on_disk.next_if(|f| f.rel_path < entry.path) {
@@ -107,23 +115,6 @@ impl StatusReport {
             }
         }
         stale.added.extend(on_disk.map(|f| f.rel_path.clone()));
-        // A file the last run skipped (too large, binary, not UTF-8) and
-        // that has not changed since is not new: the next run skips it
-        // again, with the same warning.
-        let skipped: std::collections::HashMap<&str, (u64, i128)> = manifest
-            .skipped
-            .iter()
-            .filter_map(|s| Some((s.path.as_str(), s.stamp?)))
-            .collect();
-        let still_skipped: std::collections::HashSet<&str> = walked
-            .files
-            .iter()
-            .filter(|f| skipped.get(f.rel_path.as_str()) == Some(&(f.size, f.mtime_ns)))
-            .map(|f| f.rel_path.as_str())
-            .collect();
-        stale
-            .added
-            .retain(|path| !still_skipped.contains(path.as_str()));
         let manifest_bytes =
             std::fs::metadata(index_dir.join(MANIFEST_FILE)).map_or(0, |m| m.len());
         Ok(Self {

@@ -11,7 +11,7 @@ use crate::corpus::read::read_walked;
 use crate::corpus::walk::{SourceFile, Walk};
 use crate::embed::Embedder;
 use crate::fusion::{FusionDefaults, FusionSource};
-use crate::index::manifest::{Manifest, SkippedFile};
+use crate::index::manifest::{Manifest, SkippedFile, skipped_stamps};
 use crate::lists::dense;
 use crate::lists::graph;
 use crate::lists::vector_cache::{self, ReusableVectors};
@@ -207,10 +207,7 @@ fn same_skips(recorded: &[SkippedFile], walked: &Walk, states: &[FileState]) -> 
         .filter(|s| s.stamp.is_none())
         .map(|s| (s.path.as_str(), s.reason.as_str()))
         .collect();
-    let file_skips: HashMap<&str, (u64, i128)> = recorded
-        .iter()
-        .filter_map(|s| Some((s.path.as_str(), s.stamp?)))
-        .collect();
+    let file_skips = skipped_stamps(recorded);
     let new_files = walked
         .files
         .iter()
