@@ -415,19 +415,23 @@ fn index_is_found_from_subfolders_or_named() {
         .code(0);
 }
 
+/// Runs `memidx ARGS` with `stdin`, asserts exit 2, returns stderr.
+fn refused(corpus: &Corpus, args: &[&str], stdin: &str) -> String {
+    let output = corpus
+        .memidx()
+        .args(args)
+        .write_stdin(stdin)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{args:?}");
+    String::from_utf8(output.stderr).unwrap()
+}
+
 #[test]
 fn a_filter_no_file_can_pass_names_the_key_s_values_or_the_nearest_key() {
     let corpus = Corpus::fixtures();
     corpus.index();
-    let refused = |filter: &str| {
-        let output = corpus
-            .memidx()
-            .args(["search", "pool", "--filter", filter])
-            .output()
-            .unwrap();
-        assert_eq!(output.status.code(), Some(2), "{filter}");
-        String::from_utf8(output.stderr).unwrap()
-    };
+    let refused = |filter: &str| refused(&corpus, &["search", "pool", "--filter", filter], "");
     assert_eq!(
         refused("environment=Production"),
         "memidx: no indexed file has environment=Production; its values: production (13 files), staging (9 files); values are compared exactly, case included\n"
@@ -473,16 +477,7 @@ fn a_filter_no_file_can_pass_names_the_key_s_values_or_the_nearest_key() {
 fn errors_name_the_flag_or_field_the_user_wrote() {
     let corpus = Corpus::fixtures();
     corpus.index();
-    let refused = |args: &[&str], stdin: &str| {
-        let output = corpus
-            .memidx()
-            .args(args)
-            .write_stdin(stdin)
-            .output()
-            .unwrap();
-        assert_eq!(output.status.code(), Some(2), "{args:?}");
-        String::from_utf8(output.stderr).unwrap()
-    };
+    let refused = |args: &[&str], stdin: &str| refused(&corpus, args, stdin);
     assert_eq!(
         refused(&["search", "pool", "-k", "0"], ""),
         "memidx: -k/--top-k must be between 1 and 10000, got 0\n"
