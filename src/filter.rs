@@ -104,15 +104,17 @@ impl Filter {
         if self.is_empty() {
             return Ok(AllowSet::All);
         }
+        // Cheap checks first (a search runs them every time); the messages
+        // are only built for a condition that fails them.
         for (key, wanted) in &self.conditions {
-            let values = key_values(files, key);
-            if values.is_empty() {
+            if !files.iter().any(|f| f.metadata.contains_key(key)) {
                 bail!(
                     "no indexed file has the metadata key '{key}'{}",
                     suggest_key(files, key)
                 );
             }
-            if !wanted.iter().any(|w| values.iter().any(|(v, _)| v == w)) {
+            if !files.iter().any(|f| passes(&f.metadata, key, wanted)) {
+                let values = key_values(files, key);
                 let known: Vec<String> = values
                     .iter()
                     .take(SHOWN_VALUES)
