@@ -71,10 +71,28 @@ pub enum Command {
     /// Show what the entity graph holds: entities, communities (with their
     /// extractive summaries), an entity's neighbors.
     Graph(GraphArgs),
+    /// Send the index to a Milvus collection (created if missing; a second
+    /// push sends only what changed), for search --backend.
+    Push(PushArgs),
     /// Print a shell completion script to stdout.
     Completions(CompletionsArgs),
     /// Print a man page (roff) to stdout: memidx(1), or one subcommand's.
     Man(ManArgs),
+}
+
+/// Arguments of `memidx push`.
+#[derive(Debug, Args)]
+pub struct PushArgs {
+    /// The collection: milvus://HOST:PORT/COLLECTION, or milvus+tls://… for
+    /// TLS (the token, if any, from MILVUS_TOKEN).
+    #[arg(value_name = "URI")]
+    pub uri: String,
+    /// Print no progress bars.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Where the index is.
+    #[command(flatten)]
+    pub location: IndexLocation,
 }
 
 /// Arguments of `memidx man`.
@@ -223,6 +241,11 @@ pub struct RetrievalArgs {
     /// Only chunks from files in the current folder and below.
     #[arg(long)]
     pub here: bool,
+    /// Run the sparse and dense lists on the Milvus collection URI
+    /// (milvus://HOST:PORT/COLLECTION, filled by memidx push) instead of the
+    /// index's files; fused and explained as locally.
+    #[arg(long, value_name = "URI")]
+    pub backend: Option<String>,
     /// Fusion settings.
     #[command(flatten)]
     pub fusion: FusionArgs,

@@ -58,6 +58,8 @@ pub struct SearchConfig {
     pub here: Option<PathBuf>,
     /// How much of the results' text to print.
     pub budget: TextBudget,
+    /// The Milvus collection to run the lists on (`--backend`), if any.
+    pub backend: Option<String>,
 }
 
 impl SearchConfig {
@@ -160,6 +162,7 @@ impl SearchConfig {
                 max_chars: max_chars.map(check_max_chars).transpose()?,
                 no_text: false,
             },
+            backend: retrieval.backend.clone(),
         })
     }
 }

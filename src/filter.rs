@@ -63,6 +63,11 @@ impl Filter {
         &self.conditions
     }
 
+    /// The folder files must be under (ending in `/`), if any.
+    pub fn folder(&self) -> Option<&str> {
+        self.folder.as_deref()
+    }
+
     /// The first condition `metadata` fails, as `key=value` (values of one
     /// key joined by `|`), or `None` when it passes.
     pub fn failing_condition(&self, metadata: &crate::corpus::Metadata) -> Option<String> {

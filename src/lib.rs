@@ -6,7 +6,8 @@
 //! under `.memidx/` ([`store`]), and searched by a [`retriever`] that runs every
 //! list, applies metadata filters ([`filter`]) before each list takes its top
 //! window, and fuses the rankings with Reciprocal Rank Fusion ([`fusion`]).
-//! The printers ([`output`]) render what the engine returns; the engine
+//! Behind the `milvus` feature, `remote` pushes an index to a Milvus
+//! collection and runs the lists there. The printers ([`output`]) render what the engine returns; the engine
 //! never prints. The command line (`cli`, `config`, `cmd`) is the binary's,
 //! not the library's; `ARCHITECTURE.md` maps the floors.
 
@@ -24,6 +25,8 @@ pub mod indexer;
 pub mod lists;
 pub mod output;
 pub mod progress;
+#[cfg(feature = "milvus")]
+pub mod remote;
 pub mod request;
 pub mod retriever;
 pub mod store;

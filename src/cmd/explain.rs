@@ -15,7 +15,7 @@ use memidx::retriever::{Retriever, SearchParams};
 pub fn run(config: &ExplainConfig, out: &mut dyn Write) -> Result<Status> {
     let search = &config.search;
     let started = Instant::now();
-    let retriever = Retriever::open(&search.index_dir, &search.lists)?;
+    let retriever = super::backend::open(search)?;
     let open_time = started.elapsed();
     let report = report(
         &retriever,

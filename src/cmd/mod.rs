@@ -1,6 +1,7 @@
 //! One module per subcommand. Each turns typed settings into results and
 //! hands them to a printer; [`run`] dispatches and reports how it went.
 
+pub mod backend;
 pub mod completions;
 pub mod eval;
 pub mod explain;
@@ -9,6 +10,7 @@ pub mod graph;
 pub mod index;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+pub mod push;
 pub mod search;
 pub mod status;
 pub mod watch;
@@ -119,6 +121,11 @@ pub fn run(cli: Cli) -> Result<Status> {
                 json: args.json,
             };
             graph::run(&request, &mut out)
+        }
+        Command::Push(args) => {
+            let cwd = std::env::current_dir().context("cannot read the current folder")?;
+            let index_dir = config::resolve_index_dir(&args.location, &cwd)?;
+            push::run(&index_dir, &args.uri, args.quiet, &mut out)
         }
         Command::Completions(args) => completions::run(args.shell, &mut out),
         #[cfg(feature = "mcp")]

@@ -7,7 +7,6 @@ use anyhow::{Context, Result};
 use super::Status;
 use crate::config::{OutputFormat, SearchConfig};
 use memidx::output::{SearchResponse, human, json};
-use memidx::retriever::Retriever;
 
 /// Searches per `config`, prints the response to `out` and notices (files
 /// changed since indexing) to `err`.
@@ -17,7 +16,7 @@ pub fn run(
     err: &mut dyn Write,
     width: Option<usize>,
 ) -> Result<Status> {
-    let retriever = Retriever::open(&config.index_dir, &config.lists)?;
+    let retriever = super::backend::open(config)?;
     let mut params = config.params.clone();
     if let Some(cwd) = &config.here {
         let folder = retriever

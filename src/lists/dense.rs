@@ -512,32 +512,48 @@ impl List for DenseList {
         seeds: &[ChunkOrd],
     ) -> Result<RankedList> {
         let started = Instant::now();
-        let mut vector = self.embed_query(query)?.to_vec();
-        let mut used = Vec::new();
-        let mut rows = Vec::new();
-        for &chunk in seeds.iter().take(self.feedback) {
-            if self.has_vector.get(chunk) != Some(true) {
-                continue;
-            }
-            let similarity: f32 = self
-                .vectors
-                .row(chunk)?
-                .iter()
-                .zip(&vector)
-                .map(|(a, b)| a * b)
-                .sum();
-            if similarity > 0.0 {
-                used.push(chunk);
-                rows.push(self.vectors.quantized_row(chunk)?);
-            }
-        }
-        if !rows.is_empty() {
-            move_toward(&mut vector, &rows);
-        }
+        let query = self.embed_query(query)?;
+        let seeds = &seeds[..seeds.len().min(self.feedback)];
+        let (vector, used) = moved_query(&query, seeds, &self.vectors, &self.has_vector)?;
         let mut list = self.rank(&vector, window, allow, started)?;
         list.feedback_chunks = used;
         Ok(list)
     }
+}
+
+/// The unit vector `query` moved toward those of `seeds` that resemble it
+/// at all (a vector, and a positive cosine; their rows in `vectors`), with
+/// the seeds used; with no such seed the query stays as it is. The dense
+/// list's feedback step, shared with any list that ranks the same vectors
+/// elsewhere (the Milvus backend).
+pub fn moved_query(
+    query: &[f32],
+    seeds: &[ChunkOrd],
+    vectors: &StoredVectors,
+    has_vector: &VectorFlags,
+) -> Result<(Vec<f32>, Vec<ChunkOrd>)> {
+    let mut vector = query.to_vec();
+    let mut used = Vec::new();
+    let mut rows = Vec::new();
+    for &chunk in seeds {
+        if has_vector.get(chunk) != Some(true) {
+            continue;
+        }
+        let similarity: f32 = vectors
+            .row(chunk)?
+            .iter()
+            .zip(&vector)
+            .map(|(a, b)| a * b)
+            .sum();
+        if similarity > 0.0 {
+            used.push(chunk);
+            rows.push(vectors.quantized_row(chunk)?);
+        }
+    }
+    if !rows.is_empty() {
+        move_toward(&mut vector, &rows);
+    }
+    Ok((vector, used))
 }
 
 /// Moves the unit vector `query` to `query + mean(rows)`, at unit length:

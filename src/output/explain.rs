@@ -13,6 +13,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::filter::Filter;
+use crate::lists::ListKind;
 use crate::retriever::{Absence, Decoded, Explanation, Standing};
 
 /// The whole explanation.
@@ -49,6 +50,9 @@ pub struct ExplainReport {
 pub struct ListSummary {
     /// The list.
     pub name: &'static str,
+    /// Where it ran: `local`, or the address of the remote collection
+    /// (`milvus://host:port/collection`) for a search with `--backend`.
+    pub ran_on: String,
     /// Its weight.
     pub weight: f64,
     /// Its best score among its candidates (at least 0; null when it has
@@ -130,6 +134,7 @@ impl ExplainReport {
             .map(|run| {
                 Ok(ListSummary {
                     name: run.ranked.kind.name(),
+                    ran_on: ran_on(run.ranked.kind, &explanation.ran_on),
                     weight: run.weight,
                     best_score: run.ranked.hits.first().map(|h| f64::from(h.score).max(0.0)),
                     candidates: run.ranked.hits.len(),
@@ -221,6 +226,14 @@ fn list_part(list: &'static str, weight: f64, standing: &Standing, window: usize
             0.0,
             Some(format!("removed by filter {condition}")),
         ),
+    }
+}
+
+/// Where the list `kind` ran: the graph list always runs on the index.
+fn ran_on(kind: ListKind, backend: &str) -> String {
+    match kind {
+        ListKind::Graph => "local".to_string(),
+        _ => backend.to_string(),
     }
 }
 

@@ -219,8 +219,12 @@ pub fn print_explain(out: &mut dyn Write, report: &ExplainReport) -> Result<()> 
                 ("rrf", _) | (_, None) => String::new(),
                 (_, Some(best)) => format!(", best {best:.4}"),
             };
+            let on = match l.ran_on.as_str() {
+                "local" => String::new(),
+                remote => format!(" on {}", escape_controls(remote)),
+            };
             format!(
-                "{} {} of {} matched ({} filtered out{best}) in {:.2} ms (query {:.2} ms)",
+                "{}{on} {} of {} matched ({} filtered out{best}) in {:.2} ms (query {:.2} ms)",
                 l.name, l.candidates, l.matched, l.filtered_out, l.total_ms, l.prepare_ms
             )
         })

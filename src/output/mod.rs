@@ -9,6 +9,8 @@ pub mod graph;
 pub mod human;
 pub mod json;
 pub mod progress;
+#[cfg(feature = "milvus")]
+pub mod push;
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;

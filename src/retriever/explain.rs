@@ -65,6 +65,8 @@ pub struct Explanation {
     pub window: usize,
     /// The explained chunks.
     pub chunks: Vec<ExplainedChunk>,
+    /// Where the sparse and dense lists ran (see [`Retriever::ran_on`]).
+    pub ran_on: String,
 }
 
 impl Explanation {
@@ -164,6 +166,7 @@ impl Retriever {
             outcome,
             window,
             chunks,
+            ran_on: self.ran_on(),
         })
     }
 

@@ -1,10 +1,13 @@
 //! The retriever: opens an index, runs its lists in parallel over the
 //! filtered chunks, and fuses their rankings.
 
+mod backend;
 mod decode;
 mod explain;
 mod params;
 mod search;
+
+pub use backend::{Backend, Local};
 
 pub use decode::{Decoded, DecodedChunk};
 pub use explain::{Absence, ExplainedChunk, Explanation, Standing};
@@ -12,6 +15,7 @@ pub use params::{GraphUse, ListSelection, MIN_DEFAULT_WINDOW, SearchParams, defa
 pub use search::{FirstPass, ListRun, SearchOutcome, check_query};
 
 use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::{Context, Result, ensure};
 
@@ -19,11 +23,9 @@ use crate::embed::Embedder;
 use crate::fusion::Fusion;
 use crate::index::Index;
 use crate::index::manifest::Manifest;
-use crate::lists::dense::DenseList;
 use crate::lists::graph::{self, GraphList, QueryOptions, no_graph};
-use crate::lists::sparse::SparseList;
-use crate::lists::{List, ListKind, guard};
-use crate::store::generation::{Generation, SPARSE_DIR};
+use crate::lists::{List, ListKind};
+use crate::store::generation::Generation;
 
 /// A list taking part in the fusion, with its weight.
 pub struct WeightedList {
@@ -38,48 +40,65 @@ pub struct Retriever {
     index: Index,
     lists: Vec<WeightedList>,
     dense_feedback: Option<usize>,
+    backend: Arc<dyn Backend>,
 }
 
 impl Retriever {
     /// Opens the index in `index_dir` (a `.memidx` folder) with the lists
     /// `selection` asks for, weighted by its overrides or the index defaults.
     pub fn open(index_dir: &Path, selection: &ListSelection) -> Result<Self> {
-        Index::open_with(index_dir, |index| Self::open_lists(index, selection))
+        Self::open_on(index_dir, selection, Arc::new(Local))
     }
 
-    fn open_lists(index: Index, selection: &ListSelection) -> Result<Self> {
-        let (manifest, generation) = (index.manifest(), index.generation());
+    /// Opens the index in `index_dir` as [`Retriever::open`] does, with its
+    /// sparse and dense lists run by `backend` (the index itself, or a
+    /// remote engine holding a pushed copy of it).
+    pub fn open_on(
+        index_dir: &Path,
+        selection: &ListSelection,
+        backend: Arc<dyn Backend>,
+    ) -> Result<Self> {
+        Index::open_with(index_dir, |index| {
+            Self::open_lists(index, selection, Arc::clone(&backend))
+        })
+    }
+
+    fn open_lists(
+        index: Index,
+        selection: &ListSelection,
+        backend: Arc<dyn Backend>,
+    ) -> Result<Self> {
+        let manifest = index.manifest();
         let defaults = manifest.fusion;
         let mut lists = Vec::new();
         let mut dense_feedback = None;
         if selection.sparse {
-            let dir = generation.dir().join(SPARSE_DIR);
-            let sparse = guard::catch("sparse", &dir, || {
-                SparseList::open(&dir, manifest.tokenizer, manifest.bm25, manifest.sparse)
-            })?;
             let weight = selection.sparse_weight.unwrap_or(defaults.sparse_weight);
             lists.push(WeightedList {
-                index: Box::new(sparse),
+                index: backend.sparse(&index)?,
                 weight,
             });
         }
         if selection.dense {
             let embedder = query_embedder(manifest)?;
             let feedback = selection.dense_feedback.unwrap_or(defaults.dense_feedback);
-            let dense = DenseList::open(
-                generation.dir(),
-                generation.vector_flags(),
-                embedder,
-                feedback,
-            )?;
+            let dense = backend.dense(&index, embedder, feedback)?;
             dense_feedback = Some(feedback);
             let weight = selection.dense_weight.unwrap_or(defaults.dense_weight);
             lists.push(WeightedList {
-                index: Box::new(dense),
+                index: dense,
                 weight,
             });
         }
-        let graph_weight = match (selection.graph, &manifest.graph) {
+        let graph = match backend.graph_refusal() {
+            None => selection.graph,
+            Some(refusal) if selection.graph == GraphUse::Required => {
+                return Err(anyhow::anyhow!(refusal));
+            }
+            Some(_) => GraphUse::Off,
+        };
+        let generation = index.generation();
+        let graph_weight = match (graph, &manifest.graph) {
             (GraphUse::Off, _) | (GraphUse::Default | GraphUse::Available, None) => None,
             (GraphUse::Default, Some(graph)) => {
                 Some(selection.graph_weight.unwrap_or(graph.weight)).filter(|&w| w > 0.0)
@@ -111,7 +130,14 @@ impl Retriever {
             index,
             lists,
             dense_feedback,
+            backend,
         })
+    }
+
+    /// Where the sparse and dense lists run: `local`, or the remote
+    /// collection's address.
+    pub fn ran_on(&self) -> String {
+        self.backend.name()
     }
 
     /// The opened index.

@@ -71,6 +71,7 @@ impl Retriever {
         check_query(query)?;
         let started = Instant::now();
         let allow = params.filter.evaluate(self.generation())?;
+        self.backend.restrict(&params.filter);
         Ok((allow, started.elapsed()))
     }
 

@@ -27,6 +27,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("filter", 4),
     ("index", 5),
     ("retriever", 6),
+    ("remote", 6),
     ("indexer", 6),
     ("eval", 6),
     ("output", 7),

@@ -24,6 +24,7 @@ mod index_folder;
 mod integrity;
 #[cfg(feature = "mcp")]
 mod mcp;
+mod milvus;
 mod minilm;
 mod properties;
 mod reliability;

@@ -1,0 +1,44 @@
+//! `--backend`: where search and explain run their lists — the index's own
+//! files, or a Milvus collection `memidx push` filled (cargo feature
+//! `milvus`; a build without it says so).
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use crate::config::SearchConfig;
+use memidx::retriever::Retriever;
+
+/// Opens the retriever `config` asks for: local, or with `--backend` on
+/// the Milvus collection it names.
+pub fn open(config: &SearchConfig) -> Result<Retriever> {
+    match &config.backend {
+        None => Retriever::open(&config.index_dir, &config.lists),
+        Some(uri) => remote(&config.index_dir, config, uri),
+    }
+}
+
+/// The collection `uri` (the token from `MILVUS_TOKEN`).
+#[cfg(feature = "milvus")]
+pub fn target(uri: &str) -> Result<memidx::remote::Target> {
+    memidx::remote::Target::parse(uri, std::env::var("MILVUS_TOKEN").ok())
+}
+
+#[cfg(feature = "milvus")]
+fn remote(index_dir: &Path, config: &SearchConfig, uri: &str) -> Result<Retriever> {
+    let backend = memidx::remote::Milvus::new(target(uri)?);
+    Retriever::open_on(index_dir, &config.lists, std::sync::Arc::new(backend))
+}
+
+#[cfg(not(feature = "milvus"))]
+fn remote(_: &Path, _: &SearchConfig, _: &str) -> Result<Retriever> {
+    Err(not_built())
+}
+
+/// The error of a Milvus command in a build without the backend.
+#[cfg(not(feature = "milvus"))]
+pub fn not_built() -> anyhow::Error {
+    anyhow::anyhow!(
+        "this memidx was built without the Milvus backend; build it with 'cargo install --path . --features milvus'"
+    )
+}

@@ -1,0 +1,309 @@
+//! The sparse and dense lists run on Milvus, as a [`Backend`] of the
+//! retriever: each returns its window of allowed chunks, by local ordinal,
+//! with Milvus's raw scores, so the first pass, the dense feedback, the
+//! fusion, ties and explain stay the retriever's own code.
+//!
+//! - **Sparse**: the query's terms by the index's own tokenizer, encoded as
+//!   the rows' terms are ([`super::rows`]), searched on the BM25 function's
+//!   field: the score is BM25 over exactly memidx's terms with the index's
+//!   k1 and b.
+//! - **Dense**: the query embedded here with the index's model, quantized
+//!   to int8 and back as the local scan quantizes it, searched by inner
+//!   product over the dequantized rows: the local scan's cosines up to f32
+//!   rounding. The feedback step moves the query toward its seeds' vectors
+//!   as the local list does, and the moved query is searched again.
+//!
+//! Each search takes [`TIE_MARGIN`] more hits than the window and orders
+//! them as the local lists do (score, then ordinal), so chunks tied at the
+//! window's edge are cut where memidx cuts them. A hit the local filter
+//! rejects is an error (the collection's metadata would then differ from
+//! the index's), so a filtered search never returns such a chunk.
+
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use milvus::v2::prelude::*;
+
+use super::Target;
+use super::collection::{Collection, pushed_mark};
+use super::connection::Connection;
+use super::expr::expression;
+use super::rows::{encode_term, field};
+use crate::embed::Embedder;
+use crate::filter::Filter;
+use crate::index::Index;
+use crate::lists::dense::{StoredVectors, moved_query, quantize};
+use crate::lists::{AllowSet, List, ListHit, ListKind, RankedList};
+use crate::retriever::Backend;
+use crate::store::generation::{ChunkOrd, Generation, VectorFlags};
+use crate::text::tokenize::Analyzer;
+
+/// Hits taken beyond the window, to cut ties as the local lists do.
+pub const TIE_MARGIN: usize = 16;
+
+/// Most hits one Milvus search returns (its `topk` limit).
+pub const MAX_HITS: usize = 16_384;
+
+/// A search's lists run on the Milvus collection `target`.
+pub struct Milvus {
+    target: Target,
+    shared: OnceLock<Arc<Shared>>,
+    filter: Arc<Mutex<String>>,
+}
+
+/// What both lists of one search share: the collection and the filter.
+struct Shared {
+    collection: Collection,
+    filter: Arc<Mutex<String>>,
+}
+
+impl Milvus {
+    /// The backend of `target` (connected when the lists are opened).
+    pub fn new(target: Target) -> Self {
+        Self {
+            target,
+            shared: OnceLock::new(),
+            filter: Arc::new(Mutex::new(String::new())),
+        }
+    }
+
+    /// The collection, opened and checked against `index` once.
+    fn shared(&self, index: &Index) -> Result<Arc<Shared>> {
+        if let Some(shared) = self.shared.get() {
+            if shared.collection.pushed.as_deref() == Some(&pushed_mark(index.manifest())) {
+                return Ok(Arc::clone(shared));
+            }
+            bail!("the index changed while its lists were opened; search again");
+        }
+        let collection =
+            Collection::open_for_search(Connection::open(&self.target)?, index.manifest())?;
+        let shared = Arc::new(Shared {
+            collection,
+            filter: Arc::clone(&self.filter),
+        });
+        Ok(Arc::clone(self.shared.get_or_init(|| shared)))
+    }
+}
+
+impl Backend for Milvus {
+    fn sparse(&self, index: &Index) -> Result<Box<dyn List>> {
+        Ok(Box::new(SparseOnMilvus {
+            shared: self.shared(index)?,
+            generation: reopen(index)?,
+            analyzer: index.manifest().tokenizer,
+        }))
+    }
+
+    fn dense(
+        &self,
+        index: &Index,
+        embedder: &'static dyn Embedder,
+        feedback: usize,
+    ) -> Result<Box<dyn List>> {
+        let generation = reopen(index)?;
+        let vectors = StoredVectors::open(generation.dir(), generation.len(), embedder.info().dim)?;
+        Ok(Box::new(DenseOnMilvus {
+            shared: self.shared(index)?,
+            has_vector: generation.vector_flags(),
+            generation,
+            vectors,
+            embedder,
+            feedback,
+        }))
+    }
+
+    fn name(&self) -> String {
+        self.target.to_string()
+    }
+
+    fn graph_refusal(&self) -> Option<String> {
+        Some(format!(
+            "the graph list is not pushed to Milvus; leave graph out of --mode to search {}",
+            self.target
+        ))
+    }
+
+    /// Applies `filter` inside each sub-search from now on, as a boolean
+    /// expression (one search at a time: the lists read it when they run).
+    fn restrict(&self, filter: &Filter) {
+        *self.filter.lock().unwrap_or_else(|e| e.into_inner()) = expression(filter);
+    }
+}
+
+/// The index's generation, opened again for a list to keep (to find the
+/// ordinals of the chunk ids Milvus returns).
+fn reopen(index: &Index) -> Result<Generation> {
+    let manifest = index.manifest();
+    Generation::open(index.dir(), manifest.generation, &manifest.checksums)
+}
+
+impl Shared {
+    /// The best `window` chunks of `allow` on `vector_field` for `query`,
+    /// ordered as the local lists order them.
+    fn search(
+        &self,
+        generation: &Generation,
+        query: SearchVectors,
+        vector_field: &str,
+        window: usize,
+        allow: &AllowSet,
+    ) -> Result<Vec<ListHit>> {
+        let filter = self
+            .filter
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let limit = (window + TIE_MARGIN).min(MAX_HITS);
+        let name = self.collection.name();
+        let response = self.collection.connection.call("search", |c| async move {
+            c.search(
+                SearchRequest::builder()
+                    .collection_name(name)
+                    .vector_field(vector_field)
+                    .vectors(query)
+                    .filter(filter)
+                    .limit(limit as i64)
+                    .consistency_level(ConsistencyLevel::Strong)
+                    .build()?,
+            )
+            .await
+        })?;
+        let Some(result) = response.results().iter().next() else {
+            return Ok(Vec::new());
+        };
+        let Ids::VarChar(ids) = result.get_ids() else {
+            bail!(
+                "{} answered with integer ids; it is not a memidx collection",
+                self.collection.connection.target()
+            );
+        };
+        let mut hits = Vec::with_capacity(ids.len());
+        for (id, &score) in ids.iter().zip(result.get_scores()) {
+            let chunk = generation.find(id).with_context(|| {
+                format!(
+                    "{} holds chunk {id}, which this index does not; run 'memidx push {0}'",
+                    self.collection.connection.target()
+                )
+            })?;
+            if !allow.allows(chunk) {
+                bail!(
+                    "{} returned chunk {id}, which the filter excludes; the collection's metadata differs from the index's: run 'memidx push {0}'",
+                    self.collection.connection.target()
+                );
+            }
+            hits.push(ListHit { chunk, score });
+        }
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.chunk.cmp(&b.chunk)));
+        hits.truncate(window);
+        Ok(hits)
+    }
+}
+
+/// The BM25 list on Milvus.
+struct SparseOnMilvus {
+    shared: Arc<Shared>,
+    generation: Generation,
+    analyzer: Analyzer,
+}
+
+impl List for SparseOnMilvus {
+    fn kind(&self) -> ListKind {
+        ListKind::Sparse
+    }
+
+    fn search(&self, query: &str, window: usize, allow: &AllowSet) -> Result<RankedList> {
+        let started = Instant::now();
+        let terms = self.analyzer.terms(query);
+        let encoded: Vec<String> = terms.iter().map(|t| encode_term(t)).collect();
+        let mut list = RankedList::empty(self.kind());
+        list.prepare_time = started.elapsed();
+        if !encoded.is_empty() && window > 0 {
+            list.hits = self.shared.search(
+                &self.generation,
+                SearchVectors::EmbeddedText(vec![encoded.join(" ")]),
+                field::SPARSE,
+                window,
+                allow,
+            )?;
+            list.matched = list.hits.len();
+        }
+        list.elapsed = started.elapsed();
+        Ok(list)
+    }
+}
+
+/// The dense list on Milvus.
+struct DenseOnMilvus {
+    shared: Arc<Shared>,
+    generation: Generation,
+    /// The index's own vectors, for the feedback seeds (the rows in Milvus
+    /// are these, dequantized).
+    vectors: StoredVectors,
+    has_vector: VectorFlags,
+    embedder: &'static dyn Embedder,
+    feedback: usize,
+}
+
+impl DenseOnMilvus {
+    /// Ranks by the unit vector `vector`, quantized as the local scan
+    /// quantizes its query.
+    fn rank(
+        &self,
+        vector: &[f32],
+        window: usize,
+        allow: &AllowSet,
+        started: Instant,
+    ) -> Result<RankedList> {
+        let mut list = RankedList::empty(self.kind());
+        list.prepare_time = started.elapsed();
+        if vector.iter().all(|v| *v == 0.0) || window == 0 {
+            list.elapsed = list.prepare_time;
+            return Ok(list);
+        }
+        let (values, scale) = quantize(vector);
+        let query: Vec<f32> = values.iter().map(|v| f32::from(*v) * scale).collect();
+        list.hits = self.shared.search(
+            &self.generation,
+            SearchVectors::Float(vec![query]),
+            field::DENSE,
+            window,
+            allow,
+        )?;
+        list.matched = list.hits.len();
+        list.elapsed = started.elapsed();
+        Ok(list)
+    }
+}
+
+impl List for DenseOnMilvus {
+    fn kind(&self) -> ListKind {
+        ListKind::Dense
+    }
+
+    fn search(&self, query: &str, window: usize, allow: &AllowSet) -> Result<RankedList> {
+        let started = Instant::now();
+        let vector = self.embedder.embed(&[query.to_string()])?;
+        self.rank(&vector, window, allow, started)
+    }
+
+    fn feedback_seeds(&self) -> usize {
+        self.feedback
+    }
+
+    fn refine(
+        &self,
+        query: &str,
+        window: usize,
+        allow: &AllowSet,
+        seeds: &[ChunkOrd],
+    ) -> Result<RankedList> {
+        let started = Instant::now();
+        let vector = self.embedder.embed(&[query.to_string()])?;
+        let seeds = &seeds[..seeds.len().min(self.feedback)];
+        let (vector, used) = moved_query(&vector, seeds, &self.vectors, &self.has_vector)?;
+        let mut list = self.rank(&vector, window, allow, started)?;
+        list.feedback_chunks = used;
+        Ok(list)
+    }
+}

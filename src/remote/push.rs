@@ -1,0 +1,216 @@
+//! The incremental push: the collection is brought to the index's current
+//! generation by sending only the rows that differ and deleting the rows of
+//! chunks that are gone.
+//!
+//! Each row carries `key`, a hash of everything in it but the vector (which
+//! follows from the text and the model, both covered). A push reads the
+//! collection's `(id, key)` pairs, compares them with the index's rows, and
+//! then, in this order: records `pushing N` in the collection's properties
+//! (from then on a search refuses it, naming the push), upserts the new and
+//! changed rows, deletes the gone ones, flushes, and records `N` last. A
+//! reader never gets an answer from a half-pushed collection, and a push
+//! that was interrupted anywhere leaves the `pushing` mark, so the next one
+//! compares again and converges to the same collection.
+
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use milvus::v2::prelude::*;
+use rayon::prelude::*;
+use serde_json::Value;
+
+use super::Target;
+use super::collection::{Collection, pushed_mark};
+use super::connection::Connection;
+use super::rows::{Row, field};
+use crate::index::Index;
+use crate::lists::dense::StoredVectors;
+use crate::progress::Progress;
+use crate::store::generation::ChunkOrd;
+
+/// Rows per upsert call (a row is at most about 200 KiB of text and terms).
+const UPSERT_BATCH: usize = 256;
+
+/// Ids per delete call, and rows per page when reading the keys.
+const ID_BATCH: usize = 1024;
+
+/// What a push did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PushReport {
+    /// The collection's address.
+    pub target: String,
+    /// The generation pushed, `N at MS`.
+    pub generation: String,
+    /// Chunks in the index.
+    pub chunks: usize,
+    /// Rows sent (new or changed).
+    pub sent: usize,
+    /// Rows deleted (their chunks are gone).
+    pub deleted: usize,
+    /// True when the collection already held this generation.
+    pub up_to_date: bool,
+    /// The whole push.
+    pub elapsed: Duration,
+    /// Sending rows (the upserts alone).
+    pub send_time: Duration,
+}
+
+/// Pushes `index` to `target`, creating the collection when missing.
+pub fn push(index: &Index, target: &Target, progress: &dyn Progress) -> Result<PushReport> {
+    let started = Instant::now();
+    let manifest = index.manifest();
+    let generation = index.generation();
+    let mut collection = Collection::open_for_push(Connection::open(target)?, manifest)?;
+    let remote = remote_keys(&collection)?;
+    let analyzer = manifest.tokenizer;
+    let ords: Vec<ChunkOrd> = (0..generation.len() as ChunkOrd).collect();
+    progress.stage("comparing", ords.len(), "chunks");
+    let local: Vec<(String, String)> = ords
+        .par_chunks(ID_BATCH)
+        .map(|batch| {
+            let rows = batch
+                .iter()
+                .map(|&ord| Row::of(generation, analyzer, ord).map(|r| (r.id, r.key)))
+                .collect::<Result<Vec<_>>>();
+            progress.advance(batch.len());
+            rows
+        })
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .flatten()
+        .collect();
+    progress.finish();
+    let changed: Vec<ChunkOrd> = local
+        .iter()
+        .zip(&ords)
+        .filter(|((id, key), _)| remote.get(id) != Some(key))
+        .map(|(_, &ord)| ord)
+        .collect();
+    let ids: HashSet<&str> = local.iter().map(|(id, _)| id.as_str()).collect();
+    let mut gone: Vec<String> = remote
+        .into_keys()
+        .filter(|id| !ids.contains(id.as_str()))
+        .collect();
+    gone.sort_unstable();
+    let mark = pushed_mark(manifest);
+    let mut report = PushReport {
+        target: target.to_string(),
+        generation: mark.clone(),
+        chunks: ords.len(),
+        sent: changed.len(),
+        deleted: gone.len(),
+        up_to_date: false,
+        elapsed: Duration::ZERO,
+        send_time: Duration::ZERO,
+    };
+    if changed.is_empty() && gone.is_empty() && collection.pushed.as_deref() == Some(&mark) {
+        report.up_to_date = true;
+        report.elapsed = started.elapsed();
+        return Ok(report);
+    }
+    collection.begin(manifest)?;
+    let sending = Instant::now();
+    let vectors = StoredVectors::open(generation.dir(), generation.len(), manifest.embedder.dim)?;
+    progress.stage("sending", changed.len(), "chunks");
+    for batch in changed.chunks(UPSERT_BATCH) {
+        let rows: Vec<Value> = batch
+            .par_iter()
+            .map(|&ord| Row::of(generation, analyzer, ord)?.with_vector(&vectors, ord))
+            .collect::<Result<_>>()?;
+        upsert(&collection, rows)?;
+        progress.advance(batch.len());
+    }
+    progress.finish();
+    report.send_time = sending.elapsed();
+    for batch in gone.chunks(ID_BATCH) {
+        delete(&collection, batch)?;
+    }
+    let name = collection.name().to_string();
+    collection
+        .connection
+        .call("flush the collection", |c| async move {
+            c.flush(
+                FlushRequest::builder()
+                    .collection_names([name.as_str()])
+                    .build()?,
+            )
+            .await
+        })?;
+    collection.finish(manifest)?;
+    report.elapsed = started.elapsed();
+    Ok(report)
+}
+
+/// Every row's id and key in the collection.
+fn remote_keys(collection: &Collection) -> Result<HashMap<String, String>> {
+    let name = collection.name();
+    let connection = &collection.connection;
+    let query = QueryRequest::builder()
+        .collection_name(name)
+        .output_fields([field::ID, field::KEY])
+        .consistency_level(ConsistencyLevel::Strong)
+        .build()?;
+    let mut pages = connection.call("read the collection's keys", |c| async move {
+        c.query_iterator(
+            QueryIteratorRequest::builder()
+                .query(query)
+                .batch_size(ID_BATCH)
+                .build()?,
+        )
+        .await
+    })?;
+    let mut keys = HashMap::new();
+    loop {
+        let page = connection.call("read the collection's keys", |_| pages.next())?;
+        let Some(page) = page else { break };
+        let mut rows = 0;
+        for row in page.results().rows()? {
+            keys.insert(
+                row.get_str(field::ID)?.to_string(),
+                row.get_str(field::KEY)?.to_string(),
+            );
+            rows += 1;
+        }
+        if rows == 0 {
+            break;
+        }
+    }
+    Ok(keys)
+}
+
+/// Upserts `rows` (whole rows, vectors included).
+fn upsert(collection: &Collection, rows: Vec<Value>) -> Result<()> {
+    let name = collection.name();
+    collection.connection.call("store chunks", |c| async move {
+        c.upsert(
+            UpsertRequest::builder()
+                .insert(
+                    InsertRequest::builder()
+                        .collection_name(name)
+                        .rows(rows)
+                        .build()?,
+                )
+                .build()?,
+        )
+        .await
+    })?;
+    Ok(())
+}
+
+/// Deletes the rows of `ids`.
+fn delete(collection: &Collection, ids: &[String]) -> Result<()> {
+    let name = collection.name();
+    collection
+        .connection
+        .call("delete gone chunks", |c| async move {
+            c.delete(
+                DeleteRequest::builder()
+                    .collection_name(name)
+                    .ids(Ids::VarChar(ids.to_vec()))
+                    .build()?,
+            )
+            .await
+        })?;
+    Ok(())
+}

@@ -1,0 +1,83 @@
+//! Where a search's sparse and dense lists run: on the index's own files
+//! ([`Local`]), or on a remote engine that holds a pushed copy of the index
+//! (`crate::remote`, behind the `milvus` feature). Everything around the
+//! lists — the filter, the first pass and its feedback seeds, the fusion,
+//! explain and decoding — is the retriever's either way, so a remote search
+//! is fused, tied and explained by the same code as a local one.
+
+use anyhow::Result;
+
+use crate::embed::Embedder;
+use crate::filter::Filter;
+use crate::index::Index;
+use crate::lists::dense::DenseList;
+use crate::lists::sparse::SparseList;
+use crate::lists::{List, guard};
+use crate::store::generation::SPARSE_DIR;
+
+/// Opens the lists a search runs over an opened index.
+pub trait Backend: Send + Sync {
+    /// The sparse (BM25) list over `index`.
+    fn sparse(&self, index: &Index) -> Result<Box<dyn List>>;
+
+    /// The dense list over `index`, embedding queries with `embedder` (the
+    /// model the index was built with) and moving each query toward
+    /// `feedback` seeds before it ranks.
+    fn dense(
+        &self,
+        index: &Index,
+        embedder: &'static dyn Embedder,
+        feedback: usize,
+    ) -> Result<Box<dyn List>>;
+
+    /// Where the lists run, as `explain` names it: `local`, or an address.
+    fn name(&self) -> String;
+
+    /// Why this backend cannot run the graph list (`None`: it can). A
+    /// search that names the graph list gets this as its error; one that
+    /// would only take it by default runs without it.
+    fn graph_refusal(&self) -> Option<String> {
+        None
+    }
+
+    /// Takes the filter of the search about to run: a backend that filters
+    /// on its own side applies it inside each list (the retriever still
+    /// evaluates it into the allowed set every list is checked against).
+    fn restrict(&self, filter: &Filter) {
+        let _ = filter;
+    }
+}
+
+/// The index's own files: tantivy postings and the int8 vector matrix.
+pub struct Local;
+
+impl Backend for Local {
+    fn sparse(&self, index: &Index) -> Result<Box<dyn List>> {
+        let manifest = index.manifest();
+        let dir = index.generation().dir().join(SPARSE_DIR);
+        let sparse = guard::catch("sparse", &dir, || {
+            SparseList::open(&dir, manifest.tokenizer, manifest.bm25, manifest.sparse)
+        })?;
+        Ok(Box::new(sparse))
+    }
+
+    fn dense(
+        &self,
+        index: &Index,
+        embedder: &'static dyn Embedder,
+        feedback: usize,
+    ) -> Result<Box<dyn List>> {
+        let generation = index.generation();
+        let dense = DenseList::open(
+            generation.dir(),
+            generation.vector_flags(),
+            embedder,
+            feedback,
+        )?;
+        Ok(Box::new(dense))
+    }
+
+    fn name(&self) -> String {
+        "local".to_string()
+    }
+}

@@ -1,0 +1,519 @@
+//! The Milvus backend against a real Milvus server (`milvus-lite server`,
+//! which `.ci/milvus` starts): `memidx push`, then `search|explain
+//! --backend`, compared with the same binary's local answers on the same
+//! index. No mock: every answer comes from the server.
+//!
+//! Needs `MEMIDX_MILVUS_URI` (`milvus://127.0.0.1:PORT`, the server) and a
+//! binary built with the `milvus` feature: this test build's own when it has
+//! the feature, else `MEMIDX_MILVUS_BIN`. Without them each test says
+//! `SKIPPED` (a failure under CI=true).
+
+use std::path::PathBuf;
+use std::process::Output;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+use crate::common::{Corpus, other_static_model, skip_unless_ci};
+
+/// The server and the binary, or `None` (the skip said).
+struct Milvus {
+    server: String,
+    binary: PathBuf,
+}
+
+fn milvus() -> Option<Milvus> {
+    let server = std::env::var("MEMIDX_MILVUS_URI").ok();
+    let binary = if cfg!(feature = "milvus") {
+        Some(assert_cmd::cargo::cargo_bin("memidx"))
+    } else {
+        std::env::var_os("MEMIDX_MILVUS_BIN").map(PathBuf::from)
+    };
+    match (server, binary) {
+        (Some(server), Some(binary)) => Some(Milvus { server, binary }),
+        _ => {
+            skip_unless_ci(
+                "set MEMIDX_MILVUS_URI to a running Milvus (milvus-lite server) and build with \
+                 --features milvus or set MEMIDX_MILVUS_BIN (see .ci/milvus)",
+            );
+            None
+        }
+    }
+}
+
+/// A collection name no other test (or run of this one) uses.
+fn fresh_collection(test: &str) -> String {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    format!(
+        "{test}_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+impl Milvus {
+    fn uri(&self, collection: &str) -> String {
+        format!("{}/{collection}", self.server)
+    }
+
+    fn run(&self, corpus: &Corpus, args: &[&str]) -> Output {
+        Command::new(&self.binary)
+            .current_dir(corpus.path())
+            .env_remove("MEMIDX_INDEX")
+            .env_remove("MILVUS_TOKEN")
+            .args(args)
+            .output()
+            .expect("run memidx")
+    }
+
+    fn ok(&self, corpus: &Corpus, args: &[&str]) -> String {
+        let out = self.run(corpus, args);
+        assert!(
+            out.status.success(),
+            "memidx {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    fn index(&self, corpus: &Corpus, extra: &[&str]) {
+        self.ok(corpus, &[&["index", ".", "--quiet"][..], extra].concat());
+    }
+
+    fn push(&self, corpus: &Corpus, collection: &str) -> String {
+        self.ok(corpus, &["push", &self.uri(collection), "--quiet"])
+    }
+
+    /// `search QUERY --json ARGS`, locally and on `collection`.
+    fn both(
+        &self,
+        corpus: &Corpus,
+        collection: &str,
+        query: &str,
+        args: &[&str],
+    ) -> (Value, Value) {
+        let uri = self.uri(collection);
+        let local = [&["search", query, "--json"][..], args].concat();
+        let remote = [&local[..], &["--backend", &uri]].concat();
+        let parse = |args: &[&str]| -> Value {
+            let out = self.run(corpus, args);
+            assert!(
+                out.status.code() == Some(0) || out.status.code() == Some(1),
+                "memidx {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            serde_json::from_slice(&out.stdout).unwrap()
+        };
+        (parse(&local), parse(&remote))
+    }
+
+    /// Exit code and stderr of a failing command.
+    fn fails(&self, corpus: &Corpus, args: &[&str]) -> String {
+        let out = self.run(corpus, args);
+        assert_eq!(out.status.code(), Some(2), "memidx {args:?} should fail");
+        assert!(out.stdout.is_empty());
+        String::from_utf8(out.stderr).unwrap()
+    }
+}
+
+/// Queries of every kind: identifiers, plain questions, a CJK-free rare term.
+const QUERIES: &[&str] = &[
+    "INC-2023-Q4-011 gateway timeout",
+    "what to do when the main database server dies",
+    "max_connections pool exhausted",
+    "HTTP 504",
+    "certificate rotation webhooks",
+    "getUserById",
+    "rollback payments-gateway",
+    "on-call escalation policy",
+];
+
+/// A result's (chunk id, score) pairs, in rank order.
+fn ranked(response: &Value, score: impl Fn(&Value) -> Option<f64>) -> Vec<(String, f64)> {
+    response["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["chunk_id"].as_str().unwrap().to_string(),
+                score(r).unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Asserts two rankings are equal: the same ids at every rank, or, where
+/// they differ, chunks whose scores are equal (a tie), and scores within
+/// `tolerance` (relative) at every rank. Returns how many ranks were ties.
+fn assert_same_ranking(
+    what: &str,
+    local: &[(String, f64)],
+    remote: &[(String, f64)],
+    tolerance: f64,
+) -> usize {
+    assert_eq!(
+        local.len(),
+        remote.len(),
+        "{what}: lengths {local:?} vs {remote:?}"
+    );
+    let mut ties = 0;
+    for (rank, ((lid, ls), (rid, rs))) in local.iter().zip(remote).enumerate() {
+        let close = (ls - rs).abs() <= tolerance * ls.abs().max(1e-9);
+        assert!(close, "{what}: rank {} score {ls} vs {rs}", rank + 1);
+        if lid != rid {
+            let tied = local
+                .iter()
+                .any(|(id, s)| id == rid && (s - ls).abs() <= tolerance * ls.abs());
+            assert!(
+                tied,
+                "{what}: rank {} is {lid} locally, {rid} on Milvus, and they are not tied",
+                rank + 1
+            );
+            ties += 1;
+        }
+    }
+    ties
+}
+
+fn list_score(list: &'static str) -> impl Fn(&Value) -> Option<f64> {
+    move |r| r["ranks"][list]["score"].as_f64()
+}
+
+fn fused_score(r: &Value) -> Option<f64> {
+    r["rrf_score"].as_f64()
+}
+
+#[test]
+fn dense_sparse_and_fused_rankings_equal_the_local_ones() {
+    let Some(milvus) = milvus() else { return };
+    let corpus = Corpus::fixtures();
+    milvus.index(&corpus, &[]);
+    let collection = fresh_collection("parity");
+    let pushed = milvus.push(&corpus, &collection);
+    assert!(pushed.contains(" deleted"), "{pushed}");
+    for query in QUERIES {
+        let (l, r) = milvus.both(
+            &corpus,
+            &collection,
+            query,
+            &["--mode", "dense", "-k", "30"],
+        );
+        assert_same_ranking(
+            &format!("dense {query}"),
+            &ranked(&l, list_score("dense")),
+            &ranked(&r, list_score("dense")),
+            1e-5,
+        );
+        let (l, r) = milvus.both(
+            &corpus,
+            &collection,
+            query,
+            &["--mode", "sparse", "-k", "30"],
+        );
+        assert_same_ranking(
+            &format!("sparse {query}"),
+            &ranked(&l, list_score("sparse")),
+            &ranked(&r, list_score("sparse")),
+            1e-5,
+        );
+        for fusion in ["relative", "rrf"] {
+            let (l, r) = milvus.both(
+                &corpus,
+                &collection,
+                query,
+                &["--fusion", fusion, "-k", "10"],
+            );
+            assert_same_ranking(
+                &format!("{fusion} {query}"),
+                &ranked(&l, fused_score),
+                &ranked(&r, fused_score),
+                1e-5,
+            );
+            // Each result's per-list ranks are the local ones too.
+            for (lr, rr) in l["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .zip(r["results"].as_array().unwrap())
+            {
+                if lr["chunk_id"] == rr["chunk_id"] {
+                    for list in ["sparse", "dense"] {
+                        assert_eq!(
+                            lr["ranks"][list]["rank"], rr["ranks"][list]["rank"],
+                            "{fusion} {query} {list}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn explain_says_where_the_lists_ran_and_adds_up_as_locally() {
+    let Some(milvus) = milvus() else { return };
+    let corpus = Corpus::fixtures();
+    milvus.index(&corpus, &[]);
+    let collection = fresh_collection("explain");
+    milvus.push(&corpus, &collection);
+    let uri = milvus.uri(&collection);
+    let query = "INC-2023-Q4-011 gateway timeout";
+    let local: Value =
+        serde_json::from_str(&milvus.ok(&corpus, &["explain", query, "--json", "-k", "5"]))
+            .unwrap();
+    let remote: Value = serde_json::from_str(&milvus.ok(
+        &corpus,
+        &["explain", query, "--json", "-k", "5", "--backend", &uri],
+    ))
+    .unwrap();
+    for list in remote["lists"].as_array().unwrap() {
+        assert_eq!(list["ran_on"], uri.as_str());
+    }
+    for list in local["lists"].as_array().unwrap() {
+        assert_eq!(list["ran_on"], "local");
+    }
+    let ids = |v: &Value| -> Vec<Value> {
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["chunk_id"].clone())
+            .collect()
+    };
+    assert_eq!(ids(&local), ids(&remote));
+    for result in remote["results"].as_array().unwrap() {
+        let sum: f64 = result["lists"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["contribution"].as_f64().unwrap())
+            .sum();
+        assert_eq!(sum, result["rrf_score"].as_f64().unwrap());
+    }
+    let human = milvus.ok(&corpus, &["explain", query, "-k", "2", "--backend", &uri]);
+    assert!(human.contains(&format!("sparse on {uri} ")), "{human}");
+}
+
+#[test]
+fn filtered_searches_return_only_what_the_local_filter_allows() {
+    let Some(milvus) = milvus() else { return };
+    let corpus = Corpus::fixtures();
+    milvus.index(&corpus, &[]);
+    let collection = fresh_collection("filtered");
+    milvus.push(&corpus, &collection);
+    for filter in [
+        vec!["--filter", "environment=production"],
+        vec![
+            "--filter",
+            "environment=staging",
+            "--filter",
+            "service=auth-service",
+        ],
+        vec![
+            "--filter",
+            "environment=production",
+            "--filter",
+            "environment=staging",
+        ],
+    ] {
+        for query in QUERIES {
+            for mode in ["sparse", "dense", "hybrid"] {
+                let args = [&filter[..], &["--mode", mode, "-k", "20"]].concat();
+                let (l, r) = milvus.both(&corpus, &collection, query, &args);
+                let score = if mode == "hybrid" {
+                    fused_score as fn(&Value) -> Option<f64>
+                } else if mode == "sparse" {
+                    |r: &Value| r["ranks"]["sparse"]["score"].as_f64()
+                } else {
+                    |r: &Value| r["ranks"]["dense"]["score"].as_f64()
+                };
+                assert_same_ranking(
+                    &format!("{filter:?} {mode} {query}"),
+                    &ranked(&l, score),
+                    &ranked(&r, score),
+                    1e-5,
+                );
+            }
+        }
+    }
+    // --here: only files under the current folder.
+    let here = corpus.path().join("runbooks");
+    let uri = milvus.uri(&collection);
+    let out = Command::new(&milvus.binary)
+        .current_dir(&here)
+        .env_remove("MEMIDX_INDEX")
+        .args([
+            "search",
+            "database",
+            "--json",
+            "--here",
+            "-k",
+            "50",
+            "--backend",
+            &uri,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let response: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let results = response["results"].as_array().unwrap();
+    assert!(!results.is_empty());
+    assert!(
+        results
+            .iter()
+            .all(|r| r["source"].as_str().unwrap().starts_with("runbooks/"))
+    );
+}
+
+#[test]
+fn an_incremental_push_answers_as_a_fresh_push_and_sends_only_changes() {
+    let Some(milvus) = milvus() else { return };
+    let corpus = Corpus::fixtures();
+    milvus.index(&corpus, &[]);
+    let collection = fresh_collection("incremental");
+    milvus.push(&corpus, &collection);
+    let again = milvus.push(&corpus, &collection);
+    assert!(again.contains("is up to date"), "{again}");
+    let notes = corpus.path().join("notes");
+    let first = std::fs::read_dir(&notes)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .min()
+        .unwrap();
+    let text = std::fs::read_to_string(&first).unwrap();
+    std::fs::write(
+        &first,
+        format!(
+            "{text}\n\n## Added later\n\nThe quorum lease of the zookeeper ensemble expired.\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        notes.join("fresh-note.md"),
+        "# Fresh note\n\nA brand new note about zookeeper quorum leases and max_connections.\n",
+    )
+    .unwrap();
+    std::fs::remove_file(
+        corpus
+            .path()
+            .join("runbooks/databases/postgres-replication.md"),
+    )
+    .unwrap();
+    milvus.index(&corpus, &[]);
+    let stale = milvus.fails(
+        &corpus,
+        &["search", "zookeeper", "--backend", &milvus.uri(&collection)],
+    );
+    assert!(stale.contains("run 'memidx push"), "{stale}");
+    let incremental = milvus.push(&corpus, &collection);
+    let sent: usize = incremental
+        .split(", ")
+        .find_map(|p| p.strip_suffix(" sent")?.parse().ok())
+        .unwrap();
+    let deleted: usize = incremental
+        .split(", ")
+        .find_map(|p| p.split(" deleted").next()?.parse().ok())
+        .unwrap();
+    assert!(sent >= 2 && sent < 10, "{incremental}");
+    assert!(deleted >= 1, "{incremental}");
+    let fresh = fresh_collection("fresh");
+    milvus.push(&corpus, &fresh);
+    for query in QUERIES.iter().chain(&["zookeeper quorum lease"]) {
+        for mode in ["sparse", "dense", "hybrid"] {
+            let (_, inc) = milvus.both(&corpus, &collection, query, &["--mode", mode, "-k", "20"]);
+            let (local, new) = milvus.both(&corpus, &fresh, query, &["--mode", mode, "-k", "20"]);
+            assert_eq!(inc, new, "{mode} {query}");
+            assert_same_ranking(
+                &format!("{mode} {query}"),
+                &ranked(&local, fused_score),
+                &ranked(&new, fused_score),
+                1e-5,
+            );
+        }
+    }
+}
+
+#[test]
+fn a_wrong_model_a_missing_collection_and_no_server_are_one_line_errors() {
+    let Some(milvus) = milvus() else { return };
+    let corpus = Corpus::fixtures();
+    milvus.index(&corpus, &[]);
+    let collection = fresh_collection("errors");
+    milvus.push(&corpus, &collection);
+    let one_line = |err: &str| {
+        assert!(
+            err.starts_with("memidx: ") && err.trim_end().lines().count() == 1,
+            "{err}"
+        );
+    };
+    // Another model's index.
+    let other = Corpus::fixtures();
+    let model = other.path().join("model");
+    other_static_model(&model);
+    milvus.index(&other, &["--model", model.to_str().unwrap()]);
+    let err = milvus.fails(&other, &["push", &milvus.uri(&collection)]);
+    one_line(&err);
+    assert!(err.contains("embedded with"), "{err}");
+    let err = milvus.fails(
+        &other,
+        &["search", "pool", "--backend", &milvus.uri(&collection)],
+    );
+    one_line(&err);
+    assert!(err.contains("embedded with"), "{err}");
+    // A collection nobody pushed.
+    milvus.index(&corpus, &[]);
+    let err = milvus.fails(
+        &corpus,
+        &[
+            "search",
+            "pool",
+            "--backend",
+            &milvus.uri("never_pushed_here"),
+        ],
+    );
+    one_line(&err);
+    assert!(
+        err.contains("there is no collection 'never_pushed_here'"),
+        "{err}"
+    );
+    // No server on that port.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let err = milvus.fails(
+        &corpus,
+        &[
+            "search",
+            "pool",
+            "--backend",
+            &format!("milvus://127.0.0.1:{closed}/c"),
+        ],
+    );
+    one_line(&err);
+    assert!(err.contains("cannot reach Milvus at 127.0.0.1:"), "{err}");
+    // Not an address.
+    let err = milvus.fails(&corpus, &["push", "http://127.0.0.1:1/c"]);
+    one_line(&err);
+    // The graph list is not pushed.
+    let err = milvus.fails(
+        &corpus,
+        &[
+            "search",
+            "pool",
+            "--mode",
+            "graph",
+            "--backend",
+            &milvus.uri(&collection),
+        ],
+    );
+    one_line(&err);
+}
