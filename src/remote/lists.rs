@@ -140,7 +140,8 @@ fn reopen(index: &Index) -> Result<Generation> {
 
 impl Shared {
     /// The best `window` chunks of `allow` on `vector_field` for `query`,
-    /// ordered as the local lists order them.
+    /// each Milvus score mapped by `score`, ordered as the local lists
+    /// order them.
     fn search(
         &self,
         generation: &Generation,
@@ -148,6 +149,7 @@ impl Shared {
         vector_field: &str,
         window: usize,
         allow: &AllowSet,
+        score: fn(f32) -> f32,
     ) -> Result<Vec<ListHit>> {
         let filter = self
             .filter
@@ -179,7 +181,7 @@ impl Shared {
             );
         };
         let mut hits = Vec::with_capacity(ids.len());
-        for (id, &score) in ids.iter().zip(result.get_scores()) {
+        for (id, &raw) in ids.iter().zip(result.get_scores()) {
             let chunk = generation.find(id).with_context(|| {
                 format!(
                     "{} holds chunk {id}, which this index does not; run 'memidx push {0}'",
@@ -192,7 +194,10 @@ impl Shared {
                     self.collection.connection.target()
                 );
             }
-            hits.push(ListHit { chunk, score });
+            hits.push(ListHit {
+                chunk,
+                score: score(raw),
+            });
         }
         hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.chunk.cmp(&b.chunk)));
         hits.truncate(window);
@@ -225,6 +230,9 @@ impl List for SparseOnMilvus {
                 field::SPARSE,
                 window,
                 allow,
+                // BM25 scores are positive; milvus-lite reports them negated
+                // (as distances), a cluster as they are.
+                f32::abs,
             )?;
             list.matched = list.hits.len();
         }
@@ -269,6 +277,7 @@ impl DenseOnMilvus {
             field::DENSE,
             window,
             allow,
+            std::convert::identity,
         )?;
         list.matched = list.hits.len();
         list.elapsed = started.elapsed();

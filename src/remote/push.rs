@@ -32,8 +32,11 @@ use crate::store::generation::ChunkOrd;
 /// Rows per upsert call (a row is at most about 200 KiB of text and terms).
 const UPSERT_BATCH: usize = 256;
 
-/// Ids per delete call, and rows per page when reading the keys.
+/// Ids per delete call, and chunks per parallel batch when comparing.
 const ID_BATCH: usize = 1024;
+
+/// Most rows one query returns (Milvus's limit on offset + limit).
+const MAX_QUERY: usize = 16_384;
 
 /// What a push did.
 #[derive(Debug, Clone, PartialEq)]
@@ -144,39 +147,51 @@ pub fn push(index: &Index, target: &Target, progress: &dyn Progress) -> Result<P
 
 /// Every row's id and key in the collection.
 fn remote_keys(collection: &Collection) -> Result<HashMap<String, String>> {
-    let name = collection.name();
-    let connection = &collection.connection;
-    let query = QueryRequest::builder()
-        .collection_name(name)
-        .output_fields([field::ID, field::KEY])
-        .consistency_level(ConsistencyLevel::Strong)
-        .build()?;
-    let mut pages = connection.call("read the collection's keys", |c| async move {
-        c.query_iterator(
-            QueryIteratorRequest::builder()
-                .query(query)
-                .batch_size(ID_BATCH)
-                .build()?,
-        )
-        .await
-    })?;
     let mut keys = HashMap::new();
-    loop {
-        let page = connection.call("read the collection's keys", |_| pages.next())?;
-        let Some(page) = page else { break };
-        let mut rows = 0;
-        for row in page.results().rows()? {
-            keys.insert(
-                row.get_str(field::ID)?.to_string(),
-                row.get_str(field::KEY)?.to_string(),
-            );
-            rows += 1;
-        }
-        if rows == 0 {
-            break;
-        }
-    }
+    read_keys(collection, "", &mut keys)?;
     Ok(keys)
+}
+
+/// Reads the `(id, key)` pairs of the rows whose key starts with `prefix`
+/// into `keys`. One query returns at most [`MAX_QUERY`] rows (Milvus's
+/// limit, and milvus-lite has no query iterator), so a prefix that fills it
+/// is read again as its sixteen longer prefixes: the keys are hex hashes,
+/// spread evenly.
+fn read_keys(
+    collection: &Collection,
+    prefix: &str,
+    keys: &mut HashMap<String, String>,
+) -> Result<()> {
+    let name = collection.name();
+    let filter = format!("{} like \"{prefix}%\"", field::KEY);
+    let response = collection
+        .connection
+        .call("read the collection's keys", |c| async move {
+            c.query(
+                QueryRequest::builder()
+                    .collection_name(name)
+                    .filter(filter)
+                    .output_fields([field::ID, field::KEY])
+                    .limit(MAX_QUERY as i64)
+                    .consistency_level(ConsistencyLevel::Strong)
+                    .build()?,
+            )
+            .await
+        })?;
+    let results = response.results();
+    if results.get_row_count() as usize >= MAX_QUERY && prefix.len() < 16 {
+        for digit in "0123456789abcdef".chars() {
+            read_keys(collection, &format!("{prefix}{digit}"), keys)?;
+        }
+        return Ok(());
+    }
+    for row in results.rows()? {
+        keys.insert(
+            row.get_str(field::ID)?.to_string(),
+            row.get_str(field::KEY)?.to_string(),
+        );
+    }
+    Ok(())
 }
 
 /// Upserts `rows` (whole rows, vectors included).
