@@ -33,7 +33,7 @@ pub fn expression(filter: &Filter) -> String {
 }
 
 /// `text` as a double-quoted Milvus string literal.
-fn quote(text: &str) -> String {
+pub(super) fn quote(text: &str) -> String {
     let mut quoted = String::with_capacity(text.len() + 2);
     quoted.push('"');
     for c in text.chars() {

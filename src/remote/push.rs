@@ -23,6 +23,7 @@ use serde_json::Value;
 use super::Target;
 use super::collection::{Collection, pushed_mark};
 use super::connection::Connection;
+use super::expr::quote;
 use super::rows::{Row, field};
 use crate::index::Index;
 use crate::lists::dense::StoredVectors;
@@ -213,16 +214,19 @@ fn upsert(collection: &Collection, rows: Vec<Value>) -> Result<()> {
     Ok(())
 }
 
-/// Deletes the rows of `ids`.
+/// Deletes the rows of `ids`, by an `id in [...]` expression (milvus-lite
+/// reads no filter templates, which the SDK's delete by ids sends).
 fn delete(collection: &Collection, ids: &[String]) -> Result<()> {
     let name = collection.name();
+    let quoted: Vec<String> = ids.iter().map(|id| quote(id)).collect();
+    let filter = format!("{} in [{}]", field::ID, quoted.join(", "));
     collection
         .connection
         .call("delete gone chunks", |c| async move {
             c.delete(
                 DeleteRequest::builder()
                     .collection_name(name)
-                    .ids(Ids::VarChar(ids.to_vec()))
+                    .filter(filter)
                     .build()?,
             )
             .await
