@@ -34,6 +34,7 @@ Register-ArgumentCompleter -Native -CommandName 'memidx' -ScriptBlock {
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show what is indexed: files, chunks, model, settings, sizes, and which files changed since (--verify also checks every index file''s checksum)')
             [CompletionResult]::new('eval', 'eval', [CompletionResultType]::ParameterValue, 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)')
             [CompletionResult]::new('graph', 'graph', [CompletionResultType]::ParameterValue, 'Show what the entity graph holds: entities, communities (with their extractive summaries), an entity''s neighbors')
+            [CompletionResult]::new('push', 'push', [CompletionResultType]::ParameterValue, 'Send the index to a Milvus collection (created if missing; a second push sends only what changed), for search --backend')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script to stdout')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print a man page (roff) to stdout: memidx(1), or one subcommand''s')
             break
@@ -67,6 +68,7 @@ Register-ArgumentCompleter -Native -CommandName 'memidx' -ScriptBlock {
             [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)')
             [CompletionResult]::new('--filter', '--filter', [CompletionResultType]::ParameterName, 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)')
             [CompletionResult]::new('--mode', '--mode', [CompletionResultType]::ParameterName, 'Which lists to run, comma-separated (e.g. sparse,graph); hybrid is the default lists: sparse, dense, and graph when the index has one')
+            [CompletionResult]::new('--backend', '--backend', [CompletionResultType]::ParameterName, 'Run the sparse and dense lists on the Milvus collection URI (milvus://HOST:PORT/COLLECTION, filled by memidx push) instead of the index''s files; fused and explained as locally')
             [CompletionResult]::new('--fusion', '--fusion', [CompletionResultType]::ParameterName, 'How the lists are fused: relative scores (each list''s score over its best, weighted) or RRF (w / (k + rank)) [default: the index''s]')
             [CompletionResult]::new('--rrf-k', '--rrf-k', [CompletionResultType]::ParameterName, 'The RRF constant k in w / (k + rank); without --fusion it asks for RRF [default: the index''s, 60]')
             [CompletionResult]::new('--sparse-weight', '--sparse-weight', [CompletionResultType]::ParameterName, 'Weight of the sparse (BM25) list in the fusion [default: the index''s]')
@@ -104,6 +106,7 @@ Register-ArgumentCompleter -Native -CommandName 'memidx' -ScriptBlock {
             [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)')
             [CompletionResult]::new('--filter', '--filter', [CompletionResultType]::ParameterName, 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)')
             [CompletionResult]::new('--mode', '--mode', [CompletionResultType]::ParameterName, 'Which lists to run, comma-separated (e.g. sparse,graph); hybrid is the default lists: sparse, dense, and graph when the index has one')
+            [CompletionResult]::new('--backend', '--backend', [CompletionResultType]::ParameterName, 'Run the sparse and dense lists on the Milvus collection URI (milvus://HOST:PORT/COLLECTION, filled by memidx push) instead of the index''s files; fused and explained as locally')
             [CompletionResult]::new('--fusion', '--fusion', [CompletionResultType]::ParameterName, 'How the lists are fused: relative scores (each list''s score over its best, weighted) or RRF (w / (k + rank)) [default: the index''s]')
             [CompletionResult]::new('--rrf-k', '--rrf-k', [CompletionResultType]::ParameterName, 'The RRF constant k in w / (k + rank); without --fusion it asks for RRF [default: the index''s, 60]')
             [CompletionResult]::new('--sparse-weight', '--sparse-weight', [CompletionResultType]::ParameterName, 'Weight of the sparse (BM25) list in the fusion [default: the index''s]')
@@ -215,6 +218,17 @@ Register-ArgumentCompleter -Native -CommandName 'memidx' -ScriptBlock {
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document instead of text')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'memidx;push' {
+            [CompletionResult]::new('--index', '--index', [CompletionResultType]::ParameterName, 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print no progress bars')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print no progress bars')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break

@@ -40,6 +40,9 @@ _memidx() {
             memidx,mcp)
                 cmd="memidx__subcmd__mcp"
                 ;;
+            memidx,push)
+                cmd="memidx__subcmd__push"
+                ;;
             memidx,search)
                 cmd="memidx__subcmd__search"
                 ;;
@@ -62,7 +65,7 @@ _memidx() {
 
     case "${cmd}" in
         memidx)
-            opts="-h -V --color --help --version index search get explain mcp status eval graph completions man"
+            opts="-h -V --color --help --version index search get explain mcp status eval graph push completions man"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -160,7 +163,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__explain)
-            opts="-k -f -h -V --top-k --chunk --json --filter --mode --here --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --window --dense-feedback --index --color --help --version"
+            opts="-k -f -h -V --top-k --chunk --json --filter --mode --here --backend --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --window --dense-feedback --index --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -188,6 +191,10 @@ _memidx() {
                     ;;
                 --mode)
                     COMPREPLY=($(compgen -W "hybrid sparse dense graph" -- "${cur}"))
+                    return 0
+                    ;;
+                --backend)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --fusion)
@@ -461,8 +468,30 @@ _memidx() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        memidx__subcmd__push)
+            opts="-q -h -V --quiet --index --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --index)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         memidx__subcmd__search)
-            opts="-k -f -h -V --request --top-k --json --jsonl --max-chars --no-text --filter --mode --here --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --window --dense-feedback --index --color --help --version"
+            opts="-k -f -h -V --request --top-k --json --jsonl --max-chars --no-text --filter --mode --here --backend --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --window --dense-feedback --index --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -494,6 +523,10 @@ _memidx() {
                     ;;
                 --mode)
                     COMPREPLY=($(compgen -W "hybrid sparse dense graph" -- "${cur}"))
+                    return 0
+                    ;;
+                --backend)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --fusion)

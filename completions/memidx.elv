@@ -31,6 +31,7 @@ set edit:completion:arg-completer[memidx] = {|@words|
             cand status 'Show what is indexed: files, chunks, model, settings, sizes, and which files changed since (--verify also checks every index file''s checksum)'
             cand eval 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)'
             cand graph 'Show what the entity graph holds: entities, communities (with their extractive summaries), an entity''s neighbors'
+            cand push 'Send the index to a Milvus collection (created if missing; a second push sends only what changed), for search --backend'
             cand completions 'Print a shell completion script to stdout'
             cand man 'Print a man page (roff) to stdout: memidx(1), or one subcommand''s'
         }
@@ -62,6 +63,7 @@ set edit:completion:arg-completer[memidx] = {|@words|
             cand -f 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)'
             cand --filter 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)'
             cand --mode 'Which lists to run, comma-separated (e.g. sparse,graph); hybrid is the default lists: sparse, dense, and graph when the index has one'
+            cand --backend 'Run the sparse and dense lists on the Milvus collection URI (milvus://HOST:PORT/COLLECTION, filled by memidx push) instead of the index''s files; fused and explained as locally'
             cand --fusion 'How the lists are fused: relative scores (each list''s score over its best, weighted) or RRF (w / (k + rank)) [default: the index''s]'
             cand --rrf-k 'The RRF constant k in w / (k + rank); without --fusion it asks for RRF [default: the index''s, 60]'
             cand --sparse-weight 'Weight of the sparse (BM25) list in the fusion [default: the index''s]'
@@ -97,6 +99,7 @@ set edit:completion:arg-completer[memidx] = {|@words|
             cand -f 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)'
             cand --filter 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)'
             cand --mode 'Which lists to run, comma-separated (e.g. sparse,graph); hybrid is the default lists: sparse, dense, and graph when the index has one'
+            cand --backend 'Run the sparse and dense lists on the Milvus collection URI (milvus://HOST:PORT/COLLECTION, filled by memidx push) instead of the index''s files; fused and explained as locally'
             cand --fusion 'How the lists are fused: relative scores (each list''s score over its best, weighted) or RRF (w / (k + rank)) [default: the index''s]'
             cand --rrf-k 'The RRF constant k in w / (k + rank); without --fusion it asks for RRF [default: the index''s, 60]'
             cand --sparse-weight 'Weight of the sparse (BM25) list in the fusion [default: the index''s]'
@@ -201,6 +204,16 @@ set edit:completion:arg-completer[memidx] = {|@words|
             cand --json 'Print one JSON document instead of text'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'memidx;push'= {
+            cand --index 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]'
+            cand --color 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected'
+            cand -q 'Print no progress bars'
+            cand --quiet 'Print no progress bars'
+            cand -h 'Print help'
+            cand --help 'Print help'
             cand -V 'Print version'
             cand --version 'Print version'
         }

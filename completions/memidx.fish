@@ -37,6 +37,7 @@ complete -c memidx -n "__fish_memidx_needs_command" -f -a "mcp" -d 'Serve the in
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "status" -d 'Show what is indexed: files, chunks, model, settings, sizes, and which files changed since (--verify also checks every index file\'s checksum)'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "eval" -d 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "graph" -d 'Show what the entity graph holds: entities, communities (with their extractive summaries), an entity\'s neighbors'
+complete -c memidx -n "__fish_memidx_needs_command" -f -a "push" -d 'Send the index to a Milvus collection (created if missing; a second push sends only what changed), for search --backend'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "completions" -d 'Print a shell completion script to stdout'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "man" -d 'Print a man page (roff) to stdout: memidx(1), or one subcommand\'s'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l max-file-size -d 'Skip files larger than this (bytes; K, M, G suffixes allowed)' -r
@@ -64,6 +65,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand search" -l mode -d 'Which 
 sparse\t'BM25 over the identifier-aware tokenizer'
 dense\t'Embedding similarity'
 graph\t'Chunks reached through the query\'s entities and their communities'"
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l backend -d 'Run the sparse and dense lists on the Milvus collection URI (milvus://HOST:PORT/COLLECTION, filled by memidx push) instead of the index\'s files; fused and explained as locally' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l fusion -d 'How the lists are fused: relative scores (each list\'s score over its best, weighted) or RRF (w / (k + rank)) [default: the index\'s]' -r -f -a "relative\t'Each list\'s score divided by its best score for the query, weighted and summed'
 rrf\t'Weighted Reciprocal Rank Fusion, w / (k + rank)'"
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l rrf-k -d 'The RRF constant k in w / (k + rank); without --fusion it asks for RRF [default: the index\'s, 60]' -r
@@ -97,6 +99,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand explain" -l mode -d 'Which
 sparse\t'BM25 over the identifier-aware tokenizer'
 dense\t'Embedding similarity'
 graph\t'Chunks reached through the query\'s entities and their communities'"
+complete -c memidx -n "__fish_memidx_using_subcommand explain" -l backend -d 'Run the sparse and dense lists on the Milvus collection URI (milvus://HOST:PORT/COLLECTION, filled by memidx push) instead of the index\'s files; fused and explained as locally' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l fusion -d 'How the lists are fused: relative scores (each list\'s score over its best, weighted) or RRF (w / (k + rank)) [default: the index\'s]' -r -f -a "relative\t'Each list\'s score divided by its best score for the query, weighted and summed'
 rrf\t'Weighted Reciprocal Rank Fusion, w / (k + rank)'"
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l rrf-k -d 'The RRF constant k in w / (k + rank); without --fusion it asks for RRF [default: the index\'s, 60]' -r
@@ -198,6 +201,13 @@ never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from neighbors" -l json -d 'Print one JSON document instead of text'
 complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from neighbors" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c memidx -n "__fish_memidx_using_subcommand graph; and __fish_seen_subcommand_from neighbors" -s V -l version -d 'Print version'
+complete -c memidx -n "__fish_memidx_using_subcommand push" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
+complete -c memidx -n "__fish_memidx_using_subcommand push" -l color -d 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
+always\t'Always'
+never\t'Never'"
+complete -c memidx -n "__fish_memidx_using_subcommand push" -s q -l quiet -d 'Print no progress bars'
+complete -c memidx -n "__fish_memidx_using_subcommand push" -s h -l help -d 'Print help'
+complete -c memidx -n "__fish_memidx_using_subcommand push" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand completions" -l color -d 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
 always\t'Always'
 never\t'Never'"
