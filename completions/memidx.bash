@@ -40,6 +40,9 @@ _memidx() {
             memidx,mcp)
                 cmd="memidx__subcmd__mcp"
                 ;;
+            memidx,remember)
+                cmd="memidx__subcmd__remember"
+                ;;
             memidx,search)
                 cmd="memidx__subcmd__search"
                 ;;
@@ -62,7 +65,7 @@ _memidx() {
 
     case "${cmd}" in
         memidx)
-            opts="-h -V --color --help --version index search get explain mcp status eval graph completions man"
+            opts="-h -V --color --help --version index search get explain mcp status remember eval graph completions man"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -98,7 +101,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__eval)
-            opts="-q -h -V --queries --qrels --json --run-out --sweep --save --ignore-identical --quiet --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --window --dense-feedback --index --color --help --version"
+            opts="-q -h -V --queries --qrels --json --run-out --sweep --save --ignore-identical --quiet --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --recency-weight --window --dense-feedback --index --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -136,6 +139,10 @@ _memidx() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --recency-weight)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --window)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -160,7 +167,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__explain)
-            opts="-k -f -h -V --top-k --chunk --json --filter --mode --here --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --window --dense-feedback --index --color --help --version"
+            opts="-k -f -h -V --top-k --chunk --json --filter --mode --here --since --until --recent --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --recency-weight --window --dense-feedback --index --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -187,7 +194,15 @@ _memidx() {
                     return 0
                     ;;
                 --mode)
-                    COMPREPLY=($(compgen -W "hybrid sparse dense graph" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "hybrid sparse dense graph recency" -- "${cur}"))
+                    return 0
+                    ;;
+                --since)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --until)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --fusion)
@@ -207,6 +222,10 @@ _memidx() {
                     return 0
                     ;;
                 --graph-weight)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --recency-weight)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -461,8 +480,46 @@ _memidx() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        memidx__subcmd__remember)
+            opts="-h -V --title --dir --meta --max-file-size --json --index --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --title)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --meta)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-file-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --index)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         memidx__subcmd__search)
-            opts="-k -f -h -V --request --top-k --json --jsonl --max-chars --no-text --filter --mode --here --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --window --dense-feedback --index --color --help --version"
+            opts="-k -f -h -V --request --top-k --json --jsonl --max-chars --no-text --filter --mode --here --since --until --recent --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --recency-weight --window --dense-feedback --index --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -493,7 +550,15 @@ _memidx() {
                     return 0
                     ;;
                 --mode)
-                    COMPREPLY=($(compgen -W "hybrid sparse dense graph" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "hybrid sparse dense graph recency" -- "${cur}"))
+                    return 0
+                    ;;
+                --since)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --until)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --fusion)
@@ -513,6 +578,10 @@ _memidx() {
                     return 0
                     ;;
                 --graph-weight)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --recency-weight)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -21,6 +21,7 @@ use crate::index::Index;
 use crate::index::manifest::Manifest;
 use crate::lists::dense::DenseList;
 use crate::lists::graph::{self, GraphList, QueryOptions, no_graph};
+use crate::lists::recency::{RECENT_WEIGHT, RecencyList};
 use crate::lists::sparse::SparseList;
 use crate::lists::{List, ListKind, guard};
 use crate::store::generation::{Generation, SPARSE_DIR};
@@ -99,9 +100,15 @@ impl Retriever {
                 weight,
             });
         }
+        if selection.recency {
+            lists.push(WeightedList {
+                index: Box::new(RecencyList::open(generation)?),
+                weight: selection.recency_weight.unwrap_or(RECENT_WEIGHT),
+            });
+        }
         ensure!(
             !lists.is_empty(),
-            "no list selected; choose hybrid, or a combination of sparse, dense and graph"
+            "no list selected; choose hybrid, or a combination of sparse, dense, graph and recency"
         );
         ensure!(
             lists.iter().any(|l| l.weight > 0.0),

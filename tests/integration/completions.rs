@@ -47,6 +47,7 @@ fn checked_in_completions_and_man_page_are_up_to_date() {
             "explain",
             "mcp",
             "status",
+            "remember",
             "eval",
             "graph",
             "completions",

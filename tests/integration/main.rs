@@ -33,6 +33,7 @@ mod schema_outputs;
 mod search;
 mod status;
 mod terminal;
+mod time;
 mod ux;
 #[cfg(unix)]
 mod watch;

@@ -1,12 +1,17 @@
-//! Metadata filters, applied before any list takes its top window.
+//! Metadata and time filters, applied before any list takes its top window.
 //!
 //! A filter is a set of `key=value` conditions: a chunk passes when, for
 //! every key, its file's metadata holds at least one of the values asked for
-//! that key (AND across keys, OR across values of one key). The filters are
+//! that key (AND across keys, OR across values of one key), and its file's
+//! document date is within the [`TimeFilter`]'s bounds. The filters are
 //! evaluated once per search into an [`AllowSet`] over chunk ordinals, and
 //! every list consults the same set — so a filtered search never comes back
 //! short because unfiltered hits filled the window, and both lists agree on
 //! what the filter means.
+
+mod time;
+
+pub use time::{TimeBound, TimeFilter, WHEN_FORMS};
 
 use std::collections::BTreeMap;
 
@@ -21,6 +26,8 @@ pub struct Filter {
     conditions: BTreeMap<String, Vec<String>>,
     /// Only files under this folder (relative to the root, `/`-separated).
     folder: Option<String>,
+    /// Only files dated within these bounds.
+    time: TimeFilter,
 }
 
 impl Filter {
@@ -42,7 +49,19 @@ impl Filter {
         Self {
             conditions,
             folder: None,
+            time: TimeFilter::default(),
         }
+    }
+
+    /// Restricts the filter to files dated within `time`.
+    pub fn within_time(mut self, time: TimeFilter) -> Self {
+        self.time = time;
+        self
+    }
+
+    /// The time bounds.
+    pub fn time(&self) -> &TimeFilter {
+        &self.time
     }
 
     /// Restricts the filter to files under `folder` (relative to the root,
@@ -55,7 +74,13 @@ impl Filter {
 
     /// True when there is no condition.
     pub fn is_empty(&self) -> bool {
-        self.conditions.is_empty() && self.folder.is_none()
+        self.conditions.is_empty() && self.folder.is_none() && self.time.is_empty()
+    }
+
+    /// True when there is a metadata or folder condition (one that needs
+    /// the file entries decoded).
+    fn reads_metadata(&self) -> bool {
+        !self.conditions.is_empty() || self.folder.is_some()
     }
 
     /// The conditions, by key.
@@ -63,9 +88,17 @@ impl Filter {
         &self.conditions
     }
 
-    /// The first condition `metadata` fails, as `key=value` (values of one
-    /// key joined by `|`), or `None` when it passes.
-    pub fn failing_condition(&self, metadata: &crate::corpus::Metadata) -> Option<String> {
+    /// The first condition `file` fails, as `key=value` (values of one key
+    /// joined by `|`) or the time bounds, or `None` when it passes.
+    pub fn failing_condition(&self, file: &FileEntry) -> Option<String> {
+        let metadata = &file.metadata;
+        if !self.time.admits(file.date().seconds) {
+            return Some(format!(
+                "{} (dated {})",
+                self.time.describe(),
+                file.date().rfc3339()
+            ));
+        }
         if let Some(folder) = &self.folder {
             let in_folder = metadata
                 .get("path")
@@ -81,21 +114,27 @@ impl Filter {
     }
 
     /// Evaluates the filter over a generation's chunks (decoding its file
-    /// entries only when there is a condition).
+    /// entries only for a metadata condition; time bounds read the stored
+    /// dates).
     pub fn evaluate(&self, generation: &Generation) -> Result<AllowSet> {
         if self.is_empty() {
             return Ok(AllowSet::All);
         }
-        self.evaluate_files(&generation.files()?, generation.chunk_files())
+        let mut passing = match self.reads_metadata() {
+            true => self.files_passing(&generation.files()?)?,
+            false => vec![true; generation.file_count()],
+        };
+        if !self.time.is_empty() {
+            let dates = generation.file_dates()?;
+            for (passes, &date) in passing.iter_mut().zip(dates.iter()) {
+                *passes &= self.time.admits(date);
+            }
+        }
+        Ok(allow_chunks(&passing, generation.chunk_files()))
     }
 
     /// Evaluates the filter over `files` for chunks whose file indices are
-    /// `chunk_files` (in ordinal order).
-    ///
-    /// A key that no indexed file carries is an error naming it (and the
-    /// nearest indexed key), and so is a condition none of whose values any
-    /// file has (naming the key's values, most common first): each can only
-    /// be a typo and would silently return nothing.
+    /// `chunk_files` (in ordinal order), the dates read from the entries.
     pub fn evaluate_files(
         &self,
         files: &[FileEntry],
@@ -104,6 +143,20 @@ impl Filter {
         if self.is_empty() {
             return Ok(AllowSet::All);
         }
+        let mut passing = self.files_passing(files)?;
+        for (passes, file) in passing.iter_mut().zip(files) {
+            *passes &= self.time.admits(file.date().seconds);
+        }
+        Ok(allow_chunks(&passing, chunk_files))
+    }
+
+    /// Per file, whether it passes the metadata and folder conditions.
+    ///
+    /// A key that no indexed file carries is an error naming it (and the
+    /// nearest indexed key), and so is a condition none of whose values any
+    /// file has (naming the key's values, most common first): each can only
+    /// be a typo and would silently return nothing.
+    fn files_passing(&self, files: &[FileEntry]) -> Result<Vec<bool>> {
         // Cheap checks first (a search runs them every time); the messages
         // are only built for a condition that fails them.
         for (key, wanted) in &self.conditions {
@@ -142,7 +195,7 @@ impl Filter {
                 );
             }
         }
-        let file_passes: Vec<bool> = files
+        Ok(files
             .iter()
             .map(|file| {
                 self.folder
@@ -153,13 +206,17 @@ impl Filter {
                         .iter()
                         .all(|(key, wanted)| passes(&file.metadata, key, wanted))
             })
-            .collect();
-        Ok(AllowSet::Only(
-            chunk_files
-                .map(|file| file_passes.get(file as usize).copied().unwrap_or(false))
-                .collect(),
-        ))
+            .collect())
     }
+}
+
+/// The chunks whose file (by index, `chunk_files` in ordinal order) passes.
+fn allow_chunks(file_passes: &[bool], chunk_files: impl Iterator<Item = u32>) -> AllowSet {
+    AllowSet::Only(
+        chunk_files
+            .map(|file| file_passes.get(file as usize).copied().unwrap_or(false))
+            .collect(),
+    )
 }
 
 /// Most values of a key named when a filter asks for one no file has.
@@ -303,10 +360,10 @@ mod tests {
         ]);
         let files = table().files;
         assert_eq!(
-            f.failing_condition(&files[0].metadata).as_deref(),
+            f.failing_condition(&files[0]).as_deref(),
             Some("environment=staging|qa")
         );
-        assert_eq!(f.failing_condition(&files[2].metadata), None);
+        assert_eq!(f.failing_condition(&files[2]), None);
     }
 
     #[test]
