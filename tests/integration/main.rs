@@ -27,6 +27,7 @@ mod mcp;
 mod minilm;
 mod properties;
 mod reliability;
+mod remember;
 mod reuse;
 mod schema;
 mod schema_outputs;
