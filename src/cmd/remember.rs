@@ -77,21 +77,15 @@ pub fn remember(
         None => indexer::run(&options, embedder, &Silent),
     };
     let report = indexed.map_err(|err| not_indexed(err, &written))?;
-    let index = Index::open(index_dir)?;
-    let generation = index.generation();
-    let Some(file) = generation.file_index(&path) else {
+    let Some((file, chunk_ids)) = Index::open(index_dir)?.file_chunks(&path)? else {
         bail!(
             "wrote {}, but the index leaves it out (an --exclude or ignore rule matches it, or it was skipped); \
              choose another --dir",
             written.display()
         );
     };
-    let chunk_ids = generation
-        .chunks_of_file(file)
-        .map(|ord| generation.record(ord).map(|r| format!("{path}#{}", r.n)))
-        .collect::<Result<_>>()?;
     Ok(RememberReport {
-        date: generation.file(file)?.date().rfc3339(),
+        date: file.date().rfc3339(),
         path,
         chunk_ids,
         generation: report.generation,
