@@ -19,6 +19,7 @@ use anyhow::{Result, bail};
 
 use crate::lists::AllowSet;
 use crate::store::generation::{FileEntry, Generation};
+use crate::store::metadata_index::MetadataIndex;
 
 /// Validated filter conditions: key → accepted values.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -113,16 +114,21 @@ impl Filter {
             .map(|(key, wanted)| format!("{key}={}", wanted.join("|")))
     }
 
-    /// Evaluates the filter over a generation's chunks (decoding its file
-    /// entries only for a metadata condition; time bounds read the stored
-    /// dates).
+    /// Evaluates the filter over a generation's chunks: metadata conditions
+    /// through its value index (the file entries are decoded only for a
+    /// generation written before it existed), time bounds through the
+    /// stored dates.
     pub fn evaluate(&self, generation: &Generation) -> Result<AllowSet> {
         if self.is_empty() {
             return Ok(AllowSet::All);
         }
-        let mut passing = match self.reads_metadata() {
-            true => self.files_passing(&generation.files()?)?,
-            false => vec![true; generation.file_count()],
+        let mut passing = match (self.reads_metadata(), generation.metadata_index()) {
+            (false, _) => vec![true; generation.file_count()],
+            (true, Some(index)) => self.files_passing(&Indexed {
+                index,
+                files: generation.file_count(),
+            })?,
+            (true, None) => self.files_passing(&Entries(&generation.files()?))?,
         };
         if !self.time.is_empty() {
             let dates = generation.file_dates()?;
@@ -143,7 +149,7 @@ impl Filter {
         if self.is_empty() {
             return Ok(AllowSet::All);
         }
-        let mut passing = self.files_passing(files)?;
+        let mut passing = self.files_passing(&Entries(files))?;
         for (passes, file) in passing.iter_mut().zip(files) {
             *passes &= self.time.admits(file.date().seconds);
         }
@@ -156,30 +162,27 @@ impl Filter {
     /// nearest indexed key), and so is a condition none of whose values any
     /// file has (naming the key's values, most common first): each can only
     /// be a typo and would silently return nothing.
-    fn files_passing(&self, files: &[FileEntry]) -> Result<Vec<bool>> {
-        // Cheap checks first (a search runs them every time); the messages
-        // are only built for a condition that fails them.
+    fn files_passing(&self, holders: &dyn Holders) -> Result<Vec<bool>> {
+        let mut passing = match &self.folder {
+            Some(folder) => holders.files_under(folder)?,
+            None => vec![true; holders.file_count()],
+        };
         for (key, wanted) in &self.conditions {
-            if !files.iter().any(|f| f.metadata.contains_key(key)) {
+            let Some(with) = holders.files_with(key, wanted)? else {
                 bail!(
                     "no indexed file has the metadata key '{key}'{}",
-                    suggest_key(files, key)
+                    suggest_key(&holders.keys()?, key)
                 );
-            }
-            if !files.iter().any(|f| passes(&f.metadata, key, wanted)) {
-                let values = key_values(files, key);
+            };
+            if !with.contains(&true) {
+                let mut values = holders.value_counts(key)?;
+                values.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
                 let known: Vec<String> = values
                     .iter()
                     .take(SHOWN_VALUES)
-                    .map(|(v, n)| {
-                        format!(
-                            "{v} ({})",
-                            if *n == 1 {
-                                "1 file".to_string()
-                            } else {
-                                format!("{n} files")
-                            }
-                        )
+                    .map(|(v, n)| match n {
+                        1 => format!("{v} (1 file)"),
+                        n => format!("{v} ({n} files)"),
                     })
                     .collect();
                 let more = values.len().saturating_sub(SHOWN_VALUES);
@@ -194,19 +197,11 @@ impl Filter {
                     }
                 );
             }
+            for (passes, has) in passing.iter_mut().zip(with) {
+                *passes &= has;
+            }
         }
-        Ok(files
-            .iter()
-            .map(|file| {
-                self.folder
-                    .as_ref()
-                    .is_none_or(|f| file.path.starts_with(f.as_str()))
-                    && self
-                        .conditions
-                        .iter()
-                        .all(|(key, wanted)| passes(&file.metadata, key, wanted))
-            })
-            .collect())
+        Ok(passing)
     }
 }
 
@@ -219,45 +214,149 @@ fn allow_chunks(file_passes: &[bool], chunk_files: impl Iterator<Item = u32>) ->
     )
 }
 
+/// Where a filter finds which files have which metadata: the generation's
+/// value index, or the decoded file entries.
+trait Holders {
+    /// Number of files.
+    fn file_count(&self) -> usize;
+    /// Every metadata key, sorted.
+    fn keys(&self) -> Result<Vec<String>>;
+    /// Per file, whether its `key` holds one of `wanted`; `None` when no
+    /// file has `key`.
+    fn files_with(&self, key: &str, wanted: &[String]) -> Result<Option<Vec<bool>>>;
+    /// Each value of `key` with how many files have it.
+    fn value_counts(&self, key: &str) -> Result<Vec<(String, usize)>>;
+    /// Per file, whether its path starts with `folder` (which ends in `/`).
+    fn files_under(&self, folder: &str) -> Result<Vec<bool>>;
+}
+
+/// The value index of a generation of `files` files.
+struct Indexed<'a> {
+    index: &'a MetadataIndex,
+    files: usize,
+}
+
+impl Indexed<'_> {
+    /// Per file, whether it is among `lists` (ascending file indices).
+    fn flags<'l>(&self, lists: impl IntoIterator<Item = &'l [u32]>) -> Vec<bool> {
+        let mut flags = vec![false; self.files];
+        for &file in lists.into_iter().flatten() {
+            if let Some(flag) = flags.get_mut(file as usize) {
+                *flag = true;
+            }
+        }
+        flags
+    }
+}
+
+impl Holders for Indexed<'_> {
+    fn file_count(&self) -> usize {
+        self.files
+    }
+
+    fn keys(&self) -> Result<Vec<String>> {
+        Ok(self.index.keys()?.into_iter().map(str::to_string).collect())
+    }
+
+    fn files_with(&self, key: &str, wanted: &[String]) -> Result<Option<Vec<bool>>> {
+        let Some(values) = self.index.key(key)? else {
+            return Ok(None);
+        };
+        let lists = wanted
+            .iter()
+            .map(|v| values.files_with(v))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Some(self.flags(lists)))
+    }
+
+    fn value_counts(&self, key: &str) -> Result<Vec<(String, usize)>> {
+        Ok(match self.index.key(key)? {
+            Some(values) => values
+                .counts()?
+                .into_iter()
+                .map(|(v, n)| (v.to_string(), n))
+                .collect(),
+            None => Vec::new(),
+        })
+    }
+
+    fn files_under(&self, folder: &str) -> Result<Vec<bool>> {
+        Ok(match self.index.key("path")? {
+            Some(paths) => self.flags(paths.files_with_prefix(folder)?),
+            None => vec![false; self.files],
+        })
+    }
+}
+
+/// Decoded file entries (a generation written before the value index).
+struct Entries<'a>(&'a [FileEntry]);
+
+impl Holders for Entries<'_> {
+    fn file_count(&self) -> usize {
+        self.0.len()
+    }
+
+    fn keys(&self) -> Result<Vec<String>> {
+        let keys: std::collections::BTreeSet<&String> =
+            self.0.iter().flat_map(|f| f.metadata.keys()).collect();
+        Ok(keys.into_iter().cloned().collect())
+    }
+
+    fn files_with(&self, key: &str, wanted: &[String]) -> Result<Option<Vec<bool>>> {
+        if !self.0.iter().any(|f| f.metadata.contains_key(key)) {
+            return Ok(None);
+        }
+        Ok(Some(
+            self.0
+                .iter()
+                .map(|f| passes(&f.metadata, key, wanted))
+                .collect(),
+        ))
+    }
+
+    fn value_counts(&self, key: &str) -> Result<Vec<(String, usize)>> {
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        for values in self.0.iter().filter_map(|f| f.metadata.get(key)) {
+            let distinct: std::collections::BTreeSet<&String> = values.iter().collect();
+            for value in distinct {
+                *counts.entry(value.as_str()).or_default() += 1;
+            }
+        }
+        Ok(counts
+            .into_iter()
+            .map(|(v, n)| (v.to_string(), n))
+            .collect())
+    }
+
+    fn files_under(&self, folder: &str) -> Result<Vec<bool>> {
+        Ok(self.0.iter().map(|f| f.path.starts_with(folder)).collect())
+    }
+}
+
 /// Most values of a key named when a filter asks for one no file has.
 const SHOWN_VALUES: usize = 5;
 
-/// Every value `key` has in `files`, with how many files have it, most
-/// common first (ties by value).
-fn key_values(files: &[FileEntry], key: &str) -> Vec<(String, usize)> {
-    let mut counts: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
-    for value in files.iter().filter_map(|f| f.metadata.get(key)).flatten() {
-        *counts.entry(value.as_str()).or_default() += 1;
-    }
-    let mut values: Vec<(String, usize)> = counts
-        .into_iter()
-        .map(|(v, n)| (v.to_string(), n))
-        .collect();
-    values.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    values
-}
-
 /// "; did you mean 'K'?" for the indexed key nearest to `key` (within two
 /// edits, `strsim`'s Damerau–Levenshtein), else the start of the list of
-/// keys.
-fn suggest_key(files: &[FileEntry], key: &str) -> String {
-    let keys: std::collections::BTreeSet<&str> = files
-        .iter()
-        .flat_map(|f| f.metadata.keys().map(String::as_str))
-        .collect();
+/// `keys` (sorted).
+fn suggest_key(keys: &[String], key: &str) -> String {
     let nearest = keys
         .iter()
         .map(|k| {
             (
                 strsim::damerau_levenshtein(&k.to_lowercase(), &key.to_lowercase()),
-                *k,
+                k,
             )
         })
         .min();
     match nearest {
         Some((distance, k)) if distance <= 2 => format!("; did you mean '{k}'?"),
         _ => {
-            let shown: Vec<&str> = keys.iter().take(SHOWN_VALUES * 2).copied().collect();
+            let shown: Vec<&str> = keys
+                .iter()
+                .take(SHOWN_VALUES * 2)
+                .map(String::as_str)
+                .collect();
             format!("; the keys are {}", shown.join(", "))
         }
     }
@@ -364,6 +463,43 @@ mod tests {
             Some("environment=staging|qa")
         );
         assert_eq!(f.failing_condition(&files[2]), None);
+    }
+
+    #[test]
+    fn the_value_index_and_the_file_entries_agree_answers_and_errors_included() {
+        let mut files = table().files;
+        files[1].path = "sub/both.md".into();
+        for file in &mut files {
+            file.metadata.insert("path".into(), vec![file.path.clone()]);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        crate::store::metadata_index::write(dir.path(), &files).unwrap();
+        let path = dir
+            .path()
+            .join(crate::store::metadata_index::METADATA_INDEX_FILE);
+        let map = crate::store::map_file(&path).unwrap().unwrap();
+        let index = MetadataIndex::open(&path, map).unwrap();
+        let indexed = Indexed {
+            index: &index,
+            files: files.len(),
+        };
+        let filters = [
+            Filter::from_pairs([("environment", "staging")]),
+            Filter::from_pairs([("environment", "production"), ("service", "billing")]),
+            Filter::from_pairs([("environment", "qa"), ("environment", "staging")]),
+            Filter::default().within_folder("sub"),
+            Filter::from_pairs([("service", "billing")]).within_folder("sub"),
+            Filter::from_pairs([("enviroment", "production")]),
+            Filter::from_pairs([("environment", "Production")]),
+            Filter::from_pairs([("colour", "red")]),
+        ];
+        for filter in filters {
+            let by_index = filter.files_passing(&indexed).map_err(|e| e.to_string());
+            let by_entries = filter
+                .files_passing(&Entries(&files))
+                .map_err(|e| e.to_string());
+            assert_eq!(by_index, by_entries, "{filter:?}");
+        }
     }
 
     #[test]

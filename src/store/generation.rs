@@ -10,6 +10,8 @@
 //! dates.bin     one little-endian i64 per file: its document date, seconds
 //!               since the epoch (see [`crate::corpus::date`]); absent
 //!               before format 19, when dates are worked out from files.bin
+//! metadata.bin  each metadata key's values and the files that have them
+//!               (see [`super::metadata_index`]; absent before format 19)
 //! texts.bin     every chunk's text, zstd-compressed in blocks (see [`super::texts`])
 //! texts.idx     u64 pairs (uncompressed start, compressed start) per block, plus the end
 //! ```
@@ -33,6 +35,7 @@ use crate::corpus::Metadata;
 use crate::corpus::date::{DocDate, document_date};
 
 use super::checks::{self, Checksums};
+use super::metadata_index::{self, METADATA_INDEX_FILE, MetadataIndex};
 use super::texts::{TEXT_INDEX_FILE, TEXTS_FILE, TextStore};
 use super::{atomic, damaged, map_file};
 
@@ -190,6 +193,7 @@ pub fn write_table(gen_dir: &Path, table: &ChunkTable) -> Result<()> {
         .flat_map(|f| f.date().seconds.to_le_bytes())
         .collect();
     atomic::write_synced(&gen_dir.join(DATES_FILE), &dates)?;
+    metadata_index::write(gen_dir, &table.files)?;
     atomic::write_synced(&gen_dir.join(CHUNKS_FILE), bytemuck::cast_slice(&raw))?;
     atomic::write_synced(&gen_dir.join(HEADINGS_FILE), headings.as_bytes())?;
     atomic::write_synced(&gen_dir.join(FILE_INDEX_FILE), &offsets)?;
@@ -243,6 +247,7 @@ pub struct Generation {
     file_index: Option<Mmap>,
     files: Option<Mmap>,
     dates: Option<Mmap>,
+    metadata: Option<MetadataIndex>,
     texts: TextStore,
 }
 
@@ -306,6 +311,15 @@ impl Generation {
             files: map_file(&dir.join(FILES_FILE))?,
             dates: match checksums.contains_key(DATES_FILE) {
                 true => map_file(&dir.join(DATES_FILE))?,
+                false => None,
+            },
+            metadata: match checksums.contains_key(METADATA_INDEX_FILE) {
+                true => {
+                    let path = dir.join(METADATA_INDEX_FILE);
+                    map_file(&path)?
+                        .map(|map| MetadataIndex::open(&path, map))
+                        .transpose()?
+                }
                 false => None,
             },
             texts: TextStore::open(&dir)?,
@@ -418,6 +432,12 @@ impl Generation {
             damaged(&path, "does not hold one date per file")
         );
         Ok(std::borrow::Cow::Borrowed(dates))
+    }
+
+    /// The metadata value index, or `None` for a generation written before
+    /// it existed (filters then read the file entries).
+    pub fn metadata_index(&self) -> Option<&MetadataIndex> {
+        self.metadata.as_ref()
     }
 
     /// Every file entry, decoded (for filters, status and re-indexing).
