@@ -473,7 +473,7 @@ mod tests {
             file.metadata.insert("path".into(), vec![file.path.clone()]);
         }
         let dir = tempfile::tempdir().unwrap();
-        crate::store::metadata_index::write(dir.path(), &files).unwrap();
+        crate::store::metadata_index::write(dir.path(), files.iter().map(|f| &f.metadata)).unwrap();
         let path = dir
             .path()
             .join(crate::store::metadata_index::METADATA_INDEX_FILE);

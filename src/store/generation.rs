@@ -193,7 +193,7 @@ pub fn write_table(gen_dir: &Path, table: &ChunkTable) -> Result<()> {
         .flat_map(|f| f.date().seconds.to_le_bytes())
         .collect();
     atomic::write_synced(&gen_dir.join(DATES_FILE), &dates)?;
-    metadata_index::write(gen_dir, &table.files)?;
+    metadata_index::write(gen_dir, table.files.iter().map(|f| &f.metadata))?;
     atomic::write_synced(&gen_dir.join(CHUNKS_FILE), bytemuck::cast_slice(&raw))?;
     atomic::write_synced(&gen_dir.join(HEADINGS_FILE), headings.as_bytes())?;
     atomic::write_synced(&gen_dir.join(FILE_INDEX_FILE), &offsets)?;

@@ -23,8 +23,8 @@ use anyhow::{Context, Result, ensure};
 use bytemuck::{Pod, Zeroable};
 use memmap2::Mmap;
 
-use super::generation::FileEntry;
 use super::{atomic, damaged};
+use crate::corpus::Metadata;
 
 /// The file's name in a generation.
 pub const METADATA_INDEX_FILE: &str = "metadata.bin";
@@ -45,12 +45,13 @@ struct Entry {
     count: u32,
 }
 
-/// Writes the value index of `files` (in file-index order) into `gen_dir`.
-pub fn write(gen_dir: &Path, files: &[FileEntry]) -> Result<()> {
+/// Writes the value index of the files whose metadata `files` yields (in
+/// file-index order) into `gen_dir`.
+pub fn write<'a>(gen_dir: &Path, files: impl IntoIterator<Item = &'a Metadata>) -> Result<()> {
     let mut by_key: BTreeMap<&str, BTreeMap<&str, Vec<u32>>> = BTreeMap::new();
-    for (index, file) in files.iter().enumerate() {
+    for (index, metadata) in files.into_iter().enumerate() {
         let index = u32::try_from(index).context("too many files")?;
-        for (key, values) in &file.metadata {
+        for (key, values) in metadata {
             let values_of_key = by_key.entry(key).or_default();
             for value in values {
                 let holders = values_of_key.entry(value).or_default();
@@ -263,29 +264,21 @@ fn search<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::generation::FileStamp;
 
-    fn entry(path: &str, pairs: &[(&str, &[&str])]) -> FileEntry {
-        FileEntry {
-            path: path.into(),
-            metadata: pairs
-                .iter()
-                .map(|(k, vs)| (k.to_string(), vs.iter().map(|v| v.to_string()).collect()))
-                .collect(),
-            stamp: FileStamp::default(),
-        }
+    fn entry(pairs: &[(&str, &[&str])]) -> Metadata {
+        pairs
+            .iter()
+            .map(|(k, vs)| (k.to_string(), vs.iter().map(|v| v.to_string()).collect()))
+            .collect()
     }
 
     #[test]
     fn values_list_their_files_and_keys_are_found_by_name() {
         let dir = tempfile::tempdir().unwrap();
         let files = [
-            entry("a.md", &[("env", &["prod", "prod"]), ("path", &["a.md"])]),
-            entry(
-                "b/c.md",
-                &[("env", &["staging", "prod"]), ("path", &["b/c.md"])],
-            ),
-            entry("b/d.md", &[("path", &["b/d.md"])]),
+            entry(&[("env", &["prod", "prod"]), ("path", &["a.md"])]),
+            entry(&[("env", &["staging", "prod"]), ("path", &["b/c.md"])]),
+            entry(&[("path", &["b/d.md"])]),
         ];
         write(dir.path(), &files).unwrap();
         let path = dir.path().join(METADATA_INDEX_FILE);
