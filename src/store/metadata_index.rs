@@ -13,7 +13,8 @@
 //! Every section is a run of little-endian `u32`, viewed in place with
 //! `bytemuck`; keys and values are found by binary search over their bytes
 //! (the order `String` sorts in). A bad offset or length is named as damage
-//! when it is read.
+//! when it is read. `rustc-hash` gathers the values (a re-index writes the
+//! index whole).
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -22,6 +23,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, ensure};
 use bytemuck::{Pod, Zeroable};
 use memmap2::Mmap;
+use rustc_hash::FxHashMap;
 
 use super::{atomic, damaged};
 use crate::corpus::Metadata;
@@ -48,7 +50,9 @@ struct Entry {
 /// Writes the value index of the files whose metadata `files` yields (in
 /// file-index order) into `gen_dir`.
 pub fn write<'a>(gen_dir: &Path, files: impl IntoIterator<Item = &'a Metadata>) -> Result<()> {
-    let mut by_key: BTreeMap<&str, BTreeMap<&str, Vec<u32>>> = BTreeMap::new();
+    // Hash maps while collecting (a re-index writes this for every file),
+    // sorted once when laid out.
+    let mut by_key: FxHashMap<&str, FxHashMap<&str, Vec<u32>>> = FxHashMap::default();
     for (index, metadata) in files.into_iter().enumerate() {
         let index = u32::try_from(index).context("too many files")?;
         for (key, values) in metadata {
@@ -61,6 +65,10 @@ pub fn write<'a>(gen_dir: &Path, files: impl IntoIterator<Item = &'a Metadata>) 
             }
         }
     }
+    let by_key: BTreeMap<&str, BTreeMap<&str, Vec<u32>>> = by_key
+        .into_iter()
+        .map(|(key, values)| (key, values.into_iter().collect()))
+        .collect();
     let mut strings: Vec<u8> = Vec::new();
     let mut text = |s: &str| -> Result<(u32, u32)> {
         let start = u32::try_from(strings.len()).context("metadata too large")?;
