@@ -1,61 +1,95 @@
 #!/usr/bin/env bash
-# How a full index grows with the corpus: time, peak RSS and index size on
-# 1/4, 1/2 and all of a corpus's markdown files; see bench/README.md.
+# How memidx's costs grow with the corpus: the corpus at 1x, 4x and 10x its
+# size (bench/scale_corpus.py), each measured by bench/run.sh (full index,
+# re-index after one change, size, whole-process search per mode, bm25s as
+# the anchor in the same run) and bench/mcp_latency.py (a warm in-process
+# search loop: the MCP server), then one table; see bench/README.md.
 #
-#   bench/scaling.sh CORPUS_DIR [BINARY]
+#   bench/scaling.sh CORPUS_DIR [BINARY] [--times 1,4,10] [--runs N] [--keep DIR]
 #
-# The subsets are every 4th / every 2nd markdown file in sorted path order,
-# hard-linked (or copied, across file systems) into a temp dir; each is
-# indexed from scratch with `memidx index --full --quiet --index TEMP`, so
-# CORPUS_DIR itself is only read. Needs GNU time (`apt-get install time`).
+# CORPUS_DIR is only read. The scaled corpora are written under a temp dir
+# (or --keep DIR, which keeps them for another run) and removed at the end.
 set -euo pipefail
 {
 
 die() { echo "scaling: error: $*" >&2; exit 2; }
 
-[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: bench/scaling.sh CORPUS_DIR [BINARY]"
+[ $# -ge 1 ] || die "usage: bench/scaling.sh CORPUS_DIR [BINARY] [--times 1,4,10] [--runs N] [--keep DIR]"
 CORPUS=$(cd "$1" && pwd -P) || die "no folder $1"
+shift
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
-BINARY=${2:-$REPO/target/release/memidx}
+BINARY=$REPO/target/release/memidx
+if [ $# -ge 1 ] && [ "${1#--}" = "$1" ]; then BINARY=$1; shift; fi
+TIMES=1,4,10
+RUNS=1
+KEEP=
+while [ $# -gt 0 ]; do
+    case $1 in
+        --times) TIMES=${2:?--times needs a list}; shift 2 ;;
+        --runs) RUNS=${2:?--runs needs a number}; shift 2 ;;
+        --keep) KEEP=${2:?--keep needs a folder}; shift 2 ;;
+        *) die "unknown argument $1" ;;
+    esac
+done
 [ -x "$BINARY" ] || (cd "$REPO" && cargo build --release --quiet) || die "cannot build memidx"
-[ -x /usr/bin/time ] || die "GNU time is needed for peak RSS (apt-get install time)"
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/memidx-scaling.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
-cp "$BINARY" "$WORK/memidx"
+SCALED=${KEEP:-$WORK/corpora}
+mkdir -p "$SCALED"
 
-# The markdown files memidx would index (hidden names skipped, no symlinks).
-(cd "$CORPUS" && find . -mindepth 1 -name '.*' -prune -o -type f \( -name '*.md' -o -name '*.markdown' \) -print |
-    LC_ALL=C sort) > "$WORK/files"
-TOTAL=$(wc -l < "$WORK/files")
-[ "$TOTAL" -gt 0 ] || die "no markdown files under $CORPUS"
-
-echo "| share | files | MiB of markdown | chunks | full index (s) | peak RSS (MiB) | index (MiB) |"
-echo "| --- | --- | --- | --- | --- | --- | --- |"
-for step in 4 2 1; do
-    subset="$WORK/subset-$step"
-    mkdir -p "$subset"
-    awk -v n="$step" '(NR - 1) % n == 0' "$WORK/files" > "$WORK/list-$step"
-    (cd "$CORPUS" && xargs -d '\n' cp -l --parents -t "$subset" < "$WORK/list-$step" 2>/dev/null) ||
-        (cd "$CORPUS" && xargs -d '\n' cp --parents -t "$subset" < "$WORK/list-$step")
-    files=$(wc -l < "$WORK/list-$step")
-    bytes=$(cd "$subset" && xargs -d '\n' stat -c %s < "$WORK/list-$step" | awk '{s += $1} END {print s}')
-    index="$WORK/index-$step"
-    start=$(date +%s%N)
-    /usr/bin/time -f '%M' -o "$WORK/rss" "$WORK/memidx" index "$subset" --full --quiet \
-        --index "$index" 2>/dev/null >/dev/null
-    end=$(date +%s%N)
-    chunks=$("$WORK/memidx" status --index "$index" --json |
-        python3 -c 'import json, sys; print(json.load(sys.stdin)["counts"]["chunks"])')
-    size=$(du -sb "$index" | cut -f1)
-    share=$([ "$step" = 1 ] && echo "all" || echo "1/$step")
-    awk -v share="$share" -v f="$files" -v b="$bytes" -v c="$chunks" -v ns=$((end - start)) \
-        -v rss="$(cat "$WORK/rss")" -v size="$size" 'BEGIN {
-        printf "| %s | %d | %.1f | %d | %.1f | %.0f | %.1f |\n",
-            share, f, b / 1048576, c, ns / 1e9, rss / 1024, size / 1048576 }'
-    rm -rf "$subset" "$index"
+for n in ${TIMES//,/ }; do
+    dir="$SCALED/x$n"
+    if [ ! -d "$dir" ]; then
+        python3 "$REPO/bench/scale_corpus.py" "$CORPUS" "$dir" --times "$n"
+    fi
+    echo "== ${n}x: bench/run.sh"
+    "$REPO/bench/run.sh" "$dir" "$BINARY" --runs "$RUNS" --json "$WORK/run-$n.json" > "$WORK/run-$n.log" 2>&1 ||
+        { tail -20 "$WORK/run-$n.log"; die "bench/run.sh failed at ${n}x"; }
+    echo "== ${n}x: bench/mcp_latency.py"
+    python3 "$REPO/bench/mcp_latency.py" "$dir" "$BINARY" --runs "$RUNS" --mode hybrid \
+        --json "$WORK/mcp-$n.json" > "$WORK/mcp-$n.log" 2>&1 ||
+        { tail -20 "$WORK/mcp-$n.log"; die "bench/mcp_latency.py failed at ${n}x"; }
+    [ -n "$KEEP" ] || rm -rf "$dir"
 done
+
+python3 - "$WORK" "$TIMES" <<'EOF'
+import json, os, sys
+work, times = sys.argv[1], sys.argv[2].split(",")
+def ms(s):
+    return "n/a" if s is None else f"{s * 1000:.1f} ms"
+def sec(s):
+    return "n/a" if s is None else f"{s:.1f} s"
+rows = {}
+for n in times:
+    run = json.load(open(os.path.join(work, f"run-{n}.json")))
+    mcp = json.load(open(os.path.join(work, f"mcp-{n}.json")))
+    m, s = run["memidx"], run["search"]
+    files = run["corpus"]["md_files"]
+    mib = float(run["corpus"]["md_bytes"] or 0) / 2**20
+    rss = m.get("full_index_peak_rss_kb")
+    ratio = run.get("ratios", {}).get("index_ours_over_bm25s")
+    rows[n] = [
+        f"{files} files, {mib:.0f} MiB",
+        sec(m.get("full_index_s")) + ("" if ratio is None else f" ({ratio:.2f}x bm25s)"),
+        "n/a" if rss is None else f"{float(rss) / 1024:.0f} MiB",
+        "n/a" if m.get("index_over_markdown") is None else f"{m['index_over_markdown']:.2f}x",
+        sec(m.get("reindex_modify_s")),
+    ] + [
+        f"{ms(s[mode]['median_s'])} / {ms(s[mode]['p90_s'])}" if mode in s else "n/a"
+        for mode in ("hybrid", "sparse", "dense")
+    ] + [f"{ms(mcp['mcp']['median_s'])} / {ms(mcp['mcp']['p90_s'])}"]
+labels = ["corpus", "full index (vs bm25s)", "full index peak RSS", "index / markdown",
+          "one-file re-index", "hybrid search, whole process (median / p90)",
+          "sparse search, whole process", "dense search, whole process",
+          "warm hybrid search, MCP server (median / p90)"]
+print()
+print("| measure | " + " | ".join(f"{n}x" for n in times) + " |")
+print("| --- |" + " --- |" * len(times))
+for i, label in enumerate(labels):
+    print(f"| {label} | " + " | ".join(rows[n][i] for n in times) + " |")
+EOF
 echo
-echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $("$WORK/memidx" --version)"
+echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $("$BINARY" --version)"
 
 }

@@ -43,6 +43,9 @@ _memidx() {
             memidx,push)
                 cmd="memidx__subcmd__push"
                 ;;
+            memidx,remember)
+                cmd="memidx__subcmd__remember"
+                ;;
             memidx,search)
                 cmd="memidx__subcmd__search"
                 ;;
@@ -65,7 +68,7 @@ _memidx() {
 
     case "${cmd}" in
         memidx)
-            opts="-h -V --color --help --version index search get explain mcp status eval graph push completions man"
+            opts="-h -V --color --help --version index search get explain mcp status remember eval graph push completions man"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -101,7 +104,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__eval)
-            opts="-q -h -V --queries --qrels --json --run-out --sweep --save --ignore-identical --quiet --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --window --dense-feedback --index --color --help --version"
+            opts="-q -h -V --queries --qrels --json --run-out --sweep --save --ignore-identical --quiet --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --recency-weight --window --dense-feedback --index --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -139,6 +142,10 @@ _memidx() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --recency-weight)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --window)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -163,7 +170,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__explain)
-            opts="-k -f -h -V --top-k --chunk --json --filter --mode --here --backend --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --window --dense-feedback --index --color --help --version"
+            opts="-k -f -h -V --top-k --chunk --json --filter --mode --here --backend --since --until --recent --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --recency-weight --window --dense-feedback --index --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -190,10 +197,18 @@ _memidx() {
                     return 0
                     ;;
                 --mode)
-                    COMPREPLY=($(compgen -W "hybrid sparse dense graph" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "hybrid sparse dense graph recency" -- "${cur}"))
                     return 0
                     ;;
                 --backend)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --since)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --until)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -214,6 +229,10 @@ _memidx() {
                     return 0
                     ;;
                 --graph-weight)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --recency-weight)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -490,8 +509,46 @@ _memidx() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        memidx__subcmd__remember)
+            opts="-h -V --title --dir --meta --max-file-size --json --index --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --title)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --meta)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-file-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --index)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         memidx__subcmd__search)
-            opts="-k -f -h -V --request --top-k --json --jsonl --max-chars --no-text --filter --mode --here --backend --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --window --dense-feedback --index --color --help --version"
+            opts="-k -f -h -V --request --top-k --json --jsonl --max-chars --no-text --filter --mode --here --backend --since --until --recent --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --recency-weight --window --dense-feedback --index --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -522,10 +579,18 @@ _memidx() {
                     return 0
                     ;;
                 --mode)
-                    COMPREPLY=($(compgen -W "hybrid sparse dense graph" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "hybrid sparse dense graph recency" -- "${cur}"))
                     return 0
                     ;;
                 --backend)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --since)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --until)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -546,6 +611,10 @@ _memidx() {
                     return 0
                     ;;
                 --graph-weight)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --recency-weight)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -33,8 +33,9 @@ complete -c memidx -n "__fish_memidx_needs_command" -f -a "index" -d 'Build or u
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "search" -d 'Search the index and print the best chunks'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "get" -d 'Print a chunk by id (`path#n`: heading path, lines, text from the index) or lines of an indexed file (`PATH`, `PATH:FROM`, `PATH:FROM-TO`)'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "explain" -d 'Show how every result\'s score was made: each list\'s rank, raw score, weight and contribution, or why a list did not contribute'
-complete -c memidx -n "__fish_memidx_needs_command" -f -a "mcp" -d 'Serve the index to AI agents over stdio as a Model Context Protocol server (tools: search, get, explain, status, reindex)'
+complete -c memidx -n "__fish_memidx_needs_command" -f -a "mcp" -d 'Serve the index to AI agents over stdio as a Model Context Protocol server (tools: search, get, explain, status, reindex, remember)'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "status" -d 'Show what is indexed: files, chunks, model, settings, sizes, and which files changed since (--verify also checks every index file\'s checksum)'
+complete -c memidx -n "__fish_memidx_needs_command" -f -a "remember" -d 'Write a new dated note into the indexed folder (memories/ by default) and index it at once; prints its chunk ids'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "eval" -d 'Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode)'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "graph" -d 'Show what the entity graph holds: entities, communities (with their extractive summaries), an entity\'s neighbors'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "push" -d 'Send the index to a Milvus collection (created if missing; a second push sends only what changed), for search --backend'
@@ -64,14 +65,18 @@ complete -c memidx -n "__fish_memidx_using_subcommand search" -s f -l filter -d 
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l mode -d 'Which lists to run, comma-separated (e.g. sparse,graph); hybrid is the default lists: sparse, dense, and graph when the index has one' -r -f -a "hybrid\t'The default lists: sparse, dense, and graph when the index has one'
 sparse\t'BM25 over the identifier-aware tokenizer'
 dense\t'Embedding similarity'
-graph\t'Chunks reached through the query\'s entities and their communities'"
+graph\t'Chunks reached through the query\'s entities and their communities'
+recency\t'The allowed chunks by document date, newest first (the query is not read)'"
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l backend -d 'Run the sparse and dense lists on the Milvus collection URI (milvus://HOST:PORT/COLLECTION, filled by memidx push) instead of the index\'s files; fused and explained as locally' -r
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l since -d 'Only chunks from files dated at or after WHEN: an ISO date (2024-03-01), a date-time (2024-03-01T12:00, UTC unless it names an offset) or a span back from now (7d, 2w, 6m, 1y)' -r
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l until -d 'Only chunks from files dated at or before WHEN (same forms as --since; a date includes that whole day)' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l fusion -d 'How the lists are fused: relative scores (each list\'s score over its best, weighted) or RRF (w / (k + rank)) [default: the index\'s]' -r -f -a "relative\t'Each list\'s score divided by its best score for the query, weighted and summed'
 rrf\t'Weighted Reciprocal Rank Fusion, w / (k + rank)'"
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l rrf-k -d 'The RRF constant k in w / (k + rank); without --fusion it asks for RRF [default: the index\'s, 60]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l sparse-weight -d 'Weight of the sparse (BM25) list in the fusion [default: the index\'s]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l dense-weight -d 'Weight of the dense (embedding) list in the fusion [default: the index\'s]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l graph-weight -d 'Weight of the graph (entities and communities) list in the fusion [default: the index\'s, 0 (off) unless eval --save chose one; 0.2 when --mode names graph]' -r
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l recency-weight -d 'Weight of the recency list (newest first) in the fusion; above 0 it runs [default: 0 (off); 0.1 with --recent or --mode recency]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l window -d 'Candidates taken from each list before fusion [default: the index\'s, else max(50, 2 × top-k)]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l dense-feedback -d 'Move the dense list\'s query toward its N best chunks before ranking (pseudo-relevance feedback); 0 turns it off [default: the index\'s, 3]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
@@ -82,6 +87,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand search" -l json -d 'Print 
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l jsonl -d 'Print one JSON result per line (no envelope), for very large --top-k'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l no-text -d 'Leave the text out of every result (ids, scores, sources, lines, metadata and ranks only), for callers that `memidx get` what they need'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l here -d 'Only chunks from files in the current folder and below'
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l recent -d 'Favour newer chunks: fuse the recency list in at its measured weight (--recency-weight sets another)'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand get" -l max-chars -d 'Cut the text to at most N characters, at a word boundary' -r
@@ -98,14 +104,18 @@ complete -c memidx -n "__fish_memidx_using_subcommand explain" -s f -l filter -d
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l mode -d 'Which lists to run, comma-separated (e.g. sparse,graph); hybrid is the default lists: sparse, dense, and graph when the index has one' -r -f -a "hybrid\t'The default lists: sparse, dense, and graph when the index has one'
 sparse\t'BM25 over the identifier-aware tokenizer'
 dense\t'Embedding similarity'
-graph\t'Chunks reached through the query\'s entities and their communities'"
+graph\t'Chunks reached through the query\'s entities and their communities'
+recency\t'The allowed chunks by document date, newest first (the query is not read)'"
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l backend -d 'Run the sparse and dense lists on the Milvus collection URI (milvus://HOST:PORT/COLLECTION, filled by memidx push) instead of the index\'s files; fused and explained as locally' -r
+complete -c memidx -n "__fish_memidx_using_subcommand explain" -l since -d 'Only chunks from files dated at or after WHEN: an ISO date (2024-03-01), a date-time (2024-03-01T12:00, UTC unless it names an offset) or a span back from now (7d, 2w, 6m, 1y)' -r
+complete -c memidx -n "__fish_memidx_using_subcommand explain" -l until -d 'Only chunks from files dated at or before WHEN (same forms as --since; a date includes that whole day)' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l fusion -d 'How the lists are fused: relative scores (each list\'s score over its best, weighted) or RRF (w / (k + rank)) [default: the index\'s]' -r -f -a "relative\t'Each list\'s score divided by its best score for the query, weighted and summed'
 rrf\t'Weighted Reciprocal Rank Fusion, w / (k + rank)'"
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l rrf-k -d 'The RRF constant k in w / (k + rank); without --fusion it asks for RRF [default: the index\'s, 60]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l sparse-weight -d 'Weight of the sparse (BM25) list in the fusion [default: the index\'s]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l dense-weight -d 'Weight of the dense (embedding) list in the fusion [default: the index\'s]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l graph-weight -d 'Weight of the graph (entities and communities) list in the fusion [default: the index\'s, 0 (off) unless eval --save chose one; 0.2 when --mode names graph]' -r
+complete -c memidx -n "__fish_memidx_using_subcommand explain" -l recency-weight -d 'Weight of the recency list (newest first) in the fusion; above 0 it runs [default: 0 (off); 0.1 with --recent or --mode recency]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l window -d 'Candidates taken from each list before fusion [default: the index\'s, else max(50, 2 × top-k)]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l dense-feedback -d 'Move the dense list\'s query toward its N best chunks before ranking (pseudo-relevance feedback); 0 turns it off [default: the index\'s, 3]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
@@ -114,13 +124,14 @@ always\t'Always'
 never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l json -d 'Print one JSON document instead of a table'
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l here -d 'Only chunks from files in the current folder and below'
+complete -c memidx -n "__fish_memidx_using_subcommand explain" -l recent -d 'Favour newer chunks: fuse the recency list in at its measured weight (--recency-weight sets another)'
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand mcp" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand mcp" -l color -d 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
 always\t'Always'
 never\t'Never'"
-complete -c memidx -n "__fish_memidx_using_subcommand mcp" -l read-only -d 'Offer no tool that writes (no `reindex`)'
+complete -c memidx -n "__fish_memidx_using_subcommand mcp" -l read-only -d 'Offer no tool that writes (no `reindex`, no `remember`)'
 complete -c memidx -n "__fish_memidx_using_subcommand mcp" -l watch -d 'Keep the index fresh while serving: re-index incrementally whenever the indexed files change (summary lines on stderr), holding the writer lock until the server ends'
 complete -c memidx -n "__fish_memidx_using_subcommand mcp" -s h -l help -d 'Print help'
 complete -c memidx -n "__fish_memidx_using_subcommand mcp" -s V -l version -d 'Print version'
@@ -132,6 +143,17 @@ complete -c memidx -n "__fish_memidx_using_subcommand status" -l json -d 'Print 
 complete -c memidx -n "__fish_memidx_using_subcommand status" -l verify -d 'Re-read every index file and check its checksum'
 complete -c memidx -n "__fish_memidx_using_subcommand status" -s h -l help -d 'Print help'
 complete -c memidx -n "__fish_memidx_using_subcommand status" -s V -l version -d 'Print version'
+complete -c memidx -n "__fish_memidx_using_subcommand remember" -l title -d 'The note\'s title [default: its first line]' -r
+complete -c memidx -n "__fish_memidx_using_subcommand remember" -l dir -d 'The folder to write to, relative to the indexed folder (created if missing; it must be inside the indexed folder)' -r -F
+complete -c memidx -n "__fish_memidx_using_subcommand remember" -l meta -d 'A front matter entry KEY=VALUE (repeatable)' -r
+complete -c memidx -n "__fish_memidx_using_subcommand remember" -l max-file-size -d 'Refuse a note larger than this (bytes; K, M, G suffixes allowed)' -r
+complete -c memidx -n "__fish_memidx_using_subcommand remember" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
+complete -c memidx -n "__fish_memidx_using_subcommand remember" -l color -d 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
+always\t'Always'
+never\t'Never'"
+complete -c memidx -n "__fish_memidx_using_subcommand remember" -l json -d 'Print one JSON document instead of text'
+complete -c memidx -n "__fish_memidx_using_subcommand remember" -s h -l help -d 'Print help'
+complete -c memidx -n "__fish_memidx_using_subcommand remember" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l queries -d 'Queries, JSON Lines: {"id": …, "text": …} per line' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l qrels -d 'Relevance judgments: `query-id doc-id relevance` per line (a header line is allowed); a doc id is a file name without `.md`' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l run-out -d 'Write TREC run files (sparse.trec, dense.trec, hybrid.trec) into DIR' -r -F
@@ -141,6 +163,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand eval" -l rrf-k -d 'The RRF
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l sparse-weight -d 'Weight of the sparse (BM25) list in the fusion [default: the index\'s]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l dense-weight -d 'Weight of the dense (embedding) list in the fusion [default: the index\'s]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l graph-weight -d 'Weight of the graph (entities and communities) list in the fusion [default: the index\'s, 0 (off) unless eval --save chose one; 0.2 when --mode names graph]' -r
+complete -c memidx -n "__fish_memidx_using_subcommand eval" -l recency-weight -d 'Weight of the recency list (newest first) in the fusion; above 0 it runs [default: 0 (off); 0.1 with --recent or --mode recency]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l window -d 'Candidates taken from each list before fusion [default: the index\'s, else max(50, 2 × top-k)]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l dense-feedback -d 'Move the dense list\'s query toward its N best chunks before ranking (pseudo-relevance feedback); 0 turns it off [default: the index\'s, 3]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F

@@ -11,6 +11,6 @@ bin=target/debug/memidx
 "$bin" completions powershell > completions/_memidx.ps1
 "$bin" completions elvish > completions/memidx.elv
 "$bin" man > man/memidx.1
-for command in index search get explain mcp status eval graph push completions man; do
+for command in index search get explain mcp status remember eval graph push completions man; do
     "$bin" man "$command" > "man/memidx-$command.1"
 done

@@ -60,12 +60,15 @@ pub enum Command {
     /// weight and contribution, or why a list did not contribute.
     Explain(ExplainArgs),
     /// Serve the index to AI agents over stdio as a Model Context Protocol
-    /// server (tools: search, get, explain, status, reindex).
+    /// server (tools: search, get, explain, status, reindex, remember).
     #[cfg(feature = "mcp")]
     Mcp(McpArgs),
     /// Show what is indexed: files, chunks, model, settings, sizes, and which
     /// files changed since (--verify also checks every index file's checksum).
     Status(StatusArgs),
+    /// Write a new dated note into the indexed folder (memories/ by default)
+    /// and index it at once; prints its chunk ids.
+    Remember(RememberArgs),
     /// Measure retrieval quality on labelled queries (nDCG@10, Recall, MRR per mode).
     Eval(EvalArgs),
     /// Show what the entity graph holds: entities, communities (with their
@@ -90,6 +93,33 @@ pub struct PushArgs {
     /// Print no progress bars.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Where the index is.
+    #[command(flatten)]
+    pub location: IndexLocation,
+}
+
+/// Arguments of `memidx remember`.
+#[derive(Debug, Args)]
+pub struct RememberArgs {
+    /// The note's markdown text; `-` reads it from stdin.
+    #[arg(value_name = "TEXT")]
+    pub text: String,
+    /// The note's title [default: its first line].
+    #[arg(long, value_name = "TITLE")]
+    pub title: Option<String>,
+    /// The folder to write to, relative to the indexed folder (created if
+    /// missing; it must be inside the indexed folder).
+    #[arg(long, value_name = "DIR", default_value = "memories")]
+    pub dir: PathBuf,
+    /// A front matter entry KEY=VALUE (repeatable).
+    #[arg(long = "meta", value_name = "KEY=VALUE")]
+    pub meta: Vec<String>,
+    /// Refuse a note larger than this (bytes; K, M, G suffixes allowed).
+    #[arg(long, value_name = "SIZE", default_value = "10M", value_parser = parse_size)]
+    pub max_file_size: u64,
+    /// Print one JSON document instead of text.
+    #[arg(long)]
+    pub json: bool,
     /// Where the index is.
     #[command(flatten)]
     pub location: IndexLocation,
@@ -246,6 +276,19 @@ pub struct RetrievalArgs {
     /// index's files; fused and explained as locally.
     #[arg(long, value_name = "URI")]
     pub backend: Option<String>,
+    /// Only chunks from files dated at or after WHEN: an ISO date
+    /// (2024-03-01), a date-time (2024-03-01T12:00, UTC unless it names an
+    /// offset) or a span back from now (7d, 2w, 6m, 1y).
+    #[arg(long, value_name = "WHEN")]
+    pub since: Option<String>,
+    /// Only chunks from files dated at or before WHEN (same forms as
+    /// --since; a date includes that whole day).
+    #[arg(long, value_name = "WHEN")]
+    pub until: Option<String>,
+    /// Favour newer chunks: fuse the recency list in at its measured weight
+    /// (--recency-weight sets another).
+    #[arg(long)]
+    pub recent: bool,
     /// Fusion settings.
     #[command(flatten)]
     pub fusion: FusionArgs,
@@ -276,6 +319,10 @@ pub struct FusionArgs {
     /// --mode names graph].
     #[arg(long, value_name = "W", allow_negative_numbers = true)]
     pub graph_weight: Option<f64>,
+    /// Weight of the recency list (newest first) in the fusion; above 0 it
+    /// runs [default: 0 (off); 0.1 with --recent or --mode recency].
+    #[arg(long, value_name = "W", allow_negative_numbers = true)]
+    pub recency_weight: Option<f64>,
     /// Candidates taken from each list before fusion [default: the index's,
     /// else max(50, 2 × top-k)].
     #[arg(long, value_name = "N")]
@@ -299,7 +346,7 @@ pub struct IndexLocation {
 #[cfg(feature = "mcp")]
 #[derive(Debug, Args)]
 pub struct McpArgs {
-    /// Offer no tool that writes (no `reindex`).
+    /// Offer no tool that writes (no `reindex`, no `remember`).
     #[arg(long)]
     pub read_only: bool,
     /// Keep the index fresh while serving: re-index incrementally whenever
@@ -395,6 +442,8 @@ pub enum Mode {
     Dense,
     /// Chunks reached through the query's entities and their communities.
     Graph,
+    /// The allowed chunks by document date, newest first (the query is not read).
+    Recency,
 }
 
 /// Arguments of `memidx graph`.

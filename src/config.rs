@@ -13,7 +13,7 @@ use crate::cli::{
     EvalArgs, ExplainArgs, IndexArgs, IndexLocation, Mode, RetrievalArgs, SearchArgs,
 };
 use memidx::corpus::walk::WalkOptions;
-use memidx::filter::Filter;
+use memidx::filter::{Filter, TimeFilter};
 use memidx::fusion::{FusionMethod, check_rrf_k, check_weight, check_window};
 use memidx::index::manifest::Manifest;
 use memidx::indexer::IndexOptions;
@@ -132,12 +132,40 @@ impl SearchConfig {
         let dense_feedback = fusion
             .dense_feedback
             .or(hybrid.and_then(|h| h.dense_feedback));
+        let recency_weight = fusion
+            .recency_weight
+            .or(hybrid.and_then(|h| h.recency_weight));
+        let time_request = request.as_ref().and_then(|r| r.time_filter.clone());
+        let bound = |flag: &Option<String>, flag_name, asked: Option<String>, asked_name| match (
+            flag, asked,
+        ) {
+            (Some(given), _) => Some((flag_name, given.clone())),
+            (None, Some(given)) => Some((asked_name, given)),
+            (None, None) => None,
+        };
+        let since = bound(
+            &retrieval.since,
+            "--since",
+            time_request.as_ref().and_then(|t| t.since.clone()),
+            "time_filter.since",
+        );
+        let until = bound(
+            &retrieval.until,
+            "--until",
+            time_request.and_then(|t| t.until),
+            "time_filter.until",
+        );
+        let time = TimeFilter::parse(
+            since.as_ref().map(|(n, s)| (*n, s.as_str())),
+            until.as_ref().map(|(n, s)| (*n, s.as_str())),
+            jiff::Timestamp::now(),
+        )?;
         let params = SearchParams {
             top_k: check_top_k(top_k, top_k_name)?,
             window: fusion.window.map(check_window).transpose()?,
             rrf_k: rrf_k.map(check_rrf_k).transpose()?,
             fusion: method,
-            filter: Filter::from_pairs(filter_pairs),
+            filter: Filter::from_pairs(filter_pairs).within_time(time),
         };
         let format = if json || request.is_some() {
             OutputFormat::Json
@@ -151,9 +179,9 @@ impl SearchConfig {
             lists: with_weights(
                 ListSelection {
                     dense_feedback: dense_feedback.map(check_dense_feedback).transpose()?,
-                    ..selected_lists(&retrieval.mode)
+                    ..selected_lists(&retrieval.mode, retrieval.recent, recency_weight)
                 },
-                [sparse_weight, dense_weight, graph_weight],
+                [sparse_weight, dense_weight, graph_weight, recency_weight],
             )?,
             params,
             format,
@@ -242,12 +270,14 @@ impl EvalConfig {
                         .dense_feedback
                         .map(check_dense_feedback)
                         .transpose()?,
+                    recency: fusion.recency_weight.is_some_and(|w| w > 0.0),
                     ..ListSelection::default()
                 },
                 [
                     fusion.sparse_weight,
                     fusion.dense_weight,
                     fusion.graph_weight,
+                    fusion.recency_weight,
                 ],
             )?,
             fusion: fusion.fusion.map(FusionMethod::from),
@@ -269,9 +299,12 @@ impl EvalConfig {
 
 /// The lists `--mode` names: `hybrid` stands for the default lists (the
 /// graph only when the index has one); a list named on its own must exist.
-pub fn selected_lists(modes: &[Mode]) -> ListSelection {
+/// The recency list runs when named, with `--recent`, or at a positive
+/// `--recency-weight`.
+pub fn selected_lists(modes: &[Mode], recent: bool, recency_weight: Option<f64>) -> ListSelection {
     let has = |mode| modes.contains(&mode);
     ListSelection {
+        recency: has(Mode::Recency) || recent || recency_weight.is_some_and(|w| w > 0.0),
         sparse: has(Mode::Hybrid) || has(Mode::Sparse),
         dense: has(Mode::Hybrid) || has(Mode::Dense),
         graph: if has(Mode::Graph) {
@@ -389,7 +422,7 @@ pub fn check_top_k(top_k: usize, name: &str) -> Result<usize> {
 /// one it always reported).
 pub(crate) fn with_weights(
     lists: ListSelection,
-    [sparse, dense, graph]: [Option<f64>; 3],
+    [sparse, dense, graph, recency]: [Option<f64>; 4],
 ) -> Result<ListSelection> {
     let check = |list, weight: Option<f64>| weight.map(|w| check_weight(list, w)).transpose();
     let graph_weight = check("graph", graph)?;
@@ -397,6 +430,7 @@ pub(crate) fn with_weights(
         sparse_weight: check("sparse", sparse)?,
         dense_weight: check("dense", dense)?,
         graph_weight,
+        recency_weight: check("recency", recency)?,
         ..lists
     })
 }

@@ -37,6 +37,18 @@ pub struct SearchRequest {
     /// Budget on the results' text, in characters (see
     /// `output::TextBudget`).
     pub max_chars: Option<usize>,
+    /// Bounds on the documents' dates.
+    pub time_filter: Option<TimeFilterRequest>,
+}
+
+/// The time bounds of a request, in the forms `--since`/`--until` take.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimeFilterRequest {
+    /// Oldest date accepted.
+    pub since: Option<String>,
+    /// Newest date accepted.
+    pub until: Option<String>,
 }
 
 /// Fusion settings of a request.
@@ -55,6 +67,8 @@ pub struct HybridParams {
     pub rrf_k_constant: Option<f64>,
     /// How many of its best chunks move the dense list's query (0: none).
     pub dense_feedback: Option<usize>,
+    /// Weight of the recency list (above 0, it runs).
+    pub recency_weight: Option<f64>,
 }
 
 /// One metadata condition's accepted value(s).

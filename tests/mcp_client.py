@@ -157,6 +157,27 @@ async def session_checks(memidx, corpus):
                 "up_to_date": reindexed["up_to_date"],
                 "ids": [r["chunk_id"] for r in again["results"]],
             }
+            # Time bounds and the recency list, as the search tool takes them.
+            dated = structured(
+                await call("search", {"query": "rollback", "top_k": 3, "since": "2024-01-01",
+                                      "until": "2024-12-31", "recency_weight": 0.1})
+            )
+            out["dated"] = sorted({(r["source"], r["date"]["value"]) for r in dated["results"]})
+            out["dated_ranks"] = sorted(dated["results"][0]["ranks"])
+            out["bad_since"] = error_text(await call("search", {"query": "x", "since": "soon"}))
+
+            # remember: a note written and searchable at once.
+            remembered = structured(
+                await call("remember", {"text": "The numbat ledger was rotated.", "title": "Numbat rotation",
+                                        "meta": {"service": "billing-service"}})
+            )
+            noted = structured(await call("search", {"query": "numbat", "top_k": 1, "mode": "sparse"}))
+            out["remembered"] = {
+                "path_tail": remembered["path"].split("-", 3)[-1],
+                "ids_match": remembered["chunk_ids"] == [r["chunk_id"] for r in noted["results"]],
+                "service": noted["results"][0]["metadata"]["service"],
+            }
+            out["remember_outside"] = error_text(await call("remember", {"text": "x", "dir": "../out"}))
             out["validated"] = sorted(set(validated))
     return out
 

@@ -20,16 +20,20 @@ pub fn run(config: &EvalConfig, out: &mut dyn Write) -> Result<Status> {
     let retriever = Retriever::open(&config.index_dir, &config.lists)?;
     let defaults = retriever.manifest().fusion;
     let fusion = defaults.resolve(config.fusion, config.rrf_k);
+    let weight_of = |list: ListKind| {
+        retriever
+            .list_weights()
+            .into_iter()
+            .find_map(|(kind, weight)| (kind == list).then_some(weight))
+            .unwrap_or(0.0)
+    };
     let setting = FusionSetting {
         method: fusion.method,
         rrf_k: fusion.rrf_k,
         sparse_weight: config.lists.sparse_weight.unwrap_or(defaults.sparse_weight),
         dense_weight: config.lists.dense_weight.unwrap_or(defaults.dense_weight),
-        graph_weight: retriever
-            .list_weights()
-            .into_iter()
-            .find_map(|(kind, weight)| (kind == ListKind::Graph).then_some(weight))
-            .unwrap_or(0.0),
+        graph_weight: weight_of(ListKind::Graph),
+        recency_weight: weight_of(ListKind::Recency),
         window: config
             .window
             .or(defaults.window)

@@ -21,7 +21,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::time::Instant;
 
@@ -42,12 +42,13 @@ use super::Status;
 use super::watch::Background;
 use crate::cli::Mode;
 use crate::config::{self, check_max_chars, check_top_k};
-use memidx::filter::Filter;
+use memidx::corpus::note::{DEFAULT_NOTES_DIR, Note};
+use memidx::filter::{Filter, TimeFilter};
 use memidx::fusion::{FusionMethod, check_rrf_k, check_window};
 use memidx::index::get::{self as fetch, LineRange, Target};
 use memidx::index::status::StatusReport;
 use memidx::index::{Index, ManifestStamp};
-use memidx::indexer::{self, IndexOptions, Writer};
+use memidx::indexer::{self, DEFAULT_MAX_FILE_SIZE, IndexOptions, Writer};
 use memidx::output::get::GetResponse;
 use memidx::output::{SearchResponse, TextBudget, compact, human};
 use memidx::progress::Silent;
@@ -203,6 +204,11 @@ impl State {
                 self.refresh(dir);
                 result
             }
+            "remember" if !read_only => {
+                let result = parse(arguments).and_then(|a| remember(self, dir, a));
+                self.refresh(dir);
+                result
+            }
             _ => return None,
         })
     }
@@ -354,6 +360,9 @@ struct QueryArgs {
     sparse_weight: Option<f64>,
     dense_weight: Option<f64>,
     graph_weight: Option<f64>,
+    recency_weight: Option<f64>,
+    since: Option<String>,
+    until: Option<String>,
     fusion: Option<FusionMethod>,
     rrf_k: Option<f64>,
     window: Option<usize>,
@@ -374,14 +383,24 @@ impl QueryArgs {
                 .split(',')
                 .map(|m| {
                     Mode::from_str(m.trim(), true).map_err(|_| {
-                        anyhow!("unknown mode '{m}'; use hybrid, or any of sparse, dense, graph joined by commas")
+                        anyhow!("unknown mode '{m}'; use hybrid, or any of sparse, dense, graph, recency joined by commas")
                     })
                 })
                 .collect::<Result<_>>()?,
         };
         let selection = config::with_weights(
-            config::selected_lists(&modes),
-            [self.sparse_weight, self.dense_weight, self.graph_weight],
+            config::selected_lists(&modes, false, self.recency_weight),
+            [
+                self.sparse_weight,
+                self.dense_weight,
+                self.graph_weight,
+                self.recency_weight,
+            ],
+        )?;
+        let time = TimeFilter::parse(
+            self.since.as_deref().map(|s| ("since", s)),
+            self.until.as_deref().map(|s| ("until", s)),
+            jiff::Timestamp::now(),
         )?;
         let pairs = self.filter.iter().flatten().flat_map(|(key, value)| {
             let values = match value {
@@ -395,7 +414,7 @@ impl QueryArgs {
             window: self.window.map(check_window).transpose()?,
             rrf_k: self.rrf_k.map(check_rrf_k).transpose()?,
             fusion: self.fusion,
-            filter: Filter::from_pairs(pairs),
+            filter: Filter::from_pairs(pairs).within_time(time),
         };
         Ok((selection, params))
     }
@@ -486,6 +505,45 @@ fn plain(print: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<String> {
     Ok(String::from_utf8_lossy(&text.into_inner()).into_owned())
 }
 
+/// Arguments of `remember`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RememberArgs {
+    text: String,
+    title: Option<String>,
+    dir: Option<String>,
+    meta: Option<BTreeMap<String, String>>,
+}
+
+fn remember(state: &mut State, dir: &Path, args: RememberArgs) -> Result<(Value, String)> {
+    let note = Note {
+        text: args.text,
+        title: args.title,
+        meta: args.meta.unwrap_or_default().into_iter().collect(),
+    };
+    let folder = PathBuf::from(args.dir.as_deref().unwrap_or(DEFAULT_NOTES_DIR));
+    // The index is about to change: nothing opened from it is kept.
+    state.index = None;
+    state.retrievers.clear();
+    let report = match &state.writer {
+        Some(writer) => {
+            let mut writer = writer.lock().unwrap_or_else(PoisonError::into_inner);
+            super::remember::remember(
+                dir,
+                &folder,
+                &note,
+                DEFAULT_MAX_FILE_SIZE,
+                Some(&mut writer),
+            )
+        }
+        None => super::remember::remember(dir, &folder, &note, DEFAULT_MAX_FILE_SIZE, None),
+    }?;
+    Ok((
+        serde_json::to_value(&report)?,
+        plain(|out| human::print_remembered(out, &report))?,
+    ))
+}
+
 /// Arguments of `reindex`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -562,8 +620,8 @@ fn tools(read_only: bool) -> Result<Vec<Tool>> {
         "top_k": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 10,
                   "description": "Number of results."},
         "mode": {"type": "string", "default": "hybrid",
-                 "pattern": "^(hybrid|sparse|dense|graph)(,(hybrid|sparse|dense|graph))*$",
-                 "description": "Lists to fuse: hybrid (default), or sparse (exact words and identifiers), dense (meaning), graph, joined by commas."},
+                 "pattern": "^(hybrid|sparse|dense|graph|recency)(,(hybrid|sparse|dense|graph|recency))*$",
+                 "description": "Lists to fuse: hybrid (default), or sparse (exact words and identifiers), dense (meaning), graph, recency (newest first), joined by commas."},
         "filter": {"type": "object",
                    "description": "Front-matter metadata conditions, applied before ranking: key -> value or list of values (AND across keys, OR within a list). Every file also has path, dir and title.",
                    "additionalProperties": {"oneOf": [
@@ -575,6 +633,12 @@ fn tools(read_only: bool) -> Result<Vec<Tool>> {
                          "description": "Weight of the embedding list in the fusion (default: the index's)."},
         "graph_weight": {"type": "number", "minimum": 0, "maximum": 1000000,
                          "description": "Weight of the graph list (default: the index's)."},
+        "recency_weight": {"type": "number", "minimum": 0, "maximum": 1000000,
+                           "description": "Weight of the recency list (newest first); above 0 it runs (default 0; 0.1 when mode names recency)."},
+        "since": {"type": "string",
+                  "description": "Only notes dated at or after this: an ISO date (2024-03-01), a date-time (2024-03-01T12:00, UTC unless it names an offset) or a span back from now (7d, 2w, 6m, 1y)."},
+        "until": {"type": "string",
+                  "description": "Only notes dated at or before this (same forms as since; a date includes that whole day)."},
         "fusion": {"enum": ["relative", "rrf"],
                    "description": "How the lists are fused: relative scores (each list's score over its best, weighted) or RRF (default: the index's, relative)."},
         "rrf_k": {"type": "number", "minimum": 0,
@@ -660,6 +724,30 @@ fn tools(read_only: bool) -> Result<Vec<Tool>> {
                     .open_world(false),
             ),
         );
+        tools.push(
+            Tool::new(
+                "remember",
+                "Write a new dated note (markdown) into the indexed folder and index it at once; returns its path and                  chunk ids, which search finds immediately. Never overwrites: a taken name gets -2, -3, ….",
+                input(json!({
+                    "text": {"type": "string", "minLength": 1, "description": "The note, in markdown."},
+                    "title": {"type": "string", "minLength": 1, "description": "Its title (default: its first line)."},
+                    "dir": {"type": "string", "default": DEFAULT_NOTES_DIR,
+                            "description": "Folder inside the indexed folder to write to (created if missing)."},
+                    "meta": {"type": "object", "additionalProperties": {"type": "string"},
+                             "description": "Further front matter, key -> value (date and title are set by remember)."}
+                }), &["text"])?,
+            )
+            .with_raw_output_schema(object(remember_schema())?)
+            // It adds a file (never changing or removing one); a second call
+            // adds a second note.
+            .with_annotations(
+                ToolAnnotations::with_title("Remember a note")
+                    .read_only(false)
+                    .destructive(false)
+                    .idempotent(false)
+                    .open_world(false),
+            ),
+        );
     }
     Ok(tools)
 }
@@ -684,6 +772,25 @@ fn object(value: Value) -> Result<Arc<JsonObject>> {
 /// A schema file as an output schema.
 fn output_schema(text: &str) -> Result<Arc<JsonObject>> {
     object(serde_json::from_str(text).context("a bundled schema is not JSON")?)
+}
+
+/// The output schema of `remember`.
+fn remember_schema() -> Value {
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "memidx remember report",
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["path", "chunk_ids", "date", "generation", "embedded", "elapsed_ms"],
+        "properties": {
+            "path": {"type": "string", "description": "The new file, relative to the indexed folder."},
+            "chunk_ids": {"type": "array", "items": {"type": "string"}, "description": "Its chunks' ids, in file order."},
+            "date": {"type": "string", "description": "Its document date, the time of writing (RFC 3339, UTC)."},
+            "generation": {"type": "integer", "minimum": 0, "description": "The index generation now live."},
+            "embedded": {"type": "integer", "minimum": 0, "description": "Chunks embedded by the run."},
+            "elapsed_ms": {"type": "number", "minimum": 0, "description": "Time to write and index, milliseconds."}
+        }
+    })
 }
 
 /// The output schema of `reindex`.

@@ -11,6 +11,7 @@ pub mod index;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod push;
+pub mod remember;
 pub mod search;
 pub mod status;
 pub mod watch;
@@ -102,6 +103,10 @@ pub fn run(cli: Cli) -> Result<Status> {
                 json: args.json,
             };
             get::run(&request, &mut out, &mut Stderr)
+        }
+        Command::Remember(args) => {
+            let cwd = std::env::current_dir().context("cannot read the current folder")?;
+            remember::run(&args, &cwd, io::stdin().lock(), &mut out)
         }
         Command::Status(args) => {
             let cwd = std::env::current_dir().context("cannot read the current folder")?;

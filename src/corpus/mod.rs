@@ -3,12 +3,16 @@
 //! [`walk`] lists the files, [`read`] reads one safely (bounded, text only)
 //! and gives its built-in metadata, [`front_matter`] reads its YAML
 //! metadata, [`sections`] cuts its body at headings, [`chunk`] packs
-//! sections into budgeted chunks; [`links`] finds the links of a text.
+//! sections into budgeted chunks; [`links`] finds the links of a text;
+//! [`date`] gives each file its document date; [`note`] writes a new note
+//! (`memidx remember`).
 
 pub mod chunk;
+pub mod date;
 pub mod front_matter;
 mod lines;
 pub mod links;
+pub mod note;
 pub mod read;
 pub mod sections;
 pub mod walk;

@@ -64,6 +64,8 @@ pub struct FusionSetting {
     pub dense_weight: f64,
     /// Weight of the graph list (where it runs).
     pub graph_weight: f64,
+    /// Weight of the recency list (where it runs).
+    pub recency_weight: f64,
     /// Candidates per list.
     pub window: usize,
 }
@@ -83,6 +85,7 @@ impl FusionSetting {
             ListKind::Sparse => self.sparse_weight,
             ListKind::Dense => self.dense_weight,
             ListKind::Graph => self.graph_weight,
+            ListKind::Recency => self.recency_weight,
         }
     }
 }
@@ -90,7 +93,8 @@ impl FusionSetting {
 /// The measures of one mode.
 #[derive(Debug, Clone, Serialize)]
 pub struct ModeResult {
-    /// `sparse`, `dense`, `hybrid`, `graph` or `hybrid+graph`.
+    /// `sparse`, `dense`, `hybrid`, `graph`, `hybrid+graph` or
+    /// `hybrid+recency`.
     pub mode: &'static str,
     /// Mean measures.
     pub metrics: Metrics,
@@ -194,8 +198,9 @@ pub fn run(
         };
         fuse_run(&target, &rankings, &kinds, lists, setting)
     };
-    use ListKind::{Dense, Graph, Sparse};
+    use ListKind::{Dense, Graph, Recency, Sparse};
     let has_graph = kinds.contains(&Graph);
+    let recency_modes = [("hybrid+recency", &[Sparse, Dense, Recency][..])];
     let all_lists = if has_graph {
         &[Sparse, Dense, Graph][..]
     } else {
@@ -209,6 +214,11 @@ pub fn run(
     ]
     .into_iter()
     .chain(graph_modes.into_iter().filter(|_| has_graph))
+    .chain(
+        recency_modes
+            .into_iter()
+            .filter(|_| kinds.contains(&Recency)),
+    )
     .map(|(mode, lists)| {
         let run = fuse_run(&options.setting, lists);
         ModeResult {
@@ -391,6 +401,7 @@ fn sweep(
                     sparse_weight: 1.0,
                     dense_weight,
                     graph_weight: 0.0,
+                    recency_weight: 0.0,
                     window,
                 })
             })

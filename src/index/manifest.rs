@@ -39,11 +39,13 @@ use crate::store::{MANIFEST_FILE, atomic, bounded, damaged};
 /// recorded the uids given out; 16 recorded the dense list's feedback with
 /// the fusion defaults; 17 sealed `meta.json` with its own CRC-32,
 /// `meta_crc32`; 18 recorded where the fusion defaults come from,
-/// `fusion_source`).
-pub const FORMAT_VERSION: u32 = 18;
+/// `fusion_source`; 19 stored each file's document date, `dates.bin`, and
+/// the metadata value index, `metadata.bin`, which older generations lack
+/// and work out from their file entries).
+pub const FORMAT_VERSION: u32 = 19;
 
 /// The on-disk formats this build can read.
-pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 16..=18;
+pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 16..=19;
 
 /// The last format without `fusion_source`.
 const UNSOURCED_FORMAT_VERSION: u32 = 17;

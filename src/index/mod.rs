@@ -21,7 +21,7 @@ use crate::fusion::{FusionDefaults, FusionSource};
 use crate::lists::graph::{GraphList, QueryOptions, no_graph};
 use crate::store::LOCK_FILE;
 use crate::store::checks;
-use crate::store::generation::Generation;
+use crate::store::generation::{FileEntry, Generation};
 use crate::store::lock::IndexLock;
 use manifest::Manifest;
 
@@ -92,6 +92,20 @@ impl Index {
     /// The indexed root folder (as recorded when indexing).
     pub fn root(&self) -> &Path {
         Path::new(&self.manifest.root)
+    }
+
+    /// The indexed file at `path` (relative to the root) and its chunks'
+    /// ids in file order; `None` when the index does not hold it.
+    pub fn file_chunks(&self, path: &str) -> Result<Option<(FileEntry, Vec<String>)>> {
+        let generation = &self.generation;
+        let Some(file) = generation.file_index(path) else {
+            return Ok(None);
+        };
+        let ids = generation
+            .chunks_of_file(file)
+            .map(|ord| generation.record(ord).map(|r| format!("{path}#{}", r.n)))
+            .collect::<Result<_>>()?;
+        Ok(Some((generation.file(file)?, ids)))
     }
 
     /// The live generation's graph list, or an error saying how to build

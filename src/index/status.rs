@@ -3,6 +3,7 @@
 //! walking the root as the index run did). Printed by the human and JSON
 //! printers as it is.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::Result;
@@ -10,11 +11,13 @@ use serde::Serialize;
 
 use super::Index;
 use super::manifest::{Counts, skipped_stamps};
+use crate::corpus::date::{DateSource, DocDate};
 use crate::corpus::walk::walk;
 use crate::embed::EmbedderInfo;
 use crate::fusion::{FusionDefaults, FusionSource};
 use crate::lists::sparse::Bm25Params;
 use crate::store::MANIFEST_FILE;
+use crate::store::generation::FileEntry;
 
 /// Everything `status` reports.
 #[derive(Debug, Clone, Serialize)]
@@ -49,6 +52,8 @@ pub struct StatusReport {
     pub index_bytes: u64,
     /// Bytes of the indexed markdown.
     pub markdown_bytes: u64,
+    /// The files' document dates: their range and sources.
+    pub dates: DatesStatus,
     /// Files changed on disk since indexing.
     pub stale: Stale,
     /// With `--verify`: the damaged files (empty when all are intact).
@@ -65,6 +70,57 @@ pub struct GraphStatus {
     pub communities: usize,
     /// The graph list's weight in the default lists (0: off by default).
     pub weight: f64,
+}
+
+/// The indexed files' document dates.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DatesStatus {
+    /// The oldest file's date (`None` without files).
+    pub oldest: Option<DatedFile>,
+    /// The newest file's date.
+    pub newest: Option<DatedFile>,
+    /// How many files took their date from each source (`front matter`,
+    /// `path`, `mtime`).
+    pub files_by_source: BTreeMap<&'static str, usize>,
+}
+
+/// One file's document date.
+#[derive(Debug, Clone, Serialize)]
+pub struct DatedFile {
+    /// The file, relative to the root.
+    pub path: String,
+    /// Its date, RFC 3339 UTC.
+    pub date: String,
+    /// Where the date came from.
+    pub from: &'static str,
+}
+
+impl DatesStatus {
+    /// The dates of `files`; ties of oldest and newest go to the first path.
+    fn of(files: &[FileEntry]) -> Self {
+        let mut dates = Self {
+            files_by_source: DateSource::ALL.iter().map(|s| (s.name(), 0)).collect(),
+            ..Self::default()
+        };
+        let dated: Vec<(i64, &FileEntry, DocDate)> = files
+            .iter()
+            .map(|f| {
+                let date = f.date();
+                (date.seconds, f, date)
+            })
+            .collect();
+        for (_, _, date) in &dated {
+            *dates.files_by_source.entry(date.source.name()).or_default() += 1;
+        }
+        let shown = |&(_, file, date): &(i64, &FileEntry, DocDate)| DatedFile {
+            path: file.path.clone(),
+            date: date.rfc3339(),
+            from: date.source.name(),
+        };
+        dates.oldest = dated.iter().min_by_key(|d| d.0).map(shown);
+        dates.newest = dated.iter().rev().max_by_key(|d| d.0).map(shown);
+        dates
+    }
 }
 
 /// Files whose disk state differs from the index.
@@ -140,6 +196,7 @@ impl StatusReport {
             chunk_tokens: manifest.chunker.budget_tokens,
             index_bytes: manifest_bytes + manifest.checksums.values().map(|c| c.size).sum::<u64>(),
             markdown_bytes: files.iter().map(|f| f.stamp.size).sum(),
+            dates: DatesStatus::of(files),
             stale,
             damaged,
         })

@@ -10,6 +10,7 @@ pub mod dense;
 mod frozen_dir;
 pub mod graph;
 pub mod guard;
+pub mod recency;
 pub mod sparse;
 pub mod vector_cache;
 
@@ -29,7 +30,8 @@ pub struct ListHit {
     /// The chunk.
     pub chunk: ChunkOrd,
     /// The list's own raw score (BM25 for sparse; cosine with the query,
-    /// as its feedback step moved it, for dense).
+    /// as its feedback step moved it, for dense; a decay with age for
+    /// recency).
     pub score: f32,
 }
 
@@ -92,6 +94,8 @@ pub enum ListKind {
     Dense,
     /// Through the entity graph ([`graph`]).
     Graph,
+    /// By document date, newest first ([`recency`]).
+    Recency,
 }
 
 impl ListKind {
@@ -101,6 +105,7 @@ impl ListKind {
             Self::Sparse => "sparse",
             Self::Dense => "dense",
             Self::Graph => "graph",
+            Self::Recency => "recency",
         }
     }
 }
@@ -113,6 +118,13 @@ pub trait List: Sync {
     /// Returns the best `window` chunks of `allow` for `query`, best first,
     /// ties broken by chunk ordinal.
     fn search(&self, query: &str, window: usize, allow: &AllowSet) -> Result<RankedList>;
+
+    /// Whether the list's ranking depends on the query (the recency list's
+    /// does not): only such lists make the fused first pass that seeds the
+    /// refining lists, so a query's feedback is drawn from what matches it.
+    fn reads_query(&self) -> bool {
+        true
+    }
 
     /// How many of the best chunks of a search's fused first pass this list
     /// refines its ranking with ([`List::refine`]); 0 (the default): it

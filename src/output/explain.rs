@@ -188,6 +188,7 @@ impl ExplainReport {
                 .conditions()
                 .iter()
                 .flat_map(|(k, vs)| vs.iter().map(move |v| format!("{k}={v}")))
+                .chain(filter.time().parts())
                 .collect(),
             lists,
             open_ms: millis(open_time),

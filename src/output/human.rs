@@ -7,6 +7,7 @@ use anyhow::Result;
 
 use super::explain::ExplainReport;
 use super::get::GetResponse;
+use super::remember::RememberReport;
 use super::{SearchResponse, escape_controls};
 use crate::corpus::Skipped;
 use crate::eval::{EvalReport, FusionSetting};
@@ -54,9 +55,15 @@ pub fn print_search(
                 None => format!("{list} -"),
             })
             .collect();
+        // A date the document states (front matter, path) is shown; a
+        // modification time says little about the note, so it is not.
+        let date = match hit.date.from {
+            "mtime" => String::new(),
+            _ => format!("  {}", &hit.date.value[..10.min(hit.date.value.len())]),
+        };
         writeln!(
             out,
-            "{RANK}{rank:>digits$}.{RANK:#} {SCORE}{score:.5}{SCORE:#}  {PATH}{source}{PATH:#}:{LINE}{first}{LINE:#}-{last}  {NOTE}[{ranks}]{NOTE:#}",
+            "{RANK}{rank:>digits$}.{RANK:#} {SCORE}{score:.5}{SCORE:#}  {PATH}{source}{PATH:#}:{LINE}{first}{LINE:#}-{last}{date}  {NOTE}[{ranks}]{NOTE:#}",
             rank = i + 1,
             score = hit.rrf_score,
             source = escape_controls(&hit.source),
@@ -326,6 +333,22 @@ pub fn print_status(out: &mut dyn Write, r: &StatusReport) -> Result<()> {
         bytes(r.index_bytes),
         bytes(r.markdown_bytes),
     )?;
+    if let (Some(oldest), Some(newest)) = (&r.dates.oldest, &r.dates.newest) {
+        let sources: Vec<String> = r
+            .dates
+            .files_by_source
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(source, n)| format!("{n} from {source}"))
+            .collect();
+        writeln!(
+            out,
+            "dates      {} to {} ({})",
+            &oldest.date[..10.min(oldest.date.len())],
+            &newest.date[..10.min(newest.date.len())],
+            sources.join(", ")
+        )?;
+    }
     if let Some(damaged) = &r.damaged {
         writeln!(
             out,
@@ -382,6 +405,29 @@ fn counted(n: usize, noun: &str) -> String {
     } else {
         format!("{n} {noun}s")
     }
+}
+
+/// Prints what `remember` wrote: the file, then each new chunk id (one per
+/// line, for scripts), then how long it took.
+pub fn print_remembered(out: &mut dyn Write, report: &RememberReport) -> Result<()> {
+    writeln!(
+        out,
+        "remembered {} ({}, dated {})",
+        escape_controls(&report.path),
+        counted(report.chunk_ids.len(), "chunk"),
+        report.date
+    )?;
+    for id in &report.chunk_ids {
+        writeln!(out, "  {}", escape_controls(id))?;
+    }
+    writeln!(
+        out,
+        "indexed in {:.2} s (embedding {}) -> generation {}",
+        report.elapsed_ms / 1000.0,
+        counted(report.embedded, "chunk"),
+        report.generation
+    )?;
+    Ok(())
 }
 
 /// Prints the one-line summary of an indexing run (the index folder's path

@@ -11,6 +11,7 @@ pub mod json;
 pub mod progress;
 #[cfg(feature = "milvus")]
 pub mod push;
+pub mod remember;
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -19,6 +20,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::corpus::Metadata;
+use crate::corpus::date::DocDate;
 use crate::retriever::{Decoded, SearchOutcome};
 
 /// `text` with every control character (Unicode category Cc: the C0
@@ -117,11 +119,32 @@ pub struct SearchResult {
     pub heading: String,
     /// First and last source line, 1-based, inclusive.
     pub lines: [u32; 2],
+    /// The file's document date and where it came from.
+    pub date: ResultDate,
     /// The file's metadata (front matter + `path`, `dir`, `title`).
     pub metadata: Metadata,
     /// Per list that ran: the chunk's rank and raw score there, or null when
     /// the list did not return it.
     pub ranks: BTreeMap<&'static str, Option<ListRank>>,
+}
+
+/// A file's document date as printed: an RFC 3339 UTC timestamp and its
+/// source (`front matter`, `path` or `mtime`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ResultDate {
+    /// `2024-02-07T00:00:00Z`.
+    pub value: String,
+    /// Where the date came from.
+    pub from: &'static str,
+}
+
+impl From<DocDate> for ResultDate {
+    fn from(date: DocDate) -> Self {
+        Self {
+            value: date.rfc3339(),
+            from: date.source.name(),
+        }
+    }
 }
 
 /// A chunk's place in one list.
@@ -164,6 +187,7 @@ impl SearchResponse {
                 source: chunk.file.path.clone(),
                 heading: chunk.heading(),
                 lines: [chunk.record.lines.0, chunk.record.lines.1],
+                date: chunk.file.date().into(),
                 metadata: chunk.file.metadata.clone(),
                 ranks,
             });

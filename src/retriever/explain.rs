@@ -180,7 +180,7 @@ impl Retriever {
         filter: &Filter,
     ) -> Result<Absence> {
         if !allow.allows(chunk) {
-            let file = &self.generation().chunk(chunk)?.file.metadata;
+            let file = &self.generation().chunk(chunk)?.file;
             return Ok(Absence::Filtered {
                 condition: filter.failing_condition(file).unwrap_or_default(),
             });

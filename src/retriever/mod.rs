@@ -24,6 +24,7 @@ use crate::fusion::Fusion;
 use crate::index::Index;
 use crate::index::manifest::Manifest;
 use crate::lists::graph::{self, GraphList, QueryOptions, no_graph};
+use crate::lists::recency::{RECENT_WEIGHT, RecencyList};
 use crate::lists::{List, ListKind};
 use crate::store::generation::Generation;
 
@@ -118,9 +119,15 @@ impl Retriever {
                 weight,
             });
         }
+        if selection.recency {
+            lists.push(WeightedList {
+                index: Box::new(RecencyList::open(generation)?),
+                weight: selection.recency_weight.unwrap_or(RECENT_WEIGHT),
+            });
+        }
         ensure!(
             !lists.is_empty(),
-            "no list selected; choose hybrid, or a combination of sparse, dense and graph"
+            "no list selected; choose hybrid, or a combination of sparse, dense, graph and recency"
         );
         ensure!(
             lists.iter().any(|l| l.weight > 0.0),

@@ -61,6 +61,11 @@ pub struct ListSelection {
     /// How many of its best chunks move the dense list's query; `None`
     /// uses the index's default.
     pub dense_feedback: Option<usize>,
+    /// Run the recency list.
+    pub recency: bool,
+    /// Weight of the recency list; `None` uses
+    /// [`crate::lists::recency::RECENT_WEIGHT`].
+    pub recency_weight: Option<f64>,
 }
 
 impl Default for ListSelection {
@@ -74,6 +79,8 @@ impl Default for ListSelection {
             dense_weight: None,
             graph_weight: None,
             dense_feedback: None,
+            recency: false,
+            recency_weight: None,
         }
     }
 }

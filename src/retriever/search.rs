@@ -7,7 +7,8 @@
 //! first pass are right more often than the dense list's own best chunks,
 //! most of all when the dense list is the weaker one, where its own best
 //! chunks would pull its query further off (measured: README, Quality).
-//! Run alone, such a list is seeded by its own first ranking.
+//! Run alone, such a list is seeded by its own first ranking. Lists that
+//! do not read the query (recency) take no part in the first pass.
 
 use std::time::{Duration, Instant};
 
@@ -178,6 +179,7 @@ impl Retriever {
         let inputs: Vec<Ranking<'_>> = ranked
             .iter()
             .zip(lists)
+            .filter(|(_, l)| l.index.reads_query())
             .map(|(r, l)| Ranking {
                 hits: &r.hits[..r.hits.len().min(first_pass.window)],
                 weight: l.weight,

@@ -7,6 +7,11 @@
 //! headings.bin  heading paths, UTF-8, parts separated by U+001F
 //! files.idx     u64 offsets into files.bin, one per file plus the end
 //! files.bin     one postcard-encoded FileEntry per file (decoded on demand)
+//! dates.bin     one little-endian i64 per file: its document date, seconds
+//!               since the epoch (see [`crate::corpus::date`]); absent
+//!               before format 19, when dates are worked out from files.bin
+//! metadata.bin  each metadata key's values and the files that have them
+//!               (see [`super::metadata_index`]; absent before format 19)
 //! texts.bin     every chunk's text, zstd-compressed in blocks (see [`super::texts`])
 //! texts.idx     u64 pairs (uncompressed start, compressed start) per block, plus the end
 //! ```
@@ -27,8 +32,10 @@ use memmap2::Mmap;
 use serde::{Deserialize, Serialize};
 
 use crate::corpus::Metadata;
+use crate::corpus::date::{DocDate, document_date};
 
 use super::checks::{self, Checksums};
+use super::metadata_index::{self, METADATA_INDEX_FILE, MetadataIndex};
 use super::texts::{TEXT_INDEX_FILE, TEXTS_FILE, TextStore};
 use super::{atomic, damaged, map_file};
 
@@ -40,6 +47,8 @@ pub const HEADINGS_FILE: &str = "headings.bin";
 pub const FILE_INDEX_FILE: &str = "files.idx";
 /// File holding the postcard-encoded file entries.
 pub const FILES_FILE: &str = "files.bin";
+/// File holding each file's document date.
+pub const DATES_FILE: &str = "dates.bin";
 /// Folder holding the sparse (tantivy) index.
 pub const SPARSE_DIR: &str = "sparse";
 
@@ -74,6 +83,14 @@ pub struct FileEntry {
     pub metadata: Metadata,
     /// What the file was when indexed, for change detection.
     pub stamp: FileStamp,
+}
+
+impl FileEntry {
+    /// The file's document date and where it came from: a function of its
+    /// metadata, path and stamp, so nothing else needs storing.
+    pub fn date(&self) -> DocDate {
+        document_date(&self.path, &self.metadata, self.stamp.mtime_ns)
+    }
 }
 
 /// What identifies one indexed file's content, for change detection.
@@ -170,6 +187,13 @@ pub fn write_table(gen_dir: &Path, table: &ChunkTable) -> Result<()> {
         offsets.push(files.len() as u64);
     }
     let offsets: Vec<u8> = offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
+    let dates: Vec<u8> = table
+        .files
+        .iter()
+        .flat_map(|f| f.date().seconds.to_le_bytes())
+        .collect();
+    atomic::write_synced(&gen_dir.join(DATES_FILE), &dates)?;
+    metadata_index::write(gen_dir, table.files.iter().map(|f| &f.metadata))?;
     atomic::write_synced(&gen_dir.join(CHUNKS_FILE), bytemuck::cast_slice(&raw))?;
     atomic::write_synced(&gen_dir.join(HEADINGS_FILE), headings.as_bytes())?;
     atomic::write_synced(&gen_dir.join(FILE_INDEX_FILE), &offsets)?;
@@ -222,6 +246,8 @@ pub struct Generation {
     headings: Option<Mmap>,
     file_index: Option<Mmap>,
     files: Option<Mmap>,
+    dates: Option<Mmap>,
+    metadata: Option<MetadataIndex>,
     texts: TextStore,
 }
 
@@ -283,6 +309,19 @@ impl Generation {
             headings: map_file(&dir.join(HEADINGS_FILE))?,
             file_index: map_file(&dir.join(FILE_INDEX_FILE))?,
             files: map_file(&dir.join(FILES_FILE))?,
+            dates: match checksums.contains_key(DATES_FILE) {
+                true => map_file(&dir.join(DATES_FILE))?,
+                false => None,
+            },
+            metadata: match checksums.contains_key(METADATA_INDEX_FILE) {
+                true => {
+                    let path = dir.join(METADATA_INDEX_FILE);
+                    map_file(&path)?
+                        .map(|map| MetadataIndex::open(&path, map))
+                        .transpose()?
+                }
+                false => None,
+            },
             texts: TextStore::open(&dir)?,
             dir,
         };
@@ -377,6 +416,30 @@ impl Generation {
         postcard::from_bytes(bytes).with_context(|| damaged(&path, "does not decode"))
     }
 
+    /// Every file's document date in seconds, in file order: viewed in
+    /// place, or worked out from the file entries for a generation written
+    /// before dates were stored.
+    pub fn file_dates(&self) -> Result<std::borrow::Cow<'_, [i64]>> {
+        let Some(bytes) = self.dates.as_deref() else {
+            let dates = self.files()?.iter().map(|f| f.date().seconds).collect();
+            return Ok(std::borrow::Cow::Owned(dates));
+        };
+        let path = self.dir.join(DATES_FILE);
+        let dates: &[i64] = bytemuck::try_cast_slice(bytes)
+            .map_err(|_| anyhow::anyhow!(damaged(&path, "has a bad length")))?;
+        ensure!(
+            dates.len() == self.file_count(),
+            damaged(&path, "does not hold one date per file")
+        );
+        Ok(std::borrow::Cow::Borrowed(dates))
+    }
+
+    /// The metadata value index, or `None` for a generation written before
+    /// it existed (filters then read the file entries).
+    pub fn metadata_index(&self) -> Option<&MetadataIndex> {
+        self.metadata.as_ref()
+    }
+
     /// Every file entry, decoded (for filters, status and re-indexing).
     pub fn files(&self) -> Result<Vec<FileEntry>> {
         (0..self.file_count() as u32)
@@ -448,17 +511,20 @@ impl Generation {
     pub fn find(&self, id: &str) -> Option<ChunkOrd> {
         let (path, n) = id.rsplit_once('#')?;
         let n: u32 = n.parse().ok()?;
+        let file = self.file_index(path)?;
+        let raw = self.raw_chunks().ok()?;
+        self.chunks_of_file(file).find(|&o| raw[o as usize].n == n)
+    }
+
+    /// The index of the file at `path` (files are sorted by path).
+    pub fn file_index(&self, path: &str) -> Option<u32> {
         let (mut low, mut high) = (0u32, self.file_count() as u32);
         while low < high {
             let mid = low + (high - low) / 2;
             match self.file(mid).ok()?.path.as_str().cmp(path) {
                 std::cmp::Ordering::Less => low = mid + 1,
                 std::cmp::Ordering::Greater => high = mid,
-                std::cmp::Ordering::Equal => {
-                    let range = self.chunks_of_file(mid);
-                    let raw = self.raw_chunks().ok()?;
-                    return range.into_iter().find(|&o| raw[o as usize].n == n);
-                }
+                std::cmp::Ordering::Equal => return Some(mid),
             }
         }
         None

@@ -19,6 +19,7 @@ pub mod bounded;
 pub mod checks;
 pub mod generation;
 pub mod lock;
+pub mod metadata_index;
 pub mod ownership;
 pub mod texts;
 

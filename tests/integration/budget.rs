@@ -141,6 +141,6 @@ fn no_text_leaves_only_ids_scores_sources_lines_metadata_and_ranks() {
         .unwrap();
     assert_eq!(
         String::from_utf8(human.stdout).unwrap(),
-        "1. 0.98718  incidents/2023/q4/billing-month-end-timeouts.md:13-20  [dense #2, sparse #1]\n   Billing API gateway timeouts during month-end invoicing > Summary\n\n"
+        "1. 0.98718  incidents/2023/q4/billing-month-end-timeouts.md:13-20  2023-11-30  [dense #2, sparse #1]\n   Billing API gateway timeouts during month-end invoicing > Summary\n\n"
     );
 }

@@ -47,8 +47,10 @@ fn checked_in_completions_and_man_page_are_up_to_date() {
             "explain",
             "mcp",
             "status",
+            "remember",
             "eval",
             "graph",
+            "push",
             "completions",
             "man"
         ]

@@ -62,11 +62,12 @@ fn eval_measures_match_score_py_on_its_own_runs() {
         ["sparse", "dense", "hybrid", "graph", "hybrid+graph"]
     );
     let script = score_py();
-    assert!(
-        script.is_file(),
-        "the scorer {} is missing (set MEMIDX_SCORE_PY)",
-        script.display()
-    );
+    if !script.is_file() {
+        return crate::common::skip_unless_ci(&format!(
+            "the scorer {} is missing (set MEMIDX_SCORE_PY)",
+            script.display()
+        ));
+    }
     for mode in modes {
         let name = mode["mode"].as_str().unwrap();
         let scored = Process::new("python3")

@@ -28,12 +28,14 @@ mod milvus;
 mod minilm;
 mod properties;
 mod reliability;
+mod remember;
 mod reuse;
 mod schema;
 mod schema_outputs;
 mod search;
 mod status;
 mod terminal;
+mod time;
 mod ux;
 #[cfg(unix)]
 mod watch;

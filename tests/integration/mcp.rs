@@ -101,8 +101,14 @@ fn a_real_mcp_client_searches_gets_explains_and_sees_new_generations() {
     assert_eq!(report["tools"]["explain"]["required"], json!(["query"]));
     assert_eq!(
         report["validated"],
-        json!(["explain", "get", "reindex", "search", "status"])
+        json!(["explain", "get", "reindex", "remember", "search", "status"])
     );
+    assert_eq!(
+        report["tools"]["remember"]["annotations"],
+        json!({"readOnlyHint": false, "destructiveHint": false,
+               "idempotentHint": false, "openWorldHint": false})
+    );
+    assert_eq!(report["tools"]["remember"]["required"], json!(["text"]));
 
     assert_eq!(
         report["identifier_ids"],
@@ -176,6 +182,36 @@ fn a_real_mcp_client_searches_gets_explains_and_sees_new_generations() {
     assert_eq!(
         report["after_reindex"],
         json!({"generation": 3, "up_to_date": false, "ids": ["notes/zz-added.md#1"]})
+    );
+
+    // Time bounds apply before ranking; every result is dated within them.
+    assert_eq!(
+        report["dated"],
+        json!([[
+            "notes/payments-gateway-rollback-2024-02.md",
+            "2024-02-07T00:00:00Z"
+        ]])
+    );
+    assert_eq!(report["dated_ranks"], json!(["dense", "recency", "sparse"]));
+    assert!(
+        report["bad_since"]
+            .as_str()
+            .unwrap()
+            .starts_with("since 'soon' is not a time; give an ISO date"),
+        "{}",
+        report["bad_since"]
+    );
+    assert_eq!(
+        report["remembered"],
+        json!({"path_tail": "numbat-rotation.md", "ids_match": true, "service": ["billing-service"]})
+    );
+    assert!(
+        report["remember_outside"]
+            .as_str()
+            .unwrap()
+            .contains("is outside the indexed folder"),
+        "{}",
+        report["remember_outside"]
     );
 
     let raw = &report["raw"];

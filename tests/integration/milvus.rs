@@ -421,7 +421,7 @@ fn an_incremental_push_answers_as_a_fresh_push_and_sends_only_changes() {
         .split(", ")
         .find_map(|p| p.split(" deleted").next()?.parse().ok())
         .unwrap();
-    assert!(sent >= 2 && sent < 10, "{incremental}");
+    assert!((2..10).contains(&sent), "{incremental}");
     assert!(deleted >= 1, "{incremental}");
     let fresh = fresh_collection("fresh");
     milvus.push(&corpus, &fresh);

@@ -177,6 +177,7 @@ fn json_response_has_the_design_shape() {
     let keys: Vec<_> = first.keys().map(String::as_str).collect();
     let expected = [
         "chunk_id",
+        "date",
         "heading",
         "lines",
         "metadata",

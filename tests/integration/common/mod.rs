@@ -122,7 +122,8 @@ pub fn copy_fixture(from: &Path, to: &Path) {
     copy_tree(from, to, |name| name != memidx::store::INDEX_DIR_NAME);
 }
 
-/// Copies `from` to `to` recursively, entries whose name passes `keep` only.
+/// Copies `from` to `to` recursively, entries whose name passes `keep`
+/// only, with their modification times.
 fn copy_tree(from: &Path, to: &Path, keep: fn(&std::ffi::OsStr) -> bool) {
     fs::create_dir_all(to).unwrap();
     for entry in fs::read_dir(from).unwrap() {
@@ -134,7 +135,16 @@ fn copy_tree(from: &Path, to: &Path, keep: fn(&std::ffi::OsStr) -> bool) {
         if entry.file_type().unwrap().is_dir() {
             copy_tree(&entry.path(), &target, keep);
         } else {
+            // Modification times are kept (as `cp -p` keeps them): a file's
+            // date may come from it, and a copy must answer like the original.
             fs::copy(entry.path(), &target).unwrap();
+            let modified = entry.metadata().unwrap().modified().unwrap();
+            fs::File::options()
+                .write(true)
+                .open(&target)
+                .unwrap()
+                .set_modified(modified)
+                .unwrap();
         }
     }
 }

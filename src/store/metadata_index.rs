@@ -1,0 +1,311 @@
+//! The metadata value index (`metadata.bin`): for every metadata key, its
+//! values, and for every value, the files that have it — so a filter costs
+//! in proportion to what it selects, not to the number of files (it would
+//! otherwise decode every file entry).
+//!
+//! ```text
+//! header   5 × u32: magic, keys, values, file references, string bytes
+//! keys     per key, sorted: name (offset, length), its values (first, count)
+//! values   per value, sorted within its key: text (offset, length), its files (first, count)
+//! files    file indices, ascending within each value
+//! strings  the keys' and values' UTF-8 bytes
+//! ```
+//! Every section is a run of little-endian `u32`, viewed in place with
+//! `bytemuck`; keys and values are found by binary search over their bytes
+//! (the order `String` sorts in). A bad offset or length is named as damage
+//! when it is read. `rustc-hash` gathers the values (a re-index writes the
+//! index whole).
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, ensure};
+use bytemuck::{Pod, Zeroable};
+use memmap2::Mmap;
+use rustc_hash::FxHashMap;
+
+use super::{atomic, damaged};
+use crate::corpus::Metadata;
+
+/// The file's name in a generation.
+pub const METADATA_INDEX_FILE: &str = "metadata.bin";
+
+/// First word of the file: "MDX1".
+const MAGIC: u32 = u32::from_le_bytes(*b"MDX1");
+
+/// Words in the header.
+const HEADER_WORDS: usize = 5;
+
+/// One key or one value: its text and the range of what it lists.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
+struct Entry {
+    text_start: u32,
+    text_len: u32,
+    first: u32,
+    count: u32,
+}
+
+/// Writes the value index of the files whose metadata `files` yields (in
+/// file-index order) into `gen_dir`.
+pub fn write<'a>(gen_dir: &Path, files: impl IntoIterator<Item = &'a Metadata>) -> Result<()> {
+    // Hash maps while collecting (a re-index writes this for every file),
+    // sorted once when laid out.
+    let mut by_key: FxHashMap<&str, FxHashMap<&str, Vec<u32>>> = FxHashMap::default();
+    for (index, metadata) in files.into_iter().enumerate() {
+        let index = u32::try_from(index).context("too many files")?;
+        for (key, values) in metadata {
+            let values_of_key = by_key.entry(key).or_default();
+            for value in values {
+                let holders = values_of_key.entry(value).or_default();
+                if holders.last() != Some(&index) {
+                    holders.push(index);
+                }
+            }
+        }
+    }
+    let by_key: BTreeMap<&str, BTreeMap<&str, Vec<u32>>> = by_key
+        .into_iter()
+        .map(|(key, values)| (key, values.into_iter().collect()))
+        .collect();
+    let mut strings: Vec<u8> = Vec::new();
+    let mut text = |s: &str| -> Result<(u32, u32)> {
+        let start = u32::try_from(strings.len()).context("metadata too large")?;
+        strings.extend_from_slice(s.as_bytes());
+        Ok((start, u32::try_from(s.len()).context("metadata too large")?))
+    };
+    let (mut keys, mut values, mut refs) = (Vec::new(), Vec::new(), Vec::<u32>::new());
+    for (key, values_of_key) in &by_key {
+        let (text_start, text_len) = text(key)?;
+        keys.push(Entry {
+            text_start,
+            text_len,
+            first: values.len() as u32,
+            count: values_of_key.len() as u32,
+        });
+        for (value, holders) in values_of_key {
+            let (text_start, text_len) = text(value)?;
+            values.push(Entry {
+                text_start,
+                text_len,
+                first: refs.len() as u32,
+                count: holders.len() as u32,
+            });
+            refs.extend(holders);
+        }
+    }
+    let header = [
+        MAGIC,
+        keys.len() as u32,
+        values.len() as u32,
+        refs.len() as u32,
+        u32::try_from(strings.len()).context("metadata too large")?,
+    ];
+    let mut bytes = Vec::with_capacity(
+        4 * HEADER_WORDS + 16 * (keys.len() + values.len()) + 4 * refs.len() + strings.len(),
+    );
+    bytes.extend_from_slice(bytemuck::cast_slice(&header));
+    bytes.extend_from_slice(bytemuck::cast_slice(&keys));
+    bytes.extend_from_slice(bytemuck::cast_slice(&values));
+    bytes.extend_from_slice(bytemuck::cast_slice(&refs));
+    bytes.extend_from_slice(&strings);
+    atomic::write_synced(&gen_dir.join(METADATA_INDEX_FILE), &bytes)
+}
+
+/// A mapped value index.
+#[derive(Debug)]
+pub struct MetadataIndex {
+    path: PathBuf,
+    map: Mmap,
+    keys: Range<usize>,
+    values: Range<usize>,
+    refs: Range<usize>,
+    strings: Range<usize>,
+}
+
+/// One key of the index: its values, sorted.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyValues<'a> {
+    index: &'a MetadataIndex,
+    values: &'a [Entry],
+}
+
+impl MetadataIndex {
+    /// Views the mapped file at `path`, checking its header and sections.
+    pub fn open(path: &Path, map: Mmap) -> Result<Self> {
+        let bad = |what: &str| anyhow::anyhow!(damaged(path, what));
+        let header: &[u32] = map
+            .get(..4 * HEADER_WORDS)
+            .and_then(|h| bytemuck::try_cast_slice(h).ok())
+            .ok_or_else(|| bad("is too short"))?;
+        ensure!(header[0] == MAGIC, bad("is not a metadata index"));
+        let sizes = [
+            16 * header[1] as usize,
+            16 * header[2] as usize,
+            4 * header[3] as usize,
+            header[4] as usize,
+        ];
+        let mut start = 4 * HEADER_WORDS;
+        let mut sections = sizes.iter().map(|size| {
+            let range = start..start + size;
+            start += size;
+            range
+        });
+        let (keys, values, refs, strings) = (
+            sections.next().expect("four sections"),
+            sections.next().expect("four sections"),
+            sections.next().expect("four sections"),
+            sections.next().expect("four sections"),
+        );
+        ensure!(strings.end == map.len(), bad("has a bad length"));
+        Ok(Self {
+            path: path.to_path_buf(),
+            map,
+            keys,
+            values,
+            refs,
+            strings,
+        })
+    }
+
+    fn entries(&self, range: &Range<usize>) -> &[Entry] {
+        bytemuck::cast_slice(&self.map[range.clone()])
+    }
+
+    fn text(&self, entry: &Entry) -> Result<&str> {
+        let start = self.strings.start + entry.text_start as usize;
+        let bytes = self
+            .map
+            .get(start..start + entry.text_len as usize)
+            .filter(|_| start + entry.text_len as usize <= self.strings.end)
+            .with_context(|| damaged(&self.path, "names text it does not hold"))?;
+        std::str::from_utf8(bytes).with_context(|| damaged(&self.path, "holds invalid UTF-8"))
+    }
+
+    /// Every key, sorted.
+    pub fn keys(&self) -> Result<Vec<&str>> {
+        self.entries(&self.keys)
+            .iter()
+            .map(|k| self.text(k))
+            .collect()
+    }
+
+    /// The values of `key`, or `None` when no file has it.
+    pub fn key(&self, key: &str) -> Result<Option<KeyValues<'_>>> {
+        let keys = self.entries(&self.keys);
+        let Some(found) = search(keys, key, |k| self.text(k))? else {
+            return Ok(None);
+        };
+        let entry = keys[found];
+        let all = self.entries(&self.values);
+        let values = all
+            .get(entry.first as usize..entry.first as usize + entry.count as usize)
+            .with_context(|| damaged(&self.path, "names values it does not hold"))?;
+        Ok(Some(KeyValues {
+            index: self,
+            values,
+        }))
+    }
+
+    fn files_of(&self, entry: &Entry) -> Result<&[u32]> {
+        let refs: &[u32] = bytemuck::cast_slice(&self.map[self.refs.clone()]);
+        refs.get(entry.first as usize..entry.first as usize + entry.count as usize)
+            .with_context(|| damaged(&self.path, "names files it does not hold"))
+    }
+}
+
+impl<'a> KeyValues<'a> {
+    /// The files (ascending indices) that have `value` for this key.
+    pub fn files_with(&self, value: &str) -> Result<&'a [u32]> {
+        match search(self.values, value, |v| self.index.text(v))? {
+            Some(found) => self.index.files_of(&self.values[found]),
+            None => Ok(&[]),
+        }
+    }
+
+    /// The files of every value that starts with `prefix`.
+    pub fn files_with_prefix(&self, prefix: &str) -> Result<Vec<&'a [u32]>> {
+        let first = self.values.partition_point(|v| {
+            self.index
+                .text(v)
+                .is_ok_and(|t| t.as_bytes() < prefix.as_bytes())
+        });
+        let mut found = Vec::new();
+        for value in &self.values[first..] {
+            if !self.index.text(value)?.starts_with(prefix) {
+                break;
+            }
+            found.push(self.index.files_of(value)?);
+        }
+        Ok(found)
+    }
+
+    /// Every value with how many files have it, in value order.
+    pub fn counts(&self) -> Result<Vec<(&'a str, usize)>> {
+        self.values
+            .iter()
+            .map(|v| Ok((self.index.text(v)?, v.count as usize)))
+            .collect()
+    }
+}
+
+/// The position of the entry whose text is `wanted` among `entries`
+/// (sorted by text bytes).
+fn search<'a>(
+    entries: &'a [Entry],
+    wanted: &str,
+    text: impl Fn(&'a Entry) -> Result<&'a str>,
+) -> Result<Option<usize>> {
+    let (mut low, mut high) = (0, entries.len());
+    while low < high {
+        let mid = low + (high - low) / 2;
+        match text(&entries[mid])?.as_bytes().cmp(wanted.as_bytes()) {
+            std::cmp::Ordering::Less => low = mid + 1,
+            std::cmp::Ordering::Greater => high = mid,
+            std::cmp::Ordering::Equal => return Ok(Some(mid)),
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(pairs: &[(&str, &[&str])]) -> Metadata {
+        pairs
+            .iter()
+            .map(|(k, vs)| (k.to_string(), vs.iter().map(|v| v.to_string()).collect()))
+            .collect()
+    }
+
+    #[test]
+    fn values_list_their_files_and_keys_are_found_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = [
+            entry(&[("env", &["prod", "prod"]), ("path", &["a.md"])]),
+            entry(&[("env", &["staging", "prod"]), ("path", &["b/c.md"])]),
+            entry(&[("path", &["b/d.md"])]),
+        ];
+        write(dir.path(), &files).unwrap();
+        let path = dir.path().join(METADATA_INDEX_FILE);
+        let map = crate::store::map_file(&path).unwrap().unwrap();
+        let index = MetadataIndex::open(&path, map).unwrap();
+        assert_eq!(index.keys().unwrap(), ["env", "path"]);
+        let env = index.key("env").unwrap().unwrap();
+        assert_eq!(env.files_with("prod").unwrap(), [0, 1]);
+        assert_eq!(env.files_with("staging").unwrap(), [1]);
+        assert!(env.files_with("qa").unwrap().is_empty());
+        assert_eq!(env.counts().unwrap(), [("prod", 2), ("staging", 1)]);
+        assert!(index.key("envv").unwrap().is_none());
+        let paths = index.key("path").unwrap().unwrap();
+        assert_eq!(paths.files_with_prefix("b/").unwrap(), [&[1][..], &[2]]);
+        // A truncated file is named, not misread.
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
+        let map = crate::store::map_file(&path).unwrap().unwrap();
+        let err = MetadataIndex::open(&path, map).unwrap_err().to_string();
+        assert!(err.contains("has a bad length"), "{err}");
+    }
+}
