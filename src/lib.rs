@@ -27,4 +27,6 @@ pub mod progress;
 pub mod request;
 pub mod retriever;
 pub mod store;
+#[cfg(test)]
+mod testing;
 pub mod text;

@@ -226,8 +226,12 @@ pub fn print_explain(out: &mut dyn Write, report: &ExplainReport) -> Result<()> 
                 ("rrf", _) | (_, None) => String::new(),
                 (_, Some(best)) => format!(", best {best:.4}"),
             };
+            let postings = match l.postings {
+                Some(p) => format!(", {} of {} postings scored", p.scored, p.total),
+                None => String::new(),
+            };
             format!(
-                "{} {} of {} matched ({} filtered out{best}) in {:.2} ms (query {:.2} ms)",
+                "{} {} of {} matched ({} filtered out{best}{postings}) in {:.2} ms (query {:.2} ms)",
                 l.name, l.candidates, l.matched, l.filtered_out, l.total_ms, l.prepare_ms
             )
         })
