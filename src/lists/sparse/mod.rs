@@ -487,8 +487,19 @@ impl SparseList {
             dead: Vec::new(),
             bounds: SegmentBounds::open(&dir.join(bounds::file_name(&id)))?,
         };
+        // Every ordinal must name a chunk or be DEAD, so that a search can
+        // trust them.
+        let ords = self.ords_of(&part)?;
+        if ords
+            .iter()
+            .any(|&o| o != DEAD && u64::from(o) >= self.stats.docs)
+        {
+            bail!(crate::store::damaged(
+                &self.ords_path,
+                "names a chunk past the end"
+            ));
+        }
         if map.dead > 0 {
-            let ords = self.ords_of(&part)?;
             part.dead = (0..ords.len() as u32)
                 .filter(|&doc| ords[doc as usize] == DEAD)
                 .collect();
@@ -643,7 +654,7 @@ impl SparseList {
             let ords = self.ords_of(segment)?;
             let mut doc = postings.doc();
             while doc != TERMINATED {
-                dead += u32::from(ords[doc as usize] == DEAD);
+                dead += u32::from(ords.get(doc as usize).is_none_or(|&o| o == DEAD));
                 doc = postings.advance();
             }
         }

@@ -62,18 +62,24 @@ fn hits(list: &SparseList, query: &str, window: usize, allow: &AllowSet) -> Vec<
 /// chunk allowed; returns the share of postings the pruned walk scored.
 fn compare(pruned: &SparseList, exhaustive: &SparseList, chunks: usize, queries: &[String]) -> f64 {
     let third = AllowSet::Only((0..chunks).map(|i| i % 3 == 0).collect());
-    let (mut scored, mut total) = (0u64, 0u64);
-    for query in queries {
-        for (window, allow) in [(10, &AllowSet::All), (100, &AllowSet::All), (10, &third)] {
-            let ranked = pruned.search(query, window, allow).unwrap();
-            let want = hits(exhaustive, query, window, allow);
-            assert_eq!(bits(&ranked), want, "{query:?} at window {window}");
-            if let Some(counts) = ranked.postings {
+    let (scored, total) = queries
+        .par_iter()
+        .map(|query| {
+            let (mut scored, mut total) = (0u64, 0u64);
+            for (window, allow) in [(10, &AllowSet::All), (100, &AllowSet::All), (10, &third)] {
+                let ranked = pruned.search(query, window, allow).unwrap();
+                let want = hits(exhaustive, query, window, allow);
+                assert_eq!(bits(&ranked), want, "{query:?} at window {window}");
+                let counts = ranked.postings.unwrap_or(PostingCounts {
+                    total: 0,
+                    scored: 0,
+                });
                 scored += counts.scored;
                 total += counts.total;
             }
-        }
-    }
+            (scored, total)
+        })
+        .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
     scored as f64 / total.max(1) as f64
 }
 

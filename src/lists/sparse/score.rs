@@ -106,7 +106,7 @@ pub(super) fn exhaustive(
         };
         let mut doc = postings.doc();
         while doc != TERMINATED {
-            if ords[doc as usize] != DEAD {
+            if chunk_of(ords, doc) != DEAD {
                 let dl = segment.lengths.first(doc).unwrap_or(0);
                 let slot = &mut scores[doc as usize];
                 if *slot == 0.0 {
@@ -122,6 +122,12 @@ pub(super) fn exhaustive(
         offer(ords[doc as usize], scores[doc as usize], allow, out);
     }
     Ok(())
+}
+
+/// The chunk of document `doc` ([`DEAD`] also for a document past the
+/// map, which only damaged postings could name).
+fn chunk_of(ords: &[u32], doc: u32) -> ChunkOrd {
+    ords.get(doc as usize).copied().unwrap_or(DEAD)
 }
 
 /// Offers one reached chunk to the window, counting it.
@@ -197,7 +203,7 @@ pub(super) fn max_score(
     let mut sum = Sum::new(terms.len());
     let mut doc = next_doc(&cursors[essential..]);
     while doc != TERMINATED {
-        let chunk = ords[doc as usize];
+        let chunk = chunk_of(ords, doc);
         let live_and_allowed = chunk != DEAD && allow.allows(chunk);
         if chunk != DEAD && !live_and_allowed {
             out.filtered_out += 1;
