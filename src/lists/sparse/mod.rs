@@ -2,8 +2,8 @@
 //!
 //! tantivy keeps the persistent, memory-mapped inverted index (terms,
 //! postings with term frequencies) and two fast fields per chunk: its
-//! ordinal and its exact length in tokens. Scoring is done here, term at a
-//! time over tantivy's postings, with the Lucene BM25 formula
+//! ordinal and its exact length in tokens. Scoring is done here
+//! ([`score`]) over tantivy's postings, with the Lucene BM25 formula
 //! `idf · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl))`,
 //! `idf = ln(1 + (N − n + 0.5)/(n + 0.5))`, but with exact document lengths
 //! (tantivy's own scorer quantizes them to one byte and fixes k1 = 1.2) and
@@ -94,8 +94,8 @@ struct SegmentMap {
     id: String,
     /// Its documents' ordinals, in `u32` units from the start of the file.
     range: Range<usize>,
-    /// How many of its documents are dead. A segment without any is scored
-    /// in one pass, with tantivy's document frequencies.
+    /// How many of its documents are dead. A segment without any takes
+    /// tantivy's document frequencies as they are.
     dead: u32,
 }
 
@@ -323,7 +323,6 @@ impl SparseWriter {
             if !self.dir.join(bounds::file_name(&id)).exists() {
                 bounds::write(&self.dir, segment, body_field, &lengths)?;
             }
-            segment_ids.push(id);
             let mut dead = 0u32;
             for doc in 0..segment.max_doc() {
                 let ord = uids
@@ -339,9 +338,10 @@ impl SparseWriter {
                 }
                 body.extend(ord.to_le_bytes());
             }
-            header.extend(segment.segment_id().uuid_string().as_bytes());
+            header.extend(id.as_bytes());
             header.extend(segment.max_doc().to_le_bytes());
             header.extend(dead.to_le_bytes());
+            segment_ids.push(id);
         }
         let expected = ords.iter().filter(|&&o| o != DEAD).count() as u64;
         ensure!(
@@ -610,15 +610,9 @@ impl SparseList {
         for segment in &self.segments {
             let ords = self.ords_of(segment)?;
             match &segment.bounds {
-                Some(bounds) if weighted.len() <= self.pruned_terms => score::max_score(
-                    segment,
-                    ords,
-                    &weighted,
-                    bm25,
-                    allow,
-                    |ord| bounds.frontier(ord),
-                    out,
-                )?,
+                Some(_) if weighted.len() <= self.pruned_terms => {
+                    score::max_score(segment, ords, &weighted, bm25, allow, out)?
+                }
                 _ => score::exhaustive(segment, ords, &weighted, bm25, allow, out)?,
             }
         }

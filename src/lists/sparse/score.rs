@@ -149,15 +149,14 @@ struct Cursor {
     bound: f32,
 }
 
-/// Scores `terms` in `segment` with MaxScore pruning (see the module doc);
-/// `frontier` gives a term's stored frontier by its ordinal.
+/// Scores `terms` in `segment` with MaxScore pruning (see the module doc),
+/// bounding each term by the segment's stored frontier where it has one.
 pub(super) fn max_score(
     segment: &Segment,
     ords: &[u32],
     terms: &[QueryTerm],
     bm25: Bm25,
     allow: &AllowSet,
-    stored: impl Fn(u64) -> Option<Vec<FrontierPoint>>,
     out: &mut Collected,
 ) -> Result<()> {
     let mut cursors = Vec::with_capacity(terms.len());
@@ -172,7 +171,7 @@ pub(super) fn max_score(
                 .inverted
                 .read_postings_from_terminfo(&info, IndexRecordOption::WithFreqs)
         };
-        let frontier = match stored(ord) {
+        let frontier = match segment.bounds.as_ref().and_then(|b| b.frontier(ord)) {
             Some(frontier) if info.doc_freq >= bounds::STORED_MIN_DF => frontier,
             _ => bounds::frontier(&mut read()?, &segment.lengths),
         };
