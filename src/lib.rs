@@ -30,4 +30,6 @@ pub mod remote;
 pub mod request;
 pub mod retriever;
 pub mod store;
+#[cfg(test)]
+mod testing;
 pub mod text;

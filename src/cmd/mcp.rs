@@ -525,19 +525,17 @@ fn remember(state: &mut State, dir: &Path, args: RememberArgs) -> Result<(Value,
     // The index is about to change: nothing opened from it is kept.
     state.index = None;
     state.retrievers.clear();
-    let report = match &state.writer {
-        Some(writer) => {
-            let mut writer = writer.lock().unwrap_or_else(PoisonError::into_inner);
-            super::remember::remember(
-                dir,
-                &folder,
-                &note,
-                DEFAULT_MAX_FILE_SIZE,
-                Some(&mut writer),
-            )
-        }
-        None => super::remember::remember(dir, &folder, &note, DEFAULT_MAX_FILE_SIZE, None),
-    }?;
+    let mut held = state
+        .writer
+        .as_ref()
+        .map(|w| w.lock().unwrap_or_else(PoisonError::into_inner));
+    let report = super::remember::remember(
+        dir,
+        &folder,
+        &note,
+        DEFAULT_MAX_FILE_SIZE,
+        held.as_deref_mut(),
+    )?;
     Ok((
         serde_json::to_value(&report)?,
         plain(|out| human::print_remembered(out, &report))?,

@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Result, anyhow, bail};
 
 use super::Status;
 use crate::cli::RememberArgs;
@@ -18,6 +18,7 @@ use memidx::indexer::{self, IndexOptions, Writer};
 use memidx::output::remember::RememberReport;
 use memidx::output::{human, json};
 use memidx::progress::Silent;
+use memidx::store::bounded::{self, ReadError};
 
 /// Runs `memidx remember` per `args`, reading the text from `stdin` for `-`.
 pub fn run(
@@ -112,16 +113,12 @@ fn not_indexed(err: anyhow::Error, written: &Path) -> anyhow::Error {
 
 /// The text on stdin, at most `max_bytes`, which must be UTF-8.
 fn read_text(stdin: impl Read, max_bytes: u64) -> Result<String> {
-    let mut bytes = Vec::new();
-    stdin
-        .take(max_bytes.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .context("cannot read the note from stdin")?;
-    if bytes.len() as u64 > max_bytes {
-        bail!(
+    let bytes = bounded::read_limited(stdin, max_bytes).map_err(|err| match err {
+        ReadError::TooLarge(_) => anyhow!(
             "the note on stdin is over the {max_bytes}-byte limit (raise it with --max-file-size)"
-        );
-    }
+        ),
+        err => anyhow!("the note on stdin {err}"),
+    })?;
     String::from_utf8(bytes).map_err(|e| {
         anyhow!(
             "the note on stdin is not valid UTF-8 (at byte {})",

@@ -175,6 +175,7 @@ mod tests {
 
     use super::super::collection::{doc_id, read_qrels, write_trec};
     use super::*;
+    use crate::testing::skip;
 
     /// score.py's test_score.py QRELS.
     const QRELS: &str = "query-id\tdoc-id\trelevance\n\
@@ -438,20 +439,6 @@ mod tests {
             .unwrap_or_else(|| {
                 Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/eval/score.py")
             })
-    }
-
-    /// Says on stderr, past the harness's capture, that the calling test
-    /// checks nothing and why; under `CI=true` (or `CI=1`) it fails instead,
-    /// since CI provides the scorer (`../shared`) and python3.
-    fn skip(reason: &str) {
-        use std::io::Write;
-        let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-        assert!(!ci, "{reason} (under CI=true this test may not be skipped)");
-        let test = std::thread::current()
-            .name()
-            .unwrap_or("a test")
-            .to_string();
-        let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {reason}");
     }
 
     /// Runs `score.py QRELS RUN --json --per-query [extra]`; `None` (after

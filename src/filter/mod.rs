@@ -98,11 +98,12 @@ impl Filter {
     /// joined by `|`) or the time bounds, or `None` when it passes.
     pub fn failing_condition(&self, file: &FileEntry) -> Option<String> {
         let metadata = &file.metadata;
-        if !self.time.admits(file.date().seconds) {
+        let date = file.date();
+        if !self.time.admits(date.seconds) {
             return Some(format!(
                 "{} (dated {})",
                 self.time.describe(),
-                file.date().rfc3339()
+                date.rfc3339()
             ));
         }
         if let Some(folder) = &self.folder {

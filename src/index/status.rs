@@ -98,28 +98,30 @@ pub struct DatedFile {
 impl DatesStatus {
     /// The dates of `files`; ties of oldest and newest go to the first path.
     fn of(files: &[FileEntry]) -> Self {
-        let mut dates = Self {
-            files_by_source: DateSource::ALL.iter().map(|s| (s.name(), 0)).collect(),
-            ..Self::default()
-        };
-        let dated: Vec<(i64, &FileEntry, DocDate)> = files
-            .iter()
-            .map(|f| {
-                let date = f.date();
-                (date.seconds, f, date)
-            })
-            .collect();
-        for (_, _, date) in &dated {
-            *dates.files_by_source.entry(date.source.name()).or_default() += 1;
+        let mut files_by_source: BTreeMap<&'static str, usize> =
+            DateSource::ALL.iter().map(|s| (s.name(), 0)).collect();
+        let mut oldest: Option<(&FileEntry, DocDate)> = None;
+        let mut newest: Option<(&FileEntry, DocDate)> = None;
+        for file in files {
+            let date = file.date();
+            *files_by_source.entry(date.source.name()).or_default() += 1;
+            if oldest.is_none_or(|(_, o)| date.seconds < o.seconds) {
+                oldest = Some((file, date));
+            }
+            if newest.is_none_or(|(_, n)| date.seconds > n.seconds) {
+                newest = Some((file, date));
+            }
         }
-        let shown = |&(_, file, date): &(i64, &FileEntry, DocDate)| DatedFile {
+        let shown = |(file, date): (&FileEntry, DocDate)| DatedFile {
             path: file.path.clone(),
             date: date.rfc3339(),
             from: date.source.name(),
         };
-        dates.oldest = dated.iter().min_by_key(|d| d.0).map(shown);
-        dates.newest = dated.iter().rev().max_by_key(|d| d.0).map(shown);
-        dates
+        Self {
+            oldest: oldest.map(shown),
+            newest: newest.map(shown),
+            files_by_source,
+        }
     }
 }
 

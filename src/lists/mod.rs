@@ -42,9 +42,12 @@ pub struct RankedList {
     pub kind: ListKind,
     /// Candidates, best first; rank = position + 1.
     pub hits: Vec<ListHit>,
-    /// How many allowed chunks matched at all (≥ `hits.len()`).
+    /// How many allowed chunks matched at all (≥ `hits.len()`); for the
+    /// sparse list, those its pruned walk reached (a chunk found only by
+    /// terms that could not lift it into the window is not counted).
     pub matched: usize,
-    /// How many chunks matched but were removed by the filters.
+    /// How many chunks matched but were removed by the filters (for the
+    /// sparse list, of those reached).
     pub filtered_out: usize,
     /// Per hit, in the same order, why the list ranks it (for `explain`);
     /// empty for a list whose score needs no reason.
@@ -52,6 +55,10 @@ pub struct RankedList {
     /// The chunks whose vectors moved the query before it was ranked (the
     /// dense list's feedback step), best first; empty for other lists.
     pub feedback_chunks: Vec<ChunkOrd>,
+    /// How many postings of the query's terms there are and how many the
+    /// list scored (the sparse list, which skips those that cannot enter
+    /// its window); `None` for other lists.
+    pub postings: Option<PostingCounts>,
     /// Time spent preparing the query (tokenizing, embedding, and the dense
     /// list's feedback scan).
     pub prepare_time: Duration,
@@ -78,10 +85,21 @@ impl RankedList {
             filtered_out: 0,
             reasons: Vec::new(),
             feedback_chunks: Vec::new(),
+            postings: None,
             prepare_time: Duration::ZERO,
             elapsed: Duration::ZERO,
         }
     }
+}
+
+/// The work of a search over postings: how many the query's terms have
+/// in all, and how many were scored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct PostingCounts {
+    /// Postings of the query's terms, dead documents' included.
+    pub total: u64,
+    /// Postings whose score was computed.
+    pub scored: u64,
 }
 
 /// Which list a ranking comes from: fusion, eval and the printers name
@@ -212,6 +230,15 @@ impl TopWindow {
             self.heap.pop();
             self.heap.push(Reverse(candidate));
         }
+    }
+
+    /// The worst kept score once the window is full: what a candidate must
+    /// beat (or tie with a lower ordinal) to enter; `None` before.
+    pub(crate) fn threshold(&self) -> Option<f32> {
+        if self.heap.len() < self.window {
+            return None;
+        }
+        self.heap.peek().map(|Reverse(worst)| worst.score)
     }
 
     /// The kept candidates, best first.

@@ -13,7 +13,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::filter::Filter;
-use crate::lists::ListKind;
+use crate::lists::{ListKind, PostingCounts};
 use crate::retriever::{Absence, Decoded, Explanation, Standing};
 
 /// The whole explanation.
@@ -64,6 +64,10 @@ pub struct ListSummary {
     pub matched: usize,
     /// Matching chunks the filter removed.
     pub filtered_out: usize,
+    /// The postings of the query's terms and how many were scored (the
+    /// sparse list skips those that cannot enter its window); null for
+    /// other lists.
+    pub postings: Option<PostingCounts>,
     /// Chunk ids whose vectors moved the query before the list ranked (the
     /// dense list's feedback), best first; empty for other lists.
     pub feedback: Vec<String>,
@@ -140,6 +144,7 @@ impl ExplainReport {
                     candidates: run.ranked.hits.len(),
                     matched: run.ranked.matched,
                     filtered_out: run.ranked.filtered_out,
+                    postings: run.ranked.postings,
                     feedback: run
                         .ranked
                         .feedback_chunks

@@ -59,7 +59,7 @@ pub fn print_search(
         // modification time says little about the note, so it is not.
         let date = match hit.date.from {
             "mtime" => String::new(),
-            _ => format!("  {}", &hit.date.value[..10.min(hit.date.value.len())]),
+            _ => format!("  {}", day(&hit.date.value)),
         };
         writeln!(
             out,
@@ -230,8 +230,12 @@ pub fn print_explain(out: &mut dyn Write, report: &ExplainReport) -> Result<()> 
                 "local" => String::new(),
                 remote => format!(" on {}", escape_controls(remote)),
             };
+            let postings = match l.postings {
+                Some(p) => format!(", {} of {} postings scored", p.scored, p.total),
+                None => String::new(),
+            };
             format!(
-                "{}{on} {} of {} matched ({} filtered out{best}) in {:.2} ms (query {:.2} ms)",
+                "{}{on} {} of {} matched ({} filtered out{best}{postings}) in {:.2} ms (query {:.2} ms)",
                 l.name, l.candidates, l.matched, l.filtered_out, l.total_ms, l.prepare_ms
             )
         })
@@ -344,8 +348,8 @@ pub fn print_status(out: &mut dyn Write, r: &StatusReport) -> Result<()> {
         writeln!(
             out,
             "dates      {} to {} ({})",
-            &oldest.date[..10.min(oldest.date.len())],
-            &newest.date[..10.min(newest.date.len())],
+            day(&oldest.date),
+            day(&newest.date),
             sources.join(", ")
         )?;
     }
@@ -405,6 +409,12 @@ fn counted(n: usize, noun: &str) -> String {
     } else {
         format!("{n} {noun}s")
     }
+}
+
+/// The day (`YYYY-MM-DD`) of an RFC 3339 timestamp, for a line that shows
+/// dates, not times.
+fn day(timestamp: &str) -> &str {
+    timestamp.get(..10).unwrap_or(timestamp)
 }
 
 /// Prints what `remember` wrote: the file, then each new chunk id (one per

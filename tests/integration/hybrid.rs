@@ -265,7 +265,9 @@ fn explain_prints_a_compact_table() {
         ["sum", "1.000000"]
     );
     assert!(
-        lines[7].starts_with("lists: sparse 16 of 16 matched (0 filtered out, best 18.0081) in "),
+        lines[7].starts_with(
+            "lists: sparse 16 of 16 matched (0 filtered out, best 18.0081, 20 of 20 postings scored) in "
+        ),
         "{text}"
     );
     // RRF, asked for, prints its own arithmetic.
@@ -285,7 +287,9 @@ fn explain_prints_a_compact_table() {
         ["sparse", "1", "18.0081", "0.60", "0.009836"]
     );
     assert!(
-        lines[7].starts_with("lists: sparse 16 of 16 matched (0 filtered out) in "),
+        lines[7].starts_with(
+            "lists: sparse 16 of 16 matched (0 filtered out, 20 of 20 postings scored) in "
+        ),
         "{text}"
     );
 }

@@ -4,12 +4,11 @@
 //! windows, and the recency list's ranks and contributions.
 
 use std::fs;
-use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
 
-use crate::common::{Corpus, fixtures_dir};
+use crate::common::{Corpus, fixtures_dir, set_mtime};
 
 /// Writes `text` to `rel` under `corpus`, modified at `mtime`.
 fn note(corpus: &Corpus, rel: &str, text: &str, mtime: SystemTime) {
@@ -17,15 +16,6 @@ fn note(corpus: &Corpus, rel: &str, text: &str, mtime: SystemTime) {
     fs::create_dir_all(path.parent().unwrap()).unwrap();
     fs::write(&path, text).unwrap();
     set_mtime(&path, mtime);
-}
-
-fn set_mtime(path: &Path, mtime: SystemTime) {
-    fs::File::options()
-        .write(true)
-        .open(path)
-        .unwrap()
-        .set_modified(mtime)
-        .unwrap();
 }
 
 /// 2024-03-10T00:00:00Z.

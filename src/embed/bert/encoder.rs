@@ -1,12 +1,11 @@
 //! The BERT encoder's forward pass over packed texts.
 
-use anyhow::{Context, Result, bail, ensure};
-use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{Config as BertConfig, HiddenAct};
+use anyhow::{Result, bail, ensure};
 use rayon::prelude::*;
 use tokenizers::Encoding;
 
 use super::kernels::{self, Backend, Rhs};
+use super::weights::{BertConfig, HiddenAct, Weights};
 
 /// A fully connected layer, `x · Wᵀ + b`, with `W` (`n × k`) packed for
 /// the backend's product.
@@ -36,13 +35,13 @@ impl Linear {
 
     /// Loads `{prefix}.weight` and `{prefix}.bias` of the layers named
     /// in `parts`, concatenated along the output (one fused product).
-    fn load(vb: &VarBuilder, parts: &[&str], n: usize, k: usize, backend: Backend) -> Result<Self> {
+    fn load(vb: &Weights, parts: &[&str], n: usize, k: usize, backend: Backend) -> Result<Self> {
         let mut weight = Vec::with_capacity(parts.len() * n * k);
         let mut bias = Vec::with_capacity(parts.len() * n);
         for part in parts {
             let vb = vb.pp(part);
-            weight.extend(tensor(&vb, &[n, k], "weight")?);
-            bias.extend(tensor(&vb, &[n], "bias")?);
+            weight.extend(vb.get(&[n, k], "weight")?);
+            bias.extend(vb.get(&[n], "bias")?);
         }
         Ok(Self::new(&weight, bias, parts.len() * n, k, backend))
     }
@@ -74,11 +73,11 @@ struct Norm {
 }
 
 impl Norm {
-    fn load(vb: &VarBuilder, h: usize) -> Result<Self> {
+    fn load(vb: &Weights, h: usize) -> Result<Self> {
         let vb = vb.pp("LayerNorm");
         Ok(Self {
-            weight: tensor(&vb, &[h], "weight")?,
-            bias: tensor(&vb, &[h], "bias")?,
+            weight: vb.get(&[h], "weight")?,
+            bias: vb.get(&[h], "bias")?,
         })
     }
 
@@ -118,18 +117,10 @@ pub(super) struct Encoder {
     max_positions: usize,
 }
 
-/// The tensor `name` under `vb` with `shape`, as f32s.
-fn tensor(vb: &VarBuilder, shape: &[usize], name: &str) -> Result<Vec<f32>> {
-    let tensor = vb
-        .get(shape, name)
-        .with_context(|| format!("tensor {}.{name}", vb.prefix()))?;
-    Ok(tensor.flatten_all()?.to_vec1::<f32>()?)
-}
-
 impl Encoder {
     /// Reads the weights from `vb` (a checkpoint with or without the
     /// `bert.` prefix), sized by `config`.
-    pub(super) fn load(vb: &VarBuilder, config: &BertConfig) -> Result<Self> {
+    pub(super) fn load(vb: &Weights, config: &BertConfig) -> Result<Self> {
         let h = config.hidden_size;
         let heads = config.num_attention_heads;
         ensure!(
@@ -139,7 +130,7 @@ impl Encoder {
         let prefixes = ["", "bert"].into_iter().chain(config.model_type.as_deref());
         let Some(vb) = prefixes
             .map(|p| if p.is_empty() { vb.clone() } else { vb.pp(p) })
-            .find(|vb| vb.contains_tensor("embeddings.word_embeddings.weight"))
+            .find(|vb| vb.contains("embeddings.word_embeddings.weight"))
         else {
             bail!("no tensor embeddings.word_embeddings.weight (nor bert.embeddings…)");
         };
@@ -174,21 +165,13 @@ impl Encoder {
             .collect::<Result<_>>()?;
         Ok(Self {
             backend,
-            word: tensor(
-                &embeddings,
-                &[config.vocab_size, h],
-                "word_embeddings.weight",
-            )?,
-            position: tensor(
-                &embeddings,
+            word: embeddings.get(&[config.vocab_size, h], "word_embeddings.weight")?,
+            position: embeddings.get(
                 &[config.max_position_embeddings, h],
                 "position_embeddings.weight",
             )?,
-            token_type: tensor(
-                &embeddings,
-                &[config.type_vocab_size, h],
-                "token_type_embeddings.weight",
-            )?,
+            token_type: embeddings
+                .get(&[config.type_vocab_size, h], "token_type_embeddings.weight")?,
             embedding_norm: Norm::load(&embeddings, h)?,
             layers,
             hidden: h,

@@ -13,11 +13,10 @@
 //! Crates, and why:
 //! - `tokenizers` (pure-Rust `fancy-regex` feature, no C/C++ toolchain)
 //!   reads `tokenizer.json` and tokenizes exactly as the Python side does.
-//! - candle reads the model: `candle-transformers`' BERT `Config` parses
-//!   `config.json` (sizes, activation, layer-norm epsilon), and
-//!   `candle-nn`'s `VarBuilder` over `candle-core` tensors loads
-//!   `model.safetensors`, checking every tensor's shape and converting
-//!   f16/bf16 checkpoints to f32.
+//! - [`weights`] reads `config.json`'s sizes, activation and layer-norm
+//!   epsilon, and `model.safetensors` with the `safetensors` crate,
+//!   checking every tensor's shape and converting f16/bf16 checkpoints to
+//!   f32 (`half`).
 //! - The forward pass is this module's own ([`encoder`]), on plain `f32`
 //!   buffers the weights are copied into at load. candle's `BertModel`
 //!   pads every batch to its longest text, allocates a tensor per
@@ -29,7 +28,8 @@
 //!   residual), buffers are reused across layers, and the elementwise
 //!   operations are compiled for AVX-512 too and pick it at run time. The
 //!   same packed encoder through candle tensors would need a tensor per
-//!   text and head, so candle stops at the weights.
+//!   text and head, so memidx does without candle (which also took most of
+//!   a fresh build's time).
 //! - Matrix products ([`kernels::matmul`]): on CPUs with AVX-512 a small
 //!   kernel here (14 × 32 tiles over weights pre-packed into 32-column
 //!   panels); elsewhere the `gemm` crate (AVX2/FMA, NEON), whose AVX-512
@@ -40,19 +40,18 @@
 
 mod encoder;
 mod kernels;
+mod weights;
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use candle_core::{DType, Device};
-use candle_nn::VarBuilder;
-use candle_transformers::models::bert::Config as BertConfig;
 use serde::Deserialize;
 use tokenizers::{Encoding, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
 use super::fingerprint::fingerprint;
 use super::{Embedder, EmbedderInfo, ModelKind, normalize};
 use encoder::Encoder;
+use weights::{BertConfig, Weights};
 
 /// Tokens per forward pass. Texts are packed end to end (no padding) into
 /// batches of at most this many tokens (a longer text runs alone): large
@@ -187,7 +186,7 @@ struct ModuleEntry {
 }
 
 /// A sentence-transformers BERT-family model run on the CPU (weights read
-/// with candle, forward pass in [`encoder`]).
+/// by [`weights`], forward pass in [`encoder`]).
 pub struct BertEmbedder {
     encoder: Encoder,
     tokenizer: Tokenizer,
@@ -303,9 +302,9 @@ impl BertEmbedder {
             sbert_bytes.as_deref(),
         ]);
 
-        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)
-            .with_context(|| format!("reading {}", dir.join("model.safetensors").display()))?;
-        let encoder = Encoder::load(&vb, &config).with_context(|| {
+        let safetensors = dir.join("model.safetensors");
+        let tensors = weights::parse(&weights, &safetensors.display().to_string())?;
+        let encoder = Encoder::load(&Weights::new(&tensors), &config).with_context(|| {
             format!(
                 "loading BERT weights from {}",
                 dir.join("model.safetensors").display()

@@ -138,15 +138,19 @@ fn copy_tree(from: &Path, to: &Path, keep: fn(&std::ffi::OsStr) -> bool) {
             // Modification times are kept (as `cp -p` keeps them): a file's
             // date may come from it, and a copy must answer like the original.
             fs::copy(entry.path(), &target).unwrap();
-            let modified = entry.metadata().unwrap().modified().unwrap();
-            fs::File::options()
-                .write(true)
-                .open(&target)
-                .unwrap()
-                .set_modified(modified)
-                .unwrap();
+            set_mtime(&target, entry.metadata().unwrap().modified().unwrap());
         }
     }
+}
+
+/// Gives the file at `path` the modification time `mtime`.
+pub fn set_mtime(path: &Path, mtime: std::time::SystemTime) {
+    fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
 }
 
 /// The chunk ids of a JSON response, in rank order.

@@ -2,8 +2,8 @@
 //!
 //! tantivy keeps the persistent, memory-mapped inverted index (terms,
 //! postings with term frequencies) and two fast fields per chunk: its
-//! ordinal and its exact length in tokens. Scoring is done here, term at a
-//! time over tantivy's postings, with the Lucene BM25 formula
+//! ordinal and its exact length in tokens. Scoring is done here
+//! ([`score`]) over tantivy's postings, with the Lucene BM25 formula
 //! `idf · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl))`,
 //! `idf = ln(1 + (N − n + 0.5)/(n + 0.5))`, but with exact document lengths
 //! (tantivy's own scorer quantizes them to one byte and fixes k1 = 1.2) and
@@ -29,12 +29,25 @@
 //! ([`SparseStats`]), so every score equals a fresh index's. The indexer
 //! rebuilds from scratch once dead documents outnumber live ones.
 //!
+//! **Pruned, to the same answer.** Each segment carries per-term score
+//! bounds ([`bounds`]), written when tantivy writes the segment; a search
+//! walks the postings with MaxScore ([`score`]) and skips those that cannot
+//! enter the window, with the same window, scores and order as scoring every
+//! posting. A segment without bounds (written by an older memidx) is scored
+//! in full.
+//!
 //! [`ChunkRecord::uid`]: crate::store::generation::ChunkRecord::uid
+
+mod bounds;
+#[cfg(test)]
+mod pruning_tests;
+mod score;
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail, ensure};
@@ -42,22 +55,21 @@ use memmap2::Mmap;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use tantivy::columnar::Column;
-use tantivy::postings::Postings;
 use tantivy::schema::{
     Document, FAST, Field, IndexRecordOption, OwnedValue, Schema, TextFieldIndexing, TextOptions,
 };
 use tantivy::tokenizer::{PreTokenizedString, Token as TantivyToken, TokenStream, Tokenizer};
 use tantivy::{
-    DocSet, Index, IndexReader, IndexWriter, InvertedIndexReader, ReloadPolicy, SegmentReader,
-    TERMINATED, Term,
+    DocSet, Index, IndexWriter, InvertedIndexReader, ReloadPolicy, SegmentReader, TERMINATED, Term,
 };
 
 use super::AllowSet;
 use super::frozen_dir::FrozenDirectory;
-use super::{Candidate, List, ListHit, ListKind, RankedList, TopWindow};
-use crate::store::generation::ChunkOrd;
+use super::{List, ListHit, ListKind, PostingCounts, RankedList, TopWindow};
 use crate::store::{atomic, damaged, map_file};
 use crate::text::tokenize::{Analyzer, Token};
+use bounds::SegmentBounds;
+use score::{Bm25, Collected, QueryTerm};
 
 /// Name under which the analyzer is registered with tantivy.
 pub const TOKENIZER_NAME: &str = "memidx";
@@ -82,13 +94,19 @@ struct SegmentMap {
     id: String,
     /// Its documents' ordinals, in `u32` units from the start of the file.
     range: Range<usize>,
-    /// How many of its documents are dead. A segment without any is scored
-    /// in one pass, with tantivy's document frequencies.
+    /// How many of its documents are dead. A segment without any takes
+    /// tantivy's document frequencies as they are.
     dead: u32,
 }
 
 /// The ordinal of a uid whose chunk is gone.
 pub const DEAD: u32 = u32::MAX;
+
+/// Most distinct terms a query may have to be scored with pruning. A
+/// document-at-a-time walk pays per candidate for every essential term, and
+/// past this many terms (a pasted paragraph, say) scoring every posting term
+/// at a time costs less (measured: bench/README.md).
+const MAX_PRUNED_TERMS: usize = 12;
 
 /// Indexing memory budget for tantivy's writer, all threads together.
 const WRITER_MEMORY_BYTES: usize = 256 * 1024 * 1024;
@@ -140,16 +158,32 @@ pub struct SparseWritten {
 
 /// The BM25 list of one generation.
 pub struct SparseList {
-    reader: IndexReader,
     body: Field,
     analyzer: Analyzer,
     params: Bm25Params,
     stats: SparseStats,
     /// The [`ORDS_FILE`] map, memory-mapped (`None` when empty).
     ords: Option<Mmap>,
-    /// Where each segment's ordinals are in `ords`.
-    segments: Vec<SegmentMap>,
+    segments: Vec<Segment>,
     ords_path: PathBuf,
+    /// Most distinct terms a query may have to be scored with pruning
+    /// ([`MAX_PRUNED_TERMS`]; the tests set it to hold both ways to the
+    /// same answers).
+    pruned_terms: usize,
+}
+
+/// What a search reads of one tantivy segment.
+struct Segment {
+    inverted: Arc<InvertedIndexReader>,
+    /// Each document's length in tokens.
+    lengths: Column<u64>,
+    /// Where its documents' ordinals are in the [`ORDS_FILE`] map, in `u32`
+    /// units.
+    ords: Range<usize>,
+    /// Its dead documents, ascending.
+    dead: Vec<u32>,
+    /// Its terms' score bounds, if it was written with them.
+    bounds: Option<SegmentBounds>,
 }
 
 /// Writes a generation's sparse list: the base's documents (hard-linked)
@@ -256,9 +290,10 @@ impl SparseWriter {
     }
 
     /// Commits, writes the documents' ordinals ([`ORDS_FILE`]) from
-    /// `ords` (per uid, its chunk's ordinal or [`DEAD`]), and counts the
-    /// live documents, checking that every live uid has exactly one.
-    pub fn finish(self, ords: &[u32]) -> Result<SparseWritten> {
+    /// `ords` (per uid, its chunk's ordinal or [`DEAD`]), writes the
+    /// score bounds of every segment that has none yet, and counts the live
+    /// documents, checking that every live uid has exactly one.
+    pub fn finish(mut self, ords: &[u32]) -> Result<SparseWritten> {
         if let Some(mut writer) = self.writer {
             let failed = |err: tantivy::TantivyError| {
                 anyhow::anyhow!(
@@ -279,9 +314,15 @@ impl SparseWriter {
             uids: ords.len() as u64,
             ..SparseStats::default()
         };
+        let (body_field, ..) = self.fields;
+        let mut segment_ids = Vec::new();
         for segment in searcher.segment_readers() {
             let uids = segment.fast_fields().u64(UID_FIELD)?;
             let lengths = segment.fast_fields().u64(LEN_FIELD)?;
+            let id = segment.segment_id().uuid_string();
+            if !self.dir.join(bounds::file_name(&id)).exists() {
+                bounds::write(&self.dir, segment, body_field, &lengths)?;
+            }
             let mut dead = 0u32;
             for doc in 0..segment.max_doc() {
                 let ord = uids
@@ -297,9 +338,10 @@ impl SparseWriter {
                 }
                 body.extend(ord.to_le_bytes());
             }
-            header.extend(segment.segment_id().uuid_string().as_bytes());
+            header.extend(id.as_bytes());
             header.extend(segment.max_doc().to_le_bytes());
             header.extend(dead.to_le_bytes());
+            segment_ids.push(id);
         }
         let expected = ords.iter().filter(|&&o| o != DEAD).count() as u64;
         ensure!(
@@ -309,6 +351,10 @@ impl SparseWriter {
         );
         header.extend(body);
         atomic::write_synced(&self.dir.join(ORDS_FILE), &header)?;
+        // Bounds of segments tantivy merged away were linked from the base.
+        bounds::remove_stale(&self.dir, &segment_ids)?;
+        let dir = &self.dir;
+        self.linked.retain(|name| dir.join(name).exists());
         Ok(SparseWritten {
             stats,
             linked: self.linked,
@@ -396,7 +442,7 @@ impl SparseList {
             .with_context(damaged)?;
         let ords_path = dir.join(ORDS_FILE);
         let ords = map_file(&ords_path)?;
-        let segments = segment_ranges(ords.as_deref().unwrap_or_default())
+        let maps = segment_ranges(ords.as_deref().unwrap_or_default())
             .with_context(|| crate::store::damaged(&ords_path, "is malformed"))?;
         register(&index, analyzer);
         let body = index.schema().get_field(BODY_FIELD).with_context(damaged)?;
@@ -405,33 +451,68 @@ impl SparseList {
             .reload_policy(ReloadPolicy::Manual)
             .try_into()
             .with_context(damaged)?;
-        Ok(Self {
-            reader,
+        let mut list = Self {
             body,
             analyzer,
             params,
             stats,
             ords,
-            segments,
+            segments: Vec::new(),
             ords_path,
-        })
+            pruned_terms: MAX_PRUNED_TERMS,
+        };
+        for segment in reader.searcher().segment_readers() {
+            let part = list.open_segment(dir, segment, &maps);
+            let part = part.map_err(|err| list.named_as_damage(err))?;
+            list.segments.push(part);
+        }
+        Ok(list)
     }
 
-    /// The chunk ordinal (or [`DEAD`]) of each document of `segment`, and
-    /// whether none is dead.
-    fn segment_ords(&self, segment: &SegmentReader) -> Result<(&[u32], bool)> {
+    /// What a search needs of `segment`, whose ordinals `maps` locates.
+    fn open_segment(
+        &self,
+        dir: &Path,
+        segment: &SegmentReader,
+        maps: &[SegmentMap],
+    ) -> Result<Segment> {
         let damaged = || crate::store::damaged(&self.ords_path, "does not match the index");
         let id = segment.segment_id().uuid_string();
-        let map = self
-            .segments
+        let map = maps.iter().find(|map| map.id == id).with_context(damaged)?;
+        ensure!(map.range.len() == segment.max_doc() as usize, damaged());
+        let mut part = Segment {
+            inverted: segment.inverted_index(self.body)?,
+            lengths: segment.fast_fields().u64(LEN_FIELD)?,
+            ords: map.range.clone(),
+            dead: Vec::new(),
+            bounds: SegmentBounds::open(&dir.join(bounds::file_name(&id)))?,
+        };
+        // Every ordinal must name a chunk or be DEAD, so that a search can
+        // trust them.
+        let ords = self.ords_of(&part)?;
+        if ords
             .iter()
-            .find(|map| map.id == id)
-            .with_context(damaged)?;
+            .any(|&o| o != DEAD && u64::from(o) >= self.stats.docs)
+        {
+            bail!(crate::store::damaged(
+                &self.ords_path,
+                "names a chunk past the end"
+            ));
+        }
+        if map.dead > 0 {
+            part.dead = (0..ords.len() as u32)
+                .filter(|&doc| ords[doc as usize] == DEAD)
+                .collect();
+        }
+        Ok(part)
+    }
+
+    /// The chunk ordinal (or [`DEAD`]) of each document of `segment`.
+    fn ords_of(&self, segment: &Segment) -> Result<&[u32]> {
+        let damaged = || crate::store::damaged(&self.ords_path, "does not match the index");
         let all: &[u32] = bytemuck::try_cast_slice(self.ords.as_deref().unwrap_or_default())
             .map_err(|_| anyhow::anyhow!(damaged()))?;
-        let ords = all.get(map.range.clone()).with_context(damaged)?;
-        ensure!(ords.len() == segment.max_doc() as usize, damaged());
-        Ok((ords, map.dead == 0))
+        all.get(segment.ords.clone()).with_context(damaged)
     }
 
     /// An error tantivy raised while reading the postings means the sparse
@@ -465,18 +546,28 @@ impl List for SparseList {
         }
         let mut list = RankedList::empty(self.kind());
         list.prepare_time = started.elapsed();
-        if !terms.is_empty() && window > 0 {
-            let mut best = TopWindow::new(window);
-            self.score(&terms, |chunk, score| {
-                if allow.allows(chunk) {
-                    list.matched += 1;
-                    best.push(Candidate { score, chunk });
-                } else {
-                    list.filtered_out += 1;
-                }
-            })
-            .map_err(|err| self.named_as_damage(err))?;
-            list.hits = best.into_sorted().into_iter().map(ListHit::from).collect();
+        if !terms.is_empty() && window > 0 && self.stats.docs > 0 {
+            let mut out = Collected {
+                best: TopWindow::new(window),
+                matched: 0,
+                filtered_out: 0,
+                scored: 0,
+            };
+            let total = self
+                .collect(&terms, allow, &mut out)
+                .map_err(|err| self.named_as_damage(err))?;
+            list.matched = out.matched;
+            list.filtered_out = out.filtered_out;
+            list.postings = Some(PostingCounts {
+                total,
+                scored: out.scored,
+            });
+            list.hits = out
+                .best
+                .into_sorted()
+                .into_iter()
+                .map(ListHit::from)
+                .collect();
         }
         list.elapsed = started.elapsed();
         Ok(list)
@@ -484,102 +575,85 @@ impl List for SparseList {
 }
 
 impl SparseList {
-    /// Scores every live chunk that holds at least one of `terms` (term →
-    /// its count in the query) and hands each `(chunk, score)` to `emit`.
-    fn score(
+    /// Scores `terms` (term → its count in the query) segment by segment
+    /// into `out`; returns how many postings the terms have.
+    fn collect(
         &self,
         terms: &BTreeMap<String, u32>,
-        mut emit: impl FnMut(ChunkOrd, f32),
-    ) -> Result<()> {
-        let SparseStats { docs, tokens, .. } = self.stats;
-        if docs == 0 {
-            return Ok(());
-        }
-        let searcher = self.reader.searcher();
-        let mut segments = Vec::new();
-        for segment in searcher.segment_readers() {
-            let (ords, clean) = self.segment_ords(segment)?;
-            let lengths = segment.fast_fields().u64(LEN_FIELD)?;
-            segments.push((segment.inverted_index(self.body)?, ords, lengths, clean));
-        }
-        let docs = docs as f32;
-        let avgdl = (tokens as f32 / docs).max(f32::MIN_POSITIVE);
+        allow: &AllowSet,
+        out: &mut Collected,
+    ) -> Result<u64> {
+        let docs = self.stats.docs as f32;
         let Bm25Params { k1, b } = self.params;
-        let mut scores = vec![0.0f32; self.stats.docs as usize];
-        let mut touched = Vec::new();
-        let mut add = |chunk: ChunkOrd, tf: u32, dl: u64, weight: f32| -> Result<()> {
-            let (tf, dl) = (tf as f32, dl as f32);
-            let slot = scores.get_mut(chunk as usize).with_context(|| {
-                crate::store::damaged(&self.ords_path, "names a chunk past the end")
-            })?;
-            if *slot == 0.0 {
-                touched.push(chunk);
-            }
-            *slot += weight * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * dl / avgdl));
-            Ok(())
+        let bm25 = Bm25 {
+            k1,
+            b,
+            avgdl: (self.stats.tokens as f32 / docs).max(f32::MIN_POSITIVE),
         };
-        let mut live = Vec::new();
+        let mut total = 0;
+        let mut weighted = Vec::with_capacity(terms.len());
         for (text, count) in terms {
             let term = Term::from_field_text(self.body, text);
-            // The document frequency counts live documents only: a clean
-            // segment's is tantivy's; a segment with dead documents has its
-            // live postings, as (chunk, tf, length), collected and counted.
             let mut df = 0u32;
-            live.clear();
-            for (inverted, ords, lengths, clean) in &segments {
-                if *clean {
-                    df += inverted.doc_freq(&term)?;
-                    continue;
-                }
-                for_each_posting(inverted, &term, ords, lengths, |chunk, tf, dl| {
-                    if chunk != DEAD {
-                        live.push((chunk, tf, dl));
-                    }
-                    Ok(())
-                })?;
+            for segment in &self.segments {
+                let all = segment.inverted.doc_freq(&term)?;
+                total += u64::from(all);
+                df += all - self.dead_postings(segment, &term, all)?;
             }
-            let df = (df as usize + live.len()) as f32;
+            let df = df as f32;
             let idf = (1.0 + (docs - df + 0.5) / (df + 0.5)).ln();
-            let weight = idf * *count as f32;
-            for &(chunk, tf, dl) in &live {
-                add(chunk, tf, dl, weight)?;
-            }
-            for (inverted, ords, lengths, clean) in &segments {
-                if !*clean {
-                    continue;
+            weighted.push(QueryTerm {
+                term,
+                weight: idf * *count as f32,
+            });
+        }
+        for segment in &self.segments {
+            let ords = self.ords_of(segment)?;
+            match &segment.bounds {
+                Some(_) if weighted.len() <= self.pruned_terms => {
+                    score::max_score(segment, ords, &weighted, bm25, allow, out)?
                 }
-                for_each_posting(inverted, &term, ords, lengths, |chunk, tf, dl| {
-                    add(chunk, tf, dl, weight)
-                })?;
+                _ => score::exhaustive(segment, ords, &weighted, bm25, allow, out)?,
             }
         }
-        for chunk in touched {
-            emit(chunk, scores[chunk as usize]);
-        }
-        Ok(())
+        Ok(total)
     }
-}
 
-/// Calls `visit(chunk, tf, length)` for every posting of `term` in one
-/// segment, whose documents' ordinals are `ords` (`chunk` is [`DEAD`] for
-/// a dead document) and token counts `lengths`.
-fn for_each_posting(
-    inverted: &InvertedIndexReader,
-    term: &Term,
-    ords: &[u32],
-    lengths: &Column<u64>,
-    mut visit: impl FnMut(ChunkOrd, u32, u64) -> Result<()>,
-) -> Result<()> {
-    let Some(mut postings) = inverted.read_postings(term, IndexRecordOption::WithFreqs)? else {
-        return Ok(());
-    };
-    let mut doc = postings.doc();
-    while doc != TERMINATED {
-        let chunk = ords.get(doc as usize).copied().unwrap_or(DEAD);
-        visit(chunk, postings.term_freq(), lengths.first(doc).unwrap_or(0))?;
-        doc = postings.advance();
+    /// How many of `term`'s `all` postings in `segment` are dead documents':
+    /// by seeking each dead document when they are few, else by walking
+    /// the postings. Document frequencies count live documents only, so
+    /// that every score equals a fresh index's.
+    fn dead_postings(&self, segment: &Segment, term: &Term, all: u32) -> Result<u32> {
+        if segment.dead.is_empty() || all == 0 {
+            return Ok(0);
+        }
+        let Some(mut postings) = segment
+            .inverted
+            .read_postings(term, IndexRecordOption::Basic)?
+        else {
+            return Ok(0);
+        };
+        let mut dead = 0;
+        if segment.dead.len() < all as usize {
+            for &doc in &segment.dead {
+                if postings.doc() < doc {
+                    postings.seek(doc);
+                }
+                if postings.doc() == TERMINATED {
+                    break;
+                }
+                dead += u32::from(postings.doc() == doc);
+            }
+        } else {
+            let ords = self.ords_of(segment)?;
+            let mut doc = postings.doc();
+            while doc != TERMINATED {
+                dead += u32::from(ords.get(doc as usize).is_none_or(|&o| o == DEAD));
+                doc = postings.advance();
+            }
+        }
+        Ok(dead)
     }
-    Ok(())
 }
 
 /// The segments listed in an [`ORDS_FILE`] header.
