@@ -1,20 +1,27 @@
 //! The sparse and dense lists run on Milvus, as a [`Backend`] of the
 //! retriever: each returns its window of allowed chunks, by local ordinal,
-//! with Milvus's raw scores, so the first pass, the dense feedback, the
-//! fusion, ties and explain stay the retriever's own code.
+//! so the first pass, the dense feedback, the fusion, ties and explain stay
+//! the retriever's own code.
 //!
 //! - **Sparse**: the query's terms by the index's own tokenizer, encoded as
 //!   the rows' terms are ([`super::rows`]), searched on the BM25 function's
-//!   field: the score is BM25 over exactly memidx's terms with the index's
-//!   k1 and b.
+//!   field for [`RESCORE_DEPTH`] × the window candidates, each with its
+//!   encoded terms. Milvus's BM25 counts N, average length and document
+//!   frequencies its own way — a cluster keeps replaced and deleted rows in
+//!   them until it compacts, milvus-lite counts each segment apart — so its
+//!   scores only choose the candidates: each is scored again from its terms
+//!   with the index's live statistics ([`WeighedQuery`]), which gives the
+//!   local list's score bit for bit. (Elasticsearch's
+//!   `dfs_query_then_fetch` makes the same trade: global statistics, scoring
+//!   where the postings are.)
 //! - **Dense**: the query embedded here with the index's model, quantized
 //!   to int8 and back as the local scan quantizes it, searched by inner
 //!   product over the dequantized rows: the local scan's cosines up to f32
 //!   rounding. The feedback step moves the query toward its seeds' vectors
 //!   as the local list does, and the moved query is searched again.
 //!
-//! Each search takes [`TIE_MARGIN`] more hits than the window and orders
-//! them as the local lists do (score, then ordinal), so chunks tied at the
+//! Each search takes [`TIE_MARGIN`] more hits than it keeps and orders them
+//! as the local lists do (score, then ordinal), so chunks tied at the
 //! window's edge are cut where memidx cuts them. A hit the local filter
 //! rejects is an error (the collection's metadata would then differ from
 //! the index's), so a filtered search never returns such a chunk.
@@ -34,13 +41,18 @@ use crate::embed::Embedder;
 use crate::filter::Filter;
 use crate::index::Index;
 use crate::lists::dense::{StoredVectors, moved_query, quantize};
+use crate::lists::sparse::{SparseList, WeighedQuery};
 use crate::lists::{AllowSet, List, ListHit, ListKind, RankedList};
-use crate::retriever::Backend;
+use crate::retriever::{Backend, local_sparse};
 use crate::store::generation::{ChunkOrd, Generation, VectorFlags};
-use crate::text::tokenize::Analyzer;
 
 /// Hits taken beyond the window, to cut ties as the local lists do.
 pub const TIE_MARGIN: usize = 16;
+
+/// How many times the window the sparse list takes from Milvus to score
+/// again: room for Milvus's statistics to order the candidates otherwise
+/// than the index's.
+pub const RESCORE_DEPTH: usize = 2;
 
 /// Most hits one Milvus search returns (its `topk` limit).
 pub const MAX_HITS: usize = 16_384;
@@ -91,7 +103,7 @@ impl Backend for Milvus {
         Ok(Box::new(SparseOnMilvus {
             shared: self.shared(index)?,
             generation: reopen(index)?,
-            analyzer: index.manifest().tokenizer,
+            local: local_sparse(index)?,
         }))
     }
 
@@ -138,25 +150,33 @@ fn reopen(index: &Index) -> Result<Generation> {
     Generation::open(index.dir(), manifest.generation, &manifest.checksums)
 }
 
+/// One hit of a Milvus search: the chunk, Milvus's raw score, and the
+/// chunk's encoded terms when they were asked for.
+struct Found {
+    chunk: ChunkOrd,
+    raw: f32,
+    terms: Option<String>,
+}
+
 impl Shared {
-    /// The best `window` chunks of `allow` on `vector_field` for `query`,
-    /// each Milvus score mapped by `score`, ordered as the local lists
-    /// order them.
-    fn search(
+    /// The best `limit` chunks of `allow` on `vector_field` for `query`, as
+    /// Milvus ranks them, with their encoded terms if `with_terms`.
+    fn fetch(
         &self,
         generation: &Generation,
         query: SearchVectors,
         vector_field: &str,
-        window: usize,
+        limit: usize,
         allow: &AllowSet,
-        score: fn(f32) -> f32,
-    ) -> Result<Vec<ListHit>> {
+        with_terms: bool,
+    ) -> Result<Vec<Found>> {
         let filter = self
             .filter
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        let limit = (window + TIE_MARGIN).min(MAX_HITS);
+        let limit = limit.min(MAX_HITS);
+        let outputs: &[&str] = if with_terms { &[field::TERMS] } else { &[] };
         let name = self.collection.name();
         let response = self.collection.connection.call("search", |c| async move {
             c.search(
@@ -166,6 +186,7 @@ impl Shared {
                     .vectors(query)
                     .filter(filter)
                     .limit(limit as i64)
+                    .output_fields(outputs.iter().copied())
                     .consistency_level(ConsistencyLevel::Strong)
                     .build()?,
             )
@@ -180,8 +201,10 @@ impl Shared {
                 self.collection.connection.target()
             );
         };
-        let mut hits = Vec::with_capacity(ids.len());
+        let mut rows = result.rows()?;
+        let mut found = Vec::with_capacity(ids.len());
         for (id, &raw) in ids.iter().zip(result.get_scores()) {
+            let row = rows.next();
             let chunk = generation.find(id).with_context(|| {
                 format!(
                     "{} holds chunk {id}, which this index does not; run 'memidx push {0}'",
@@ -194,22 +217,46 @@ impl Shared {
                     self.collection.connection.target()
                 );
             }
-            hits.push(ListHit {
-                chunk,
-                score: score(raw),
-            });
+            let terms = match (with_terms, row) {
+                (false, _) => None,
+                (true, Some(row)) => Some(row.get_str(field::TERMS)?.to_string()),
+                (true, None) => bail!(
+                    "{} returned chunk {id} without its terms",
+                    self.collection.connection.target()
+                ),
+            };
+            found.push(Found { chunk, raw, terms });
         }
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.chunk.cmp(&b.chunk)));
-        hits.truncate(window);
-        Ok(hits)
+        Ok(found)
     }
+}
+
+/// The best `window` of `hits`, ordered as the local lists order them.
+fn best(mut hits: Vec<ListHit>, window: usize) -> Vec<ListHit> {
+    hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.chunk.cmp(&b.chunk)));
+    hits.truncate(window);
+    hits
+}
+
+/// The score `query` gives a chunk whose encoded terms are `terms`.
+fn rescore(query: &WeighedQuery, encoded: &[String], terms: &str) -> f32 {
+    let mut tf = vec![0u32; encoded.len()];
+    let mut dl = 0u64;
+    for token in terms.split_ascii_whitespace() {
+        dl += 1;
+        if let Some(i) = encoded.iter().position(|e| e == token) {
+            tf[i] += 1;
+        }
+    }
+    query.score(|i| tf[i], dl)
 }
 
 /// The BM25 list on Milvus.
 struct SparseOnMilvus {
     shared: Arc<Shared>,
     generation: Generation,
-    analyzer: Analyzer,
+    /// The index's own list, for its live statistics.
+    local: SparseList,
 }
 
 impl List for SparseOnMilvus {
@@ -219,22 +266,34 @@ impl List for SparseOnMilvus {
 
     fn search(&self, query: &str, window: usize, allow: &AllowSet) -> Result<RankedList> {
         let started = Instant::now();
-        let terms = self.analyzer.terms(query);
-        let encoded: Vec<String> = terms.iter().map(|t| encode_term(t)).collect();
+        let weighed = self.local.weigh(query)?;
+        let encoded: Vec<String> = weighed.terms.iter().map(|(t, _)| encode_term(t)).collect();
+        let text: Vec<String> = self
+            .local
+            .query_terms(query)
+            .iter()
+            .map(|t| encode_term(t))
+            .collect();
         let mut list = RankedList::empty(self.kind());
         list.prepare_time = started.elapsed();
         if !encoded.is_empty() && window > 0 {
-            list.hits = self.shared.search(
+            let found = self.shared.fetch(
                 &self.generation,
-                SearchVectors::EmbeddedText(vec![encoded.join(" ")]),
+                SearchVectors::EmbeddedText(vec![text.join(" ")]),
                 field::SPARSE,
-                window,
+                window * RESCORE_DEPTH + TIE_MARGIN,
                 allow,
-                // BM25 scores are positive; milvus-lite reports them negated
-                // (as distances), a cluster as they are.
-                f32::abs,
+                true,
             )?;
-            list.matched = list.hits.len();
+            list.matched = found.len();
+            let hits = found
+                .into_iter()
+                .map(|f| ListHit {
+                    chunk: f.chunk,
+                    score: rescore(&weighed, &encoded, f.terms.as_deref().unwrap_or_default()),
+                })
+                .collect();
+            list.hits = best(hits, window);
         }
         list.elapsed = started.elapsed();
         Ok(list)
@@ -271,14 +330,22 @@ impl DenseOnMilvus {
         }
         let (values, scale) = quantize(vector);
         let query: Vec<f32> = values.iter().map(|v| f32::from(*v) * scale).collect();
-        list.hits = self.shared.search(
+        let found = self.shared.fetch(
             &self.generation,
             SearchVectors::Float(vec![query]),
             field::DENSE,
-            window,
+            window + TIE_MARGIN,
             allow,
-            std::convert::identity,
+            false,
         )?;
+        let hits = found
+            .into_iter()
+            .map(|f| ListHit {
+                chunk: f.chunk,
+                score: f.raw,
+            })
+            .collect();
+        list.hits = best(hits, window);
         list.matched = list.hits.len();
         list.elapsed = started.elapsed();
         Ok(list)

@@ -51,14 +51,19 @@ pub trait Backend: Send + Sync {
 /// The index's own files: tantivy postings and the int8 vector matrix.
 pub struct Local;
 
+/// The index's own sparse list: what a local search ranks by, and what a
+/// remote one weighs its query's terms by.
+pub fn local_sparse(index: &Index) -> Result<SparseList> {
+    let manifest = index.manifest();
+    let dir = index.generation().dir().join(SPARSE_DIR);
+    guard::catch("sparse", &dir, || {
+        SparseList::open(&dir, manifest.tokenizer, manifest.bm25, manifest.sparse)
+    })
+}
+
 impl Backend for Local {
     fn sparse(&self, index: &Index) -> Result<Box<dyn List>> {
-        let manifest = index.manifest();
-        let dir = index.generation().dir().join(SPARSE_DIR);
-        let sparse = guard::catch("sparse", &dir, || {
-            SparseList::open(&dir, manifest.tokenizer, manifest.bm25, manifest.sparse)
-        })?;
-        Ok(Box::new(sparse))
+        Ok(Box::new(local_sparse(index)?))
     }
 
     fn dense(

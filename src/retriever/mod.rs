@@ -7,7 +7,7 @@ mod explain;
 mod params;
 mod search;
 
-pub use backend::{Backend, Local};
+pub use backend::{Backend, Local, local_sparse};
 
 pub use decode::{Decoded, DecodedChunk};
 pub use explain::{Absence, ExplainedChunk, Explanation, Standing};

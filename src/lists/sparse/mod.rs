@@ -172,6 +172,30 @@ pub struct SparseList {
     pruned_terms: usize,
 }
 
+/// A query weighed by a sparse list's live documents ([`SparseList::weigh`]).
+pub struct WeighedQuery {
+    /// The query's distinct terms, in the order a search sums them, each
+    /// with its weight (idf × its count in the query).
+    pub terms: Vec<(String, f32)>,
+    bm25: Bm25,
+}
+
+impl WeighedQuery {
+    /// The BM25 score of a chunk of `dl` tokens in which term `i` of
+    /// [`Self::terms`] occurs `tf(i)` times: bit for bit what a search of
+    /// the list gives it.
+    pub fn score(&self, tf: impl Fn(usize) -> u32, dl: u64) -> f32 {
+        let mut score = 0.0f32;
+        for (i, (_, weight)) in self.terms.iter().enumerate() {
+            let tf = tf(i);
+            if tf > 0 {
+                score += self.bm25.term(*weight, tf, dl);
+            }
+        }
+        score
+    }
+}
+
 /// What a search reads of one tantivy segment.
 struct Segment {
     inverted: Arc<InvertedIndexReader>,
@@ -540,21 +564,19 @@ impl List for SparseList {
 
     fn search(&self, query: &str, window: usize, allow: &AllowSet) -> Result<RankedList> {
         let started = Instant::now();
-        let mut terms: BTreeMap<String, u32> = BTreeMap::new();
-        for term in self.query_terms(query) {
-            *terms.entry(term).or_default() += 1;
-        }
         let mut list = RankedList::empty(self.kind());
+        let (weighed, total) = self
+            .weigh_counting(query)
+            .map_err(|err| self.named_as_damage(err))?;
         list.prepare_time = started.elapsed();
-        if !terms.is_empty() && window > 0 && self.stats.docs > 0 {
+        if !weighed.terms.is_empty() && window > 0 && self.stats.docs > 0 {
             let mut out = Collected {
                 best: TopWindow::new(window),
                 matched: 0,
                 filtered_out: 0,
                 scored: 0,
             };
-            let total = self
-                .collect(&terms, allow, &mut out)
+            self.collect(&weighed, allow, &mut out)
                 .map_err(|err| self.named_as_damage(err))?;
             list.matched = out.matched;
             list.filtered_out = out.filtered_out;
@@ -575,14 +597,23 @@ impl List for SparseList {
 }
 
 impl SparseList {
-    /// Scores `terms` (term → its count in the query) segment by segment
-    /// into `out`; returns how many postings the terms have.
-    fn collect(
-        &self,
-        terms: &BTreeMap<String, u32>,
-        allow: &AllowSet,
-        out: &mut Collected,
-    ) -> Result<u64> {
+    /// `query` weighed by this list's live documents: its distinct terms,
+    /// each with idf × its count in the query, and BM25 with the live
+    /// average length. What scores a chunk whose terms are known elsewhere
+    /// (a remote engine's copy of the index) exactly as a search here would.
+    pub fn weigh(&self, query: &str) -> Result<WeighedQuery> {
+        let (weighed, _) = self
+            .weigh_counting(query)
+            .map_err(|err| self.named_as_damage(err))?;
+        Ok(weighed)
+    }
+
+    /// [`Self::weigh`], and how many postings the query's terms have.
+    fn weigh_counting(&self, query: &str) -> Result<(WeighedQuery, u64)> {
+        let mut counts: BTreeMap<String, u32> = BTreeMap::new();
+        for term in self.query_terms(query) {
+            *counts.entry(term).or_default() += 1;
+        }
         let docs = self.stats.docs as f32;
         let Bm25Params { k1, b } = self.params;
         let bm25 = Bm25 {
@@ -591,9 +622,9 @@ impl SparseList {
             avgdl: (self.stats.tokens as f32 / docs).max(f32::MIN_POSITIVE),
         };
         let mut total = 0;
-        let mut weighted = Vec::with_capacity(terms.len());
-        for (text, count) in terms {
-            let term = Term::from_field_text(self.body, text);
+        let mut terms = Vec::with_capacity(counts.len());
+        for (text, count) in counts {
+            let term = Term::from_field_text(self.body, &text);
             let mut df = 0u32;
             for segment in &self.segments {
                 let all = segment.inverted.doc_freq(&term)?;
@@ -602,21 +633,31 @@ impl SparseList {
             }
             let df = df as f32;
             let idf = (1.0 + (docs - df + 0.5) / (df + 0.5)).ln();
-            weighted.push(QueryTerm {
-                term,
-                weight: idf * *count as f32,
-            });
+            terms.push((text, idf * count as f32));
         }
+        Ok((WeighedQuery { terms, bm25 }, total))
+    }
+
+    /// Scores the terms of `weighed` segment by segment into `out`.
+    fn collect(&self, weighed: &WeighedQuery, allow: &AllowSet, out: &mut Collected) -> Result<()> {
+        let weighted: Vec<QueryTerm> = weighed
+            .terms
+            .iter()
+            .map(|(text, weight)| QueryTerm {
+                term: Term::from_field_text(self.body, text),
+                weight: *weight,
+            })
+            .collect();
         for segment in &self.segments {
             let ords = self.ords_of(segment)?;
             match &segment.bounds {
                 Some(_) if weighted.len() <= self.pruned_terms => {
-                    score::max_score(segment, ords, &weighted, bm25, allow, out)?
+                    score::max_score(segment, ords, &weighted, weighed.bm25, allow, out)?
                 }
-                _ => score::exhaustive(segment, ords, &weighted, bm25, allow, out)?,
+                _ => score::exhaustive(segment, ords, &weighted, weighed.bm25, allow, out)?,
             }
         }
-        Ok(total)
+        Ok(())
     }
 
     /// How many of `term`'s `all` postings in `segment` are dead documents':
