@@ -23,7 +23,7 @@ use super::rows::{MAX_VARCHAR, field};
 use crate::index::manifest::Manifest;
 
 /// Version of the collection layout memidx writes.
-const LAYOUT: &str = "1";
+const LAYOUT: &str = "2";
 
 /// Most folders above one file that the `folders` field holds.
 pub const MAX_FOLDERS: u32 = 256;
@@ -195,11 +195,16 @@ fn describe(connection: &Connection) -> Result<Option<HashMap<String, String>>> 
     })?;
     let description = described.description();
     let properties = description.get_properties().clone();
-    ensure!(
-        properties.get(property::LAYOUT).map(String::as_str) == Some(LAYOUT),
-        "{target} exists but was not made by this memidx (no '{}' = {LAYOUT} property); push to another collection",
-        property::LAYOUT
-    );
+    match properties.get(property::LAYOUT).map(String::as_str) {
+        Some(LAYOUT) => {}
+        Some(other) => bail!(
+            "{target} holds memidx's collection layout {other}, and this memidx writes layout {LAYOUT}; push to another collection (or drop this one)"
+        ),
+        None => bail!(
+            "{target} exists but was not made by memidx (no '{}' property); push to another collection",
+            property::LAYOUT
+        ),
+    }
     let ours = schema(0);
     let fields: Vec<(&str, DataType)> = description
         .get_schema()
@@ -257,6 +262,7 @@ fn schema(dim: u32) -> CollectionSchema {
                 .name(field::METADATA)
                 .data_type(DataType::Json),
         )
+        .add_field(int(field::DATE))
         .add_field(
             FieldSchema::new()
                 .name(field::FOLDERS)

@@ -2,7 +2,9 @@
 //! before its window is taken, as the local lists apply the allowed set:
 //! `key=v1|v2` becomes `json_contains_any(metadata["key"], ["v1", "v2"])`
 //! (a file's values are a list), `--here DIR` becomes
-//! `array_contains(folders, "DIR/")`, and conditions are joined by `and`.
+//! `array_contains(folders, "DIR/")`, `--since`/`--until` become
+//! `date >= S`/`date <= U` over the file's document date in seconds (both
+//! inclusive, as locally), and conditions are joined by `and`.
 
 use super::rows::field;
 use crate::filter::Filter;
@@ -28,6 +30,13 @@ pub fn expression(filter: &Filter) -> String {
             field::FOLDERS,
             quote(folder)
         ));
+    }
+    let time = filter.time();
+    if let Some(since) = &time.since {
+        parts.push(format!("{} >= {}", field::DATE, since.seconds));
+    }
+    if let Some(until) = &time.until {
+        parts.push(format!("{} <= {}", field::DATE, until.seconds));
     }
     parts.join(" and ")
 }
@@ -55,6 +64,7 @@ pub(super) fn quote(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::filter::TimeFilter;
 
     #[test]
     fn conditions_and_folder_become_one_expression() {
@@ -69,5 +79,17 @@ mod tests {
             r#"json_contains_any(metadata["environment"], ["production", "staging"]) and json_contains_any(metadata["ser\"vice"], ["a\\b"]) and array_contains(folders, "runbooks/db/")"#
         );
         assert_eq!(expression(&Filter::default()), "");
+        let now = jiff::Timestamp::from_second(1_800_000_000).unwrap();
+        let time = TimeFilter::parse(
+            Some(("--since", "2024-03-01")),
+            Some(("--until", "2024-03-01")),
+            now,
+        )
+        .unwrap();
+        let dated = Filter::from_pairs([("tag", "x")]).within_time(time);
+        assert_eq!(
+            expression(&dated),
+            r#"json_contains_any(metadata["tag"], ["x"]) and date >= 1709251200 and date <= 1709337599"#
+        );
     }
 }

@@ -40,6 +40,9 @@ pub mod field {
     pub const TEXT: &str = "text";
     /// The file's metadata, key → list of values.
     pub const METADATA: &str = "metadata";
+    /// The file's document date, seconds since the epoch (for `--since`
+    /// and `--until`).
+    pub const DATE: &str = "date";
     /// Every folder above the file, each ending in `/` (for `--here`).
     pub const FOLDERS: &str = "folders";
     /// The encoded terms, the input of the BM25 function.
@@ -120,6 +123,7 @@ impl Row {
             field::LINE_TO: view.record.lines.1,
             field::TEXT: cut(&view.text, MAX_VARCHAR),
             field::METADATA: view.file.metadata,
+            field::DATE: view.file.date().seconds,
             field::FOLDERS: folders,
             field::TERMS: terms,
         });

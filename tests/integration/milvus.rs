@@ -8,8 +8,11 @@
 //! the feature, else `MEMIDX_MILVUS_BIN`. Without them each test says
 //! `SKIPPED` (a failure under CI=true).
 
-use std::path::PathBuf;
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
 use std::process::Output;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use assert_cmd::Command;
@@ -318,7 +321,16 @@ fn filtered_searches_return_only_what_the_local_filter_allows() {
             "--filter",
             "environment=staging",
         ],
+        // Document dates: both bounds inclusive, an --until date its whole day.
+        vec!["--since", "2023-10-01", "--until", "2023-11-30"],
+        vec![
+            "--since",
+            "2024-01-01",
+            "--filter",
+            "environment=production",
+        ],
     ] {
+        let mut returned = 0;
         for query in QUERIES {
             for mode in ["sparse", "dense", "hybrid"] {
                 let args = [&filter[..], &["--mode", mode, "-k", "20"]].concat();
@@ -336,8 +348,10 @@ fn filtered_searches_return_only_what_the_local_filter_allows() {
                     &ranked(&r, score),
                     1e-5,
                 );
+                returned += l["results"].as_array().unwrap().len();
             }
         }
+        assert!(returned > 0, "{filter:?} let nothing through");
     }
     // --here: only files under the current folder.
     let here = corpus.path().join("runbooks");
@@ -426,7 +440,26 @@ fn an_incremental_push_answers_as_a_fresh_push_and_sends_only_changes() {
     assert!(deleted >= 1, "{incremental}");
     let fresh = fresh_collection("fresh");
     milvus.push(&corpus, &fresh);
-    for query in QUERIES.iter().chain(&["zookeeper quorum lease"]) {
+    assert_answers_as_fresh(
+        &milvus,
+        &corpus,
+        &collection,
+        &fresh,
+        &["zookeeper quorum lease"],
+    );
+}
+
+/// Asserts that `collection` and `fresh` (a fresh push of the same index)
+/// both answer [`QUERIES`] and `extra` as the local index does, in every
+/// mode.
+fn assert_answers_as_fresh(
+    milvus: &Milvus,
+    corpus: &Corpus,
+    collection: &str,
+    fresh: &str,
+    extra: &[&str],
+) {
+    for query in QUERIES.iter().chain(extra) {
         for (mode, score, tolerance) in [
             // Rescored with the index's statistics: exact, whatever Milvus
             // counts of the replaced and deleted rows.
@@ -440,23 +473,179 @@ fn an_incremental_push_answers_as_a_fresh_push_and_sends_only_changes() {
             ),
         ] {
             let args = ["--mode", mode, "-k", "20"];
-            let (_, inc) = milvus.both(&corpus, &collection, query, &args);
-            let (local, new) = milvus.both(&corpus, &fresh, query, &args);
+            let (_, pushed) = milvus.both(corpus, collection, query, &args);
+            let (local, new) = milvus.both(corpus, fresh, query, &args);
             let local = ranked(&local, &score);
             assert_same_ranking(
-                &format!("{mode} {query}: incremental"),
+                &format!("{mode} {query}: {collection}"),
                 &local,
-                &ranked(&inc, &score),
+                &ranked(&pushed, &score),
                 tolerance,
             );
             assert_same_ranking(
-                &format!("{mode} {query}: fresh"),
+                &format!("{mode} {query}: {fresh}"),
                 &local,
                 &ranked(&new, &score),
                 tolerance,
             );
         }
     }
+}
+
+/// A TCP relay to the Milvus server that counts the bytes sent through it
+/// and, once they pass `budget`, cuts its connections and accepts no more:
+/// a network failure at a chosen point of a push.
+struct Relay {
+    port: u16,
+    sent: Arc<AtomicUsize>,
+}
+
+impl Relay {
+    fn start(server: &str, budget: usize) -> Self {
+        let upstream = server
+            .strip_prefix("milvus://")
+            .expect("a milvus:// address")
+            .to_string();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let sent = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&sent);
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { continue };
+                if counted.load(Ordering::SeqCst) > budget {
+                    continue; // dropped: closed at once
+                }
+                let server = TcpStream::connect(&upstream).unwrap();
+                let (back_from, back_to) =
+                    (server.try_clone().unwrap(), client.try_clone().unwrap());
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut &back_from, &mut &back_to);
+                    let _ = back_to.shutdown(Shutdown::Both);
+                });
+                let counted = Arc::clone(&counted);
+                std::thread::spawn(move || {
+                    let (mut client, mut server) = (client, server);
+                    let mut buffer = vec![0u8; 16 * 1024];
+                    while let Ok(n @ 1..) = client.read(&mut buffer) {
+                        if counted.fetch_add(n, Ordering::SeqCst) + n > budget
+                            || server.write_all(&buffer[..n]).is_err()
+                        {
+                            break;
+                        }
+                    }
+                    let _ = client.shutdown(Shutdown::Both);
+                    let _ = server.shutdown(Shutdown::Both);
+                });
+            }
+        });
+        Self { port, sent }
+    }
+
+    fn uri(&self, collection: &str) -> String {
+        format!("milvus://127.0.0.1:{}/{collection}", self.port)
+    }
+}
+
+/// Writes `files` notes of eight sections each under `dir`, every section's
+/// text distinct and `version` in all of them.
+fn write_notes(dir: &Path, files: usize, version: &str) {
+    const WORDS: &[&str] = &[
+        "replica",
+        "lease",
+        "quorum",
+        "backoff",
+        "shard",
+        "ingress",
+        "cursor",
+        "vacuum",
+        "webhook",
+        "rollout",
+        "latency",
+        "pool",
+        "snapshot",
+        "tombstone",
+        "checkpoint",
+        "throttle",
+        "failover",
+        "schema",
+        "migration",
+        "index",
+    ];
+    std::fs::create_dir_all(dir).unwrap();
+    for file in 0..files {
+        let mut text = format!("# Note {file}\n\n");
+        for section in 0..8 {
+            let n = file * 8 + section;
+            text.push_str(&format!("## Part {section}\n\n"));
+            for sentence in 0..4 {
+                let word = |i: usize| WORDS[(n * 7 + sentence * 3 + i * 11) % WORDS.len()];
+                text.push_str(&format!(
+                    "The {} of the {} moved the {} after {version} step {n}-{sentence}. ",
+                    word(0),
+                    word(1),
+                    word(2)
+                ));
+            }
+            text.push_str("\n\n");
+        }
+        std::fs::write(dir.join(format!("note-{file:03}.md")), text).unwrap();
+    }
+}
+
+#[test]
+fn an_interrupted_push_is_refused_by_searches_and_the_next_push_converges() {
+    let Some(milvus) = milvus() else { return };
+    let corpus = Corpus::empty();
+    let notes = corpus.path().join("notes");
+    // 640 chunks: an incremental push of them all takes three upserts.
+    write_notes(&notes, 80, "draft");
+    milvus.index(&corpus, &[]);
+    let collection = fresh_collection("interrupted");
+    let measure = Relay::start(&milvus.server, usize::MAX);
+    milvus.ok(&corpus, &["push", &measure.uri(&collection), "--quiet"]);
+    let whole = measure.sent.load(Ordering::SeqCst);
+    // Every chunk changes, five files go, two come.
+    write_notes(&notes, 82, "final");
+    for gone in 10..15 {
+        std::fs::remove_file(notes.join(format!("note-{gone:03}.md"))).unwrap();
+    }
+    milvus.index(&corpus, &[]);
+    // The connection breaks halfway through the rows.
+    let cut = Relay::start(&milvus.server, whole / 2);
+    let failed = milvus.fails(&corpus, &["push", &cut.uri(&collection), "--quiet"]);
+    assert_eq!(failed.trim_end().lines().count(), 1, "{failed}");
+    assert!(failed.contains("Milvus at 127.0.0.1:"), "{failed}");
+    // Readers are told, not answered from the mix.
+    let refused = milvus.fails(
+        &corpus,
+        &[
+            "search",
+            "quorum lease",
+            "--backend",
+            &milvus.uri(&collection),
+        ],
+    );
+    assert!(refused.contains("a push was interrupted"), "{refused}");
+    // The next push sends what the cut one did not, and converges.
+    let again = milvus.push(&corpus, &collection);
+    let sent: usize = again
+        .split(", ")
+        .find_map(|p| p.strip_suffix(" sent")?.parse().ok())
+        .unwrap();
+    assert!((1..616).contains(&sent), "{again}");
+    assert!(again.contains(" 40 deleted"), "{again}");
+    let after = milvus.push(&corpus, &collection);
+    assert!(after.contains("is up to date"), "{after}");
+    let fresh = fresh_collection("uncut");
+    milvus.push(&corpus, &fresh);
+    assert_answers_as_fresh(
+        &milvus,
+        &corpus,
+        &collection,
+        &fresh,
+        &["quorum lease backoff", "final step 300-2", "tombstone"],
+    );
 }
 
 #[test]
