@@ -59,6 +59,9 @@ pub struct RankedList {
     /// list scored (the sparse list, which skips those that cannot enter
     /// its window); `None` for other lists.
     pub postings: Option<PostingCounts>,
+    /// The search a list running on a remote engine sent it (the last one,
+    /// for a list that searched twice); `None` for a local list.
+    pub request: Option<RemoteRequest>,
     /// Time spent preparing the query (tokenizing, embedding, and the dense
     /// list's feedback scan).
     pub prepare_time: Duration,
@@ -86,10 +89,36 @@ impl RankedList {
             reasons: Vec::new(),
             feedback_chunks: Vec::new(),
             postings: None,
+            request: None,
             prepare_time: Duration::ZERO,
             elapsed: Duration::ZERO,
         }
     }
+}
+
+/// A search a list sent to a remote engine, as `explain` reports it:
+/// enough to send the same search again.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RemoteRequest {
+    /// The field searched.
+    pub field: &'static str,
+    /// The query as sent.
+    pub query: RemoteQuery,
+    /// The boolean expression applied inside the search (empty: none).
+    pub filter: String,
+    /// Hits asked for.
+    pub limit: usize,
+}
+
+/// A remote search's query: text for a text field (the sparse list's
+/// encoded terms), or a vector.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(untagged)]
+pub enum RemoteQuery {
+    /// Text, analyzed by the engine.
+    Text(String),
+    /// A vector, compared by the field's metric.
+    Vector(Vec<f32>),
 }
 
 /// The work of a search over postings: how many the query's terms have

@@ -13,7 +13,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::filter::Filter;
-use crate::lists::{ListKind, PostingCounts};
+use crate::lists::{ListKind, PostingCounts, RemoteRequest};
 use crate::retriever::{Absence, Decoded, Explanation, Standing};
 
 /// The whole explanation.
@@ -68,6 +68,9 @@ pub struct ListSummary {
     /// sparse list skips those that cannot enter its window); null for
     /// other lists.
     pub postings: Option<PostingCounts>,
+    /// The search sent to the remote engine (field, query, filter
+    /// expression, limit); null for a list that ran locally.
+    pub request: Option<RemoteRequest>,
     /// Chunk ids whose vectors moved the query before the list ranked (the
     /// dense list's feedback), best first; empty for other lists.
     pub feedback: Vec<String>,
@@ -145,6 +148,7 @@ impl ExplainReport {
                     matched: run.ranked.matched,
                     filtered_out: run.ranked.filtered_out,
                     postings: run.ranked.postings,
+                    request: run.ranked.request.clone(),
                     feedback: run
                         .ranked
                         .feedback_chunks

@@ -42,7 +42,7 @@ use crate::filter::Filter;
 use crate::index::Index;
 use crate::lists::dense::{StoredVectors, moved_query, quantize};
 use crate::lists::sparse::{SparseList, WeighedQuery};
-use crate::lists::{AllowSet, List, ListHit, ListKind, RankedList};
+use crate::lists::{AllowSet, List, ListHit, ListKind, RankedList, RemoteQuery, RemoteRequest};
 use crate::retriever::{Backend, local_sparse};
 use crate::store::generation::{ChunkOrd, Generation, VectorFlags};
 
@@ -164,18 +164,27 @@ impl Shared {
     fn fetch(
         &self,
         generation: &Generation,
-        query: SearchVectors,
-        vector_field: &str,
+        query: RemoteQuery,
+        vector_field: &'static str,
         limit: usize,
         allow: &AllowSet,
         with_terms: bool,
-    ) -> Result<Vec<Found>> {
-        let filter = self
-            .filter
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        let limit = limit.min(MAX_HITS);
+    ) -> Result<(Vec<Found>, RemoteRequest)> {
+        let request = RemoteRequest {
+            field: vector_field,
+            query,
+            filter: self
+                .filter
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
+            limit: limit.min(MAX_HITS),
+        };
+        let query = match &request.query {
+            RemoteQuery::Text(text) => SearchVectors::EmbeddedText(vec![text.clone()]),
+            RemoteQuery::Vector(vector) => SearchVectors::Float(vec![vector.clone()]),
+        };
+        let (filter, limit) = (request.filter.clone(), request.limit);
         let outputs: &[&str] = if with_terms { &[field::TERMS] } else { &[] };
         let name = self.collection.name();
         let response = self.collection.connection.call("search", |c| async move {
@@ -193,7 +202,7 @@ impl Shared {
             .await
         })?;
         let Some(result) = response.results().iter().next() else {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), request));
         };
         let Ids::VarChar(ids) = result.get_ids() else {
             bail!(
@@ -227,7 +236,7 @@ impl Shared {
             };
             found.push(Found { chunk, raw, terms });
         }
-        Ok(found)
+        Ok((found, request))
     }
 }
 
@@ -277,14 +286,15 @@ impl List for SparseOnMilvus {
         let mut list = RankedList::empty(self.kind());
         list.prepare_time = started.elapsed();
         if !encoded.is_empty() && window > 0 {
-            let found = self.shared.fetch(
+            let (found, request) = self.shared.fetch(
                 &self.generation,
-                SearchVectors::EmbeddedText(vec![text.join(" ")]),
+                RemoteQuery::Text(text.join(" ")),
                 field::SPARSE,
                 window * RESCORE_DEPTH + TIE_MARGIN,
                 allow,
                 true,
             )?;
+            list.request = Some(request);
             list.matched = found.len();
             let hits = found
                 .into_iter()
@@ -330,14 +340,15 @@ impl DenseOnMilvus {
         }
         let (values, scale) = quantize(vector);
         let query: Vec<f32> = values.iter().map(|v| f32::from(*v) * scale).collect();
-        let found = self.shared.fetch(
+        let (found, request) = self.shared.fetch(
             &self.generation,
-            SearchVectors::Float(vec![query]),
+            RemoteQuery::Vector(query),
             field::DENSE,
             window + TIE_MARGIN,
             allow,
             false,
         )?;
+        list.request = Some(request);
         let hits = found
             .into_iter()
             .map(|f| ListHit {

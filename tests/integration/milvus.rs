@@ -649,6 +649,91 @@ fn an_interrupted_push_is_refused_by_searches_and_the_next_push_converges() {
 }
 
 #[test]
+fn milvus_own_hybrid_search_with_rrf_ranker_fuses_as_memidx_does() {
+    let Some(milvus) = milvus() else { return };
+    let Some(python) = std::env::var_os("MEMIDX_MILVUS_PYTHON") else {
+        skip_unless_ci("set MEMIDX_MILVUS_PYTHON to a Python with pymilvus (see .ci/milvus)");
+        return;
+    };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/milvus_hybrid.py");
+    let corpus = Corpus::fixtures();
+    milvus.index(&corpus, &[]);
+    let collection = fresh_collection("hybrid");
+    milvus.push(&corpus, &collection);
+    // Equal weights and no feedback: what Milvus's RRFRanker can express.
+    let fusion = [
+        "--fusion",
+        "rrf",
+        "--sparse-weight",
+        "1",
+        "--dense-weight",
+        "1",
+        "--dense-feedback",
+        "0",
+        "--window",
+        "30",
+        "-k",
+        "10",
+    ];
+    let uri = milvus.uri(&collection);
+    for filter in [&[][..], &["--filter", "environment=production"][..]] {
+        for query in QUERIES {
+            let args = [&["--backend", uri.as_str()][..], &fusion, filter].concat();
+            let ours = milvus.ok(&corpus, &[&["search", query, "--json"][..], &args].concat());
+            let explained = milvus.ok(
+                &corpus,
+                &[&["explain", query, "--json"][..], &args].concat(),
+            );
+            let explained: Value = serde_json::from_str(&explained).unwrap();
+            let requests: Vec<&Value> = explained["lists"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| &l["request"])
+                .collect();
+            assert_eq!(requests.len(), 2, "{explained}");
+            let job = serde_json::json!({
+                "server": milvus.server,
+                "collection": collection,
+                "requests": requests,
+                "window": 30,
+                "limit": 10,
+                "rrf_k": 60,
+            });
+            let mut child = std::process::Command::new(&python)
+                .arg(&script)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(job.to_string().as_bytes())
+                .unwrap();
+            let out = child.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let theirs: Vec<(String, f64)> = serde_json::from_slice(&out.stdout).unwrap();
+            let ours: Value = serde_json::from_str(&ours).unwrap();
+            assert!(!theirs.is_empty(), "{filter:?} {query}");
+            // Milvus sums in f32: equal to memidx's f64 sums to 1e-6.
+            assert_same_ranking(
+                &format!("hybrid_search {filter:?} {query}"),
+                &ranked(&ours, fused_score),
+                &theirs,
+                1e-6,
+            );
+        }
+    }
+}
+
+#[test]
 fn a_wrong_model_a_missing_collection_and_no_server_are_one_line_errors() {
     let Some(milvus) = milvus() else { return };
     let corpus = Corpus::fixtures();
