@@ -180,7 +180,10 @@ fn assert_same_ranking(
     ties
 }
 
-fn list_score(list: &'static str) -> Box<dyn Fn(&Value) -> Option<f64>> {
+/// A result's score as one list or the fusion gave it.
+type Score = Box<dyn Fn(&Value) -> Option<f64>>;
+
+fn list_score(list: &'static str) -> Score {
     Box::new(move |r| r["ranks"][list]["score"].as_f64())
 }
 
@@ -466,11 +469,7 @@ fn assert_answers_as_fresh(
             ("sparse", list_score("sparse"), 0.0),
             // Milvus's inner products, summed its own way per segment.
             ("dense", list_score("dense"), 1e-5),
-            (
-                "hybrid",
-                Box::new(fused_score) as Box<dyn Fn(&Value) -> Option<f64>>,
-                1e-5,
-            ),
+            ("hybrid", Box::new(fused_score) as Score, 1e-5),
         ] {
             let args = ["--mode", mode, "-k", "20"];
             let (_, pushed) = milvus.both(corpus, collection, query, &args);
