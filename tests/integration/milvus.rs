@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use assert_cmd::Command;
 use serde_json::Value;
 
-use crate::common::{Corpus, other_static_model, skip_unless_ci};
+use crate::common::{Corpus, chunk_ids, other_static_model, skip_unless_ci};
 
 /// The server and the binary, or `None` (the skip said).
 struct Milvus {
@@ -86,6 +86,16 @@ impl Milvus {
 
     fn push(&self, corpus: &Corpus, collection: &str) -> String {
         self.ok(corpus, &["push", &self.uri(collection), "--quiet"])
+    }
+
+    /// The fixtures, indexed and pushed to a fresh collection named after
+    /// `test`; also what the push printed.
+    fn pushed_fixtures(&self, test: &str) -> (Corpus, String, String) {
+        let corpus = Corpus::fixtures();
+        self.index(&corpus, &[]);
+        let collection = fresh_collection(test);
+        let pushed = self.push(&corpus, &collection);
+        (corpus, collection, pushed)
     }
 
     /// `search QUERY --json ARGS`, locally and on `collection`.
@@ -194,10 +204,7 @@ fn fused_score(r: &Value) -> Option<f64> {
 #[test]
 fn dense_sparse_and_fused_rankings_equal_the_local_ones() {
     let Some(milvus) = milvus() else { return };
-    let corpus = Corpus::fixtures();
-    milvus.index(&corpus, &[]);
-    let collection = fresh_collection("parity");
-    let pushed = milvus.push(&corpus, &collection);
+    let (corpus, collection, pushed) = milvus.pushed_fixtures("parity");
     assert!(pushed.contains(" deleted"), "{pushed}");
     for query in QUERIES {
         // Dense: Milvus's inner products; sparse: scored again from the
@@ -247,10 +254,7 @@ fn dense_sparse_and_fused_rankings_equal_the_local_ones() {
 #[test]
 fn explain_says_where_the_lists_ran_and_adds_up_as_locally() {
     let Some(milvus) = milvus() else { return };
-    let corpus = Corpus::fixtures();
-    milvus.index(&corpus, &[]);
-    let collection = fresh_collection("explain");
-    milvus.push(&corpus, &collection);
+    let (corpus, collection, _) = milvus.pushed_fixtures("explain");
     let uri = milvus.uri(&collection);
     let query = "INC-2023-Q4-011 gateway timeout";
     let local: Value =
@@ -267,15 +271,7 @@ fn explain_says_where_the_lists_ran_and_adds_up_as_locally() {
     for list in local["lists"].as_array().unwrap() {
         assert_eq!(list["ran_on"], "local");
     }
-    let ids = |v: &Value| -> Vec<Value> {
-        v["results"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["chunk_id"].clone())
-            .collect()
-    };
-    assert_eq!(ids(&local), ids(&remote));
+    assert_eq!(chunk_ids(&local), chunk_ids(&remote));
     for result in remote["results"].as_array().unwrap() {
         let sum: f64 = result["lists"]
             .as_array()
@@ -292,10 +288,7 @@ fn explain_says_where_the_lists_ran_and_adds_up_as_locally() {
 #[test]
 fn filtered_searches_return_only_what_the_local_filter_allows() {
     let Some(milvus) = milvus() else { return };
-    let corpus = Corpus::fixtures();
-    milvus.index(&corpus, &[]);
-    let collection = fresh_collection("filtered");
-    milvus.push(&corpus, &collection);
+    let (corpus, collection, _) = milvus.pushed_fixtures("filtered");
     for filter in [
         vec!["--filter", "environment=production"],
         vec![
@@ -378,10 +371,7 @@ fn filtered_searches_return_only_what_the_local_filter_allows() {
 #[test]
 fn an_incremental_push_answers_as_a_fresh_push_and_sends_only_changes() {
     let Some(milvus) = milvus() else { return };
-    let corpus = Corpus::fixtures();
-    milvus.index(&corpus, &[]);
-    let collection = fresh_collection("incremental");
-    milvus.push(&corpus, &collection);
+    let (corpus, collection, _) = milvus.pushed_fixtures("incremental");
     let again = milvus.push(&corpus, &collection);
     assert!(again.contains("is up to date"), "{again}");
     let notes = corpus.path().join("notes");
@@ -641,10 +631,7 @@ fn milvus_own_hybrid_search_with_rrf_ranker_fuses_as_memidx_does() {
         return;
     };
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/milvus_hybrid.py");
-    let corpus = Corpus::fixtures();
-    milvus.index(&corpus, &[]);
-    let collection = fresh_collection("hybrid");
-    milvus.push(&corpus, &collection);
+    let (corpus, collection, _) = milvus.pushed_fixtures("hybrid");
     // Equal weights and no feedback: what Milvus's RRFRanker can express.
     let fusion = [
         "--fusion",
@@ -721,10 +708,7 @@ fn milvus_own_hybrid_search_with_rrf_ranker_fuses_as_memidx_does() {
 #[test]
 fn a_wrong_model_a_missing_collection_and_no_server_are_one_line_errors() {
     let Some(milvus) = milvus() else { return };
-    let corpus = Corpus::fixtures();
-    milvus.index(&corpus, &[]);
-    let collection = fresh_collection("errors");
-    milvus.push(&corpus, &collection);
+    let (corpus, collection, _) = milvus.pushed_fixtures("errors");
     let one_line = |err: &str| {
         assert!(
             err.starts_with("memidx: ") && err.trim_end().lines().count() == 1,
