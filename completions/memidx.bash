@@ -104,7 +104,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__eval)
-            opts="-q -h -V --queries --qrels --json --run-out --sweep --save --ignore-identical --quiet --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --recency-weight --window --dense-feedback --index --color --help --version"
+            opts="-q -h -V --queries --qrels --json --run-out --sweep --save --ignore-identical --quiet --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --recency-weight --window --dense-feedback --exact --dense-rescore --index --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -154,6 +154,10 @@ _memidx() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --dense-rescore)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --index)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -170,7 +174,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__explain)
-            opts="-k -f -h -V --top-k --chunk --json --filter --mode --here --backend --since --until --recent --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --recency-weight --window --dense-feedback --index --color --help --version"
+            opts="-k -f -h -V --top-k --chunk --json --filter --mode --here --backend --since --until --recent --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --recency-weight --window --dense-feedback --exact --dense-rescore --index --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -241,6 +245,10 @@ _memidx() {
                     return 0
                     ;;
                 --dense-feedback)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dense-rescore)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -406,7 +414,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__index)
-            opts="-q -h -V --full --max-file-size --chunk-tokens --no-ignore --include --exclude --model --graph --no-graph --index --quiet --watch --color --help --version"
+            opts="-q -h -V --full --max-file-size --chunk-tokens --no-ignore --include --exclude --model --graph --no-graph --dense-index --index --quiet --watch --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -430,6 +438,10 @@ _memidx() {
                     ;;
                 --model)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dense-index)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
                 --index)
@@ -548,7 +560,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__search)
-            opts="-k -f -h -V --request --top-k --json --jsonl --max-chars --no-text --filter --mode --here --backend --since --until --recent --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --recency-weight --window --dense-feedback --index --color --help --version"
+            opts="-k -f -h -V --request --top-k --json --jsonl --max-chars --no-text --filter --mode --here --backend --since --until --recent --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --recency-weight --window --dense-feedback --exact --dense-rescore --index --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -623,6 +635,10 @@ _memidx() {
                     return 0
                     ;;
                 --dense-feedback)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dense-rescore)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -46,6 +46,9 @@ complete -c memidx -n "__fish_memidx_using_subcommand index" -l chunk-tokens -d 
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l include -d 'Index only files whose path (relative to DIR) matches GLOB (repeatable)' -r
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l exclude -d 'Skip files and folders whose path (relative to DIR) matches GLOB (repeatable)' -r
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l model -d 'Embed with this sentence-transformers model folder (config.json, tokenizer.json, model.safetensors) instead of the bundled model' -r -F
+complete -c memidx -n "__fish_memidx_using_subcommand index" -l dense-index -d 'When to write the dense list\'s sign codes, which searches scan before scoring their best rows exactly, instead of every vector: auto from 100,000 chunks; later runs keep the setting [default: the index\'s, else auto]' -r -f -a "auto\t'From 100,000 chunks with a vector'
+always\t'Whatever the size'
+never\t'Never: searches scan every vector'"
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l index -d 'Where to write the index [default: DIR/.memidx]; keeps it out of read-only or shared folders' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l color -d 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
 always\t'Always'
@@ -56,7 +59,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand index" -l graph -d 'Also b
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l no-graph -d 'Stop building the entity graph (drops it from the index)'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -s q -l quiet -d 'Print no progress bar and no summary (warnings are still printed)'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l watch -d 'After indexing, keep watching DIR and re-index incrementally whenever files change (one summary line per run) until Ctrl-C or SIGTERM'
-complete -c memidx -n "__fish_memidx_using_subcommand index" -s h -l help -d 'Print help'
+complete -c memidx -n "__fish_memidx_using_subcommand index" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l request -d 'Read a JSON request (query_id, search_text, top_k, hybrid_params, metadata_filter) from FILE, or from stdin with \'-\'; answers in JSON' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand search" -s k -l top-k -d 'Number of results [default: 10; at most 10000]' -r
@@ -79,6 +82,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand search" -l graph-weight -d
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l recency-weight -d 'Weight of the recency list (newest first) in the fusion; above 0 it runs [default: 0 (off); 0.1 with --recent or --mode recency]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l window -d 'Candidates taken from each list before fusion [default: the index\'s, else max(50, 2 × top-k)]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l dense-feedback -d 'Move the dense list\'s query toward its N best chunks before ranking (pseudo-relevance feedback); 0 turns it off [default: the index\'s, 3]' -r
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l dense-rescore -d 'Rows the dense list\'s sign codes choose for exact rescoring: more finds more of what an exact scan would, at more cost [default: max(20 × window, chunks / 64)]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l color -d 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
 always\t'Always'
@@ -88,6 +92,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand search" -l jsonl -d 'Print
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l no-text -d 'Leave the text out of every result (ids, scores, sources, lines, metadata and ranks only), for callers that `memidx get` what they need'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l here -d 'Only chunks from files in the current folder and below'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l recent -d 'Favour newer chunks: fuse the recency list in at its measured weight (--recency-weight sets another)'
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l exact -d 'Rank the dense list by scanning every vector, even in an index with an approximate dense index (exact recall, slower on large indexes)'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand get" -l max-chars -d 'Cut the text to at most N characters, at a word boundary' -r
@@ -118,6 +123,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand explain" -l graph-weight -
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l recency-weight -d 'Weight of the recency list (newest first) in the fusion; above 0 it runs [default: 0 (off); 0.1 with --recent or --mode recency]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l window -d 'Candidates taken from each list before fusion [default: the index\'s, else max(50, 2 × top-k)]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l dense-feedback -d 'Move the dense list\'s query toward its N best chunks before ranking (pseudo-relevance feedback); 0 turns it off [default: the index\'s, 3]' -r
+complete -c memidx -n "__fish_memidx_using_subcommand explain" -l dense-rescore -d 'Rows the dense list\'s sign codes choose for exact rescoring: more finds more of what an exact scan would, at more cost [default: max(20 × window, chunks / 64)]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l color -d 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
 always\t'Always'
@@ -125,6 +131,7 @@ never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l json -d 'Print one JSON document instead of a table'
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l here -d 'Only chunks from files in the current folder and below'
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l recent -d 'Favour newer chunks: fuse the recency list in at its measured weight (--recency-weight sets another)'
+complete -c memidx -n "__fish_memidx_using_subcommand explain" -l exact -d 'Rank the dense list by scanning every vector, even in an index with an approximate dense index (exact recall, slower on large indexes)'
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand mcp" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
@@ -166,6 +173,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand eval" -l graph-weight -d '
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l recency-weight -d 'Weight of the recency list (newest first) in the fusion; above 0 it runs [default: 0 (off); 0.1 with --recent or --mode recency]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l window -d 'Candidates taken from each list before fusion [default: the index\'s, else max(50, 2 × top-k)]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l dense-feedback -d 'Move the dense list\'s query toward its N best chunks before ranking (pseudo-relevance feedback); 0 turns it off [default: the index\'s, 3]' -r
+complete -c memidx -n "__fish_memidx_using_subcommand eval" -l dense-rescore -d 'Rows the dense list\'s sign codes choose for exact rescoring: more finds more of what an exact scan would, at more cost [default: max(20 × window, chunks / 64)]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l color -d 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
 always\t'Always'
@@ -175,6 +183,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand eval" -l sweep -d 'Also tr
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l save -d 'With --sweep: store the winning settings in the index, so later searches use them'
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l ignore-identical -d 'Drop a hit whose document id equals the query id (BEIR\'s rule for collections whose queries are themselves documents, e.g. ArguAna)'
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -s q -l quiet -d 'Print no progress bar'
+complete -c memidx -n "__fish_memidx_using_subcommand eval" -l exact -d 'Rank the dense list by scanning every vector, even in an index with an approximate dense index (exact recall, slower on large indexes)'
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand graph; and not __fish_seen_subcommand_from entities communities neighbors" -s n -l limit -d 'How many rows to show at most' -r

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use memidx::fusion::FusionMethod;
+use memidx::lists::dense::codes::DenseIndexSetting;
 
 /// Hybrid search memory over folders of markdown: BM25 + dense vectors, fused.
 #[derive(Debug, Parser)]
@@ -173,6 +174,12 @@ pub struct IndexArgs {
     /// Stop building the entity graph (drops it from the index).
     #[arg(long, overrides_with = "graph")]
     pub no_graph: bool,
+    /// When to write the dense list's sign codes, which searches scan
+    /// before scoring their best rows exactly, instead of every vector:
+    /// auto from 100,000 chunks; later runs keep the setting [default: the
+    /// index's, else auto].
+    #[arg(long, value_name = "WHEN")]
+    pub dense_index: Option<DenseIndexName>,
     /// Where to write the index [default: DIR/.memidx]; keeps it out of
     /// read-only or shared folders.
     #[arg(long, value_name = "PATH", env = "MEMIDX_INDEX")]
@@ -331,6 +338,15 @@ pub struct FusionArgs {
     /// (pseudo-relevance feedback); 0 turns it off [default: the index's, 3].
     #[arg(long, value_name = "N")]
     pub dense_feedback: Option<usize>,
+    /// Rank the dense list by scanning every vector, even in an index with
+    /// an approximate dense index (exact recall, slower on large indexes).
+    #[arg(long, conflicts_with = "dense_rescore")]
+    pub exact: bool,
+    /// Rows the dense list's sign codes choose for exact rescoring: more
+    /// finds more of what an exact scan would, at more cost [default:
+    /// max(20 × window, chunks / 64)].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub dense_rescore: Option<u32>,
 }
 
 /// Where to find the index.
@@ -410,6 +426,27 @@ pub struct EvalArgs {
     /// Where the index is.
     #[command(flatten)]
     pub location: IndexLocation,
+}
+
+/// When to build the dense index, as `--dense-index` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DenseIndexName {
+    /// From 100,000 chunks with a vector.
+    Auto,
+    /// Whatever the size.
+    Always,
+    /// Never: searches scan every vector.
+    Never,
+}
+
+impl From<DenseIndexName> for DenseIndexSetting {
+    fn from(name: DenseIndexName) -> Self {
+        match name {
+            DenseIndexName::Auto => Self::Auto,
+            DenseIndexName::Always => Self::Always,
+            DenseIndexName::Never => Self::Never,
+        }
+    }
 }
 
 /// A fusion method, as `--fusion` names it.

@@ -18,6 +18,7 @@ use memidx::fusion::{FusionMethod, check_rrf_k, check_weight, check_window};
 use memidx::index::manifest::Manifest;
 use memidx::indexer::IndexOptions;
 use memidx::lists::dense::check_dense_feedback;
+use memidx::lists::dense::codes::DenseIndexSetting;
 use memidx::output::TextBudget;
 use memidx::request::{MAX_REQUEST_BYTES, SearchRequest};
 use memidx::retriever::{GraphUse, ListSelection, SearchParams, check_query};
@@ -179,6 +180,8 @@ impl SearchConfig {
             lists: with_weights(
                 ListSelection {
                     dense_feedback: dense_feedback.map(check_dense_feedback).transpose()?,
+                    dense_exact: fusion.exact,
+                    dense_rescore: fusion.dense_rescore.map(|n| n as usize),
                     ..selected_lists(&retrieval.mode, retrieval.recent, recency_weight)
                 },
                 [sparse_weight, dense_weight, graph_weight, recency_weight],
@@ -270,6 +273,8 @@ impl EvalConfig {
                         .dense_feedback
                         .map(check_dense_feedback)
                         .transpose()?,
+                    dense_exact: fusion.exact,
+                    dense_rescore: fusion.dense_rescore.map(|n| n as usize),
                     recency: fusion.recency_weight.is_some_and(|w| w > 0.0),
                     ..ListSelection::default()
                 },
@@ -354,6 +359,7 @@ pub fn index_options(args: &IndexArgs) -> IndexOptions {
         (_, true) => Some(false),
         _ => None,
     };
+    options.dense_index = args.dense_index.map(DenseIndexSetting::from);
     options.max_file_size = args.max_file_size;
     match (args.chunk_tokens, &previous) {
         (Some(tokens), _) => options.chunker.budget_tokens = tokens as usize,

@@ -30,6 +30,7 @@ use crate::text::tokenize::Analyzer;
 use crate::error::IndexError;
 use crate::fusion;
 use crate::lists::dense;
+use crate::lists::dense::codes::DenseIndexSetting;
 use crate::store::checks::Checksums;
 use crate::store::{MANIFEST_FILE, atomic, bounded, damaged};
 
@@ -41,11 +42,13 @@ use crate::store::{MANIFEST_FILE, atomic, bounded, damaged};
 /// `meta_crc32`; 18 recorded where the fusion defaults come from,
 /// `fusion_source`; 19 stored each file's document date, `dates.bin`, and
 /// the metadata value index, `metadata.bin`, which older generations lack
-/// and work out from their file entries).
-pub const FORMAT_VERSION: u32 = 19;
+/// and work out from their file entries; 20 the rows' sign codes for the
+/// dense list, `codes.b1`, with their setting, `dense_index`, which older
+/// generations lack and scan without).
+pub const FORMAT_VERSION: u32 = 20;
 
 /// The on-disk formats this build can read.
-pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 16..=19;
+pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 16..=20;
 
 /// The last format without `fusion_source`.
 const UNSOURCED_FORMAT_VERSION: u32 = 17;
@@ -124,6 +127,10 @@ pub struct Manifest {
     /// index built without the graph.
     #[serde(default)]
     pub graph: Option<GraphManifest>,
+    /// The dense list's approximate index: when runs build it, and the shape
+    /// of the one this generation has. Absent before format 20 (no index).
+    #[serde(default)]
+    pub dense_index: DenseIndexManifest,
     /// Totals of the last run.
     pub counts: Counts,
     /// The files and folders the last run skipped, so that a run over the
@@ -133,6 +140,17 @@ pub struct Manifest {
     /// Size and CRC-32 of every generation file, by its path inside the
     /// generation folder.
     pub checksums: Checksums,
+}
+
+/// What the manifest records about the dense list's approximate index,
+/// the rows' sign codes (`codes.b1`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DenseIndexManifest {
+    /// When index runs build it (`memidx index --dense-index`).
+    pub setting: DenseIndexSetting,
+    /// The rows the generation's codes cover; `None` when it has none.
+    pub rows: Option<u64>,
 }
 
 /// What the manifest records about the graph of the generation (`graph.bin`).
@@ -337,6 +355,7 @@ mod tests {
 
     fn sample() -> Manifest {
         Manifest {
+            dense_index: Default::default(),
             format_version: FORMAT_VERSION,
             generation: 3,
             tool_version: "0.1.0".into(),

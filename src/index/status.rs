@@ -15,6 +15,9 @@ use crate::corpus::date::{DateSource, DocDate};
 use crate::corpus::walk::walk;
 use crate::embed::EmbedderInfo;
 use crate::fusion::{FusionDefaults, FusionSource};
+use crate::lists::dense::codes::{
+    AUTO_MIN_ROWS, CODES_FILE, DenseIndexSetting, RESCORE_PER_WINDOW, RESCORE_SHARE,
+};
 use crate::lists::sparse::Bm25Params;
 use crate::store::MANIFEST_FILE;
 use crate::store::generation::FileEntry;
@@ -44,6 +47,8 @@ pub struct StatusReport {
     pub fusion_source: FusionSource,
     /// The graph list, or `None` for an index built without it.
     pub graph: Option<GraphStatus>,
+    /// The dense list's approximate index.
+    pub dense_index: DenseIndexStatus,
     /// BM25 parameters.
     pub bm25: Bm25Params,
     /// Target chunk size in tokens.
@@ -59,6 +64,24 @@ pub struct StatusReport {
     /// With `--verify`: the damaged files (empty when all are intact).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub damaged: Option<Vec<String>>,
+}
+
+/// The dense list's approximate index (the rows' sign codes): when index
+/// runs write it, and the one this generation has.
+#[derive(Debug, Clone, Serialize)]
+pub struct DenseIndexStatus {
+    /// When runs write it: `auto`, `always` or `never`.
+    pub setting: DenseIndexSetting,
+    /// Rows with a vector from which `auto` writes it.
+    pub auto_min_chunks: usize,
+    /// The rows its codes cover, or `None` when searches scan every vector.
+    pub rows: Option<u64>,
+    /// A search rescores at least this many rows per window chunk…
+    pub rescore_per_window: usize,
+    /// …and at least one row in this many.
+    pub rescore_share: usize,
+    /// Bytes of `codes.b1` (0 without codes).
+    pub bytes: u64,
 }
 
 /// What the index's graph holds.
@@ -194,6 +217,14 @@ impl StatusReport {
                 communities: g.communities,
                 weight: g.weight,
             }),
+            dense_index: DenseIndexStatus {
+                setting: manifest.dense_index.setting,
+                auto_min_chunks: AUTO_MIN_ROWS,
+                rows: manifest.dense_index.rows,
+                rescore_per_window: RESCORE_PER_WINDOW,
+                rescore_share: RESCORE_SHARE,
+                bytes: manifest.checksums.get(CODES_FILE).map_or(0, |c| c.size),
+            },
             bm25: manifest.bm25,
             chunk_tokens: manifest.chunker.budget_tokens,
             index_bytes: manifest_bytes + manifest.checksums.values().map(|c| c.size).sum::<u64>(),

@@ -96,6 +96,7 @@ pub(super) fn manifest(
             weight: fusion.graph_weight,
             ..graph_manifest
         }),
+        dense_index: lists.dense_index,
         counts,
         skipped,
         checksums,

@@ -1,5 +1,6 @@
 //! The lists' last step over the whole table: the graph is built, checked
-//! and written while the sparse list commits.
+//! and written, and the dense list's sign codes, while the sparse list
+//! commits.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -9,7 +10,10 @@ use anyhow::{Context, Result, bail};
 use super::IndexOptions;
 use super::previous::Previous;
 use super::table::Built;
-use crate::index::manifest::GraphManifest;
+use crate::embed::Embedder;
+use crate::index::manifest::{DenseIndexManifest, GraphManifest};
+use crate::lists::dense::StoredVectors;
+use crate::lists::dense::codes::{self, DenseIndexSetting};
 use crate::lists::graph::{self, EntityCache, GRAPH_FILE, GraphOptions};
 use crate::lists::sparse::{SparseWriter, SparseWritten};
 use crate::store::atomic;
@@ -23,16 +27,22 @@ pub(super) struct FinishedLists {
     pub(super) sparse: SparseWritten,
     /// The graph's manifest entry and build time.
     pub(super) graph: Option<(GraphManifest, Duration)>,
+    /// The dense index's manifest entry.
+    pub(super) dense_index: DenseIndexManifest,
+    /// Time spent writing the dense index, when one was written.
+    pub(super) dense_index_time: Option<Duration>,
 }
 
 /// Commits `sparse` over `built`'s uid map while the graph (when `options`
-/// build one) is built over the table in `gen_dir`.
+/// build one) and the dense index (when its setting asks for one at this
+/// size; vectors by `embedder`) are built over the table in `gen_dir`.
 pub(super) fn finish(
     gen_dir: &Path,
     built: &Built,
     sparse: SparseWriter,
     previous: &Previous,
     options: &IndexOptions,
+    embedder: &'static dyn Embedder,
 ) -> Result<FinishedLists> {
     let graph_options = GraphOptions {
         analyzer: options.analyzer,
@@ -40,22 +50,54 @@ pub(super) fn finish(
     };
     let build_graph = options.builds_graph(previous.manifest.as_ref());
     let old_dir = previous.generation.as_ref().map(Generation::dir);
-    let (sparse_built, graph_built) = std::thread::scope(|scope| {
+    let setting = options.dense_index_setting(previous.manifest.as_ref());
+    let (sparse_built, graph_built, dense_built) = std::thread::scope(|scope| {
         let graph = scope.spawn(|| {
             build_graph
                 .then(|| write_graph(gen_dir, built, old_dir, graph_options))
                 .transpose()
         });
+        let dense = scope.spawn(|| write_dense_index(gen_dir, built, setting, embedder));
         let sparse = sparse.finish(&built.ords);
         let graph = graph
             .join()
             .unwrap_or_else(|_| bail!("the graph builder panicked"));
-        (sparse, graph)
+        let dense = dense
+            .join()
+            .unwrap_or_else(|_| bail!("the dense index builder panicked"));
+        (sparse, graph, dense)
     });
+    let (dense_index, dense_index_time) = dense_built?;
     Ok(FinishedLists {
         sparse: sparse_built?,
         graph: graph_built?,
+        dense_index,
+        dense_index_time,
     })
+}
+
+/// Writes the sign codes of `built`'s vectors (already in `gen_dir`, by
+/// `embedder`) when `setting` asks for them at their count; returns what
+/// the manifest records and the time taken.
+fn write_dense_index(
+    gen_dir: &Path,
+    built: &Built,
+    setting: DenseIndexSetting,
+    embedder: &'static dyn Embedder,
+) -> Result<(DenseIndexManifest, Option<Duration>)> {
+    let mut manifest = DenseIndexManifest {
+        setting,
+        rows: None,
+    };
+    let rows = built.table.chunks.iter().filter(|c| c.has_vector).count();
+    if !setting.builds(rows) {
+        return Ok((manifest, None));
+    }
+    let started = Instant::now();
+    let vectors = StoredVectors::open(gen_dir, built.table.chunks.len(), embedder.info().dim)?;
+    codes::write(gen_dir, &vectors)?;
+    manifest.rows = Some(built.table.chunks.len() as u64);
+    Ok((manifest, Some(started.elapsed())))
 }
 
 /// Builds the graph of `built` (whose texts are already in `gen_dir`),

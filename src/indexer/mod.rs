@@ -43,6 +43,7 @@ use crate::corpus::walk::{Walk, WalkOptions, walk};
 use crate::embed::Embedder;
 use crate::index::Index;
 use crate::index::manifest::{Counts, Manifest};
+use crate::lists::dense::codes::DenseIndexSetting;
 use crate::progress::Progress;
 use crate::store::generation;
 use crate::store::lock::IndexLock;
@@ -73,6 +74,9 @@ pub struct IndexOptions {
     /// Build the entity graph (`--graph`, `--no-graph`); `None` keeps what
     /// the previous index did (no graph for a new index).
     pub graph: Option<bool>,
+    /// When to write the dense list's sign codes (`--dense-index`);
+    /// `None` keeps what the previous index did (`auto` for a new index).
+    pub dense_index: Option<DenseIndexSetting>,
 }
 
 impl IndexOptions {
@@ -88,6 +92,7 @@ impl IndexOptions {
             walk: WalkOptions::default(),
             model_dir: None,
             graph: None,
+            dense_index: None,
         }
     }
 
@@ -103,6 +108,13 @@ impl IndexOptions {
         options.analyzer = manifest.tokenizer;
         options.model_dir = manifest.model_dir.as_ref().map(PathBuf::from);
         options
+    }
+
+    /// When this run builds the dense index, given the previous manifest.
+    fn dense_index_setting(&self, previous: Option<&Manifest>) -> DenseIndexSetting {
+        self.dense_index
+            .or(previous.map(|m| m.dense_index.setting))
+            .unwrap_or_default()
     }
 
     /// Whether this run builds the graph, given the previous manifest.
@@ -139,6 +151,8 @@ pub struct IndexReport {
     /// Time spent building, checking and encoding the graph (alongside the
     /// other lists), when one was built.
     pub graph_time: Option<Duration>,
+    /// Time spent writing the dense list's sign codes, when they were.
+    pub dense_index_time: Option<Duration>,
     /// True when nothing changed, so no new generation was written.
     pub up_to_date: bool,
     /// Wall-clock time of the run.
@@ -258,8 +272,16 @@ fn run_locked(
     let streamed = batches::stream(&run, &gen_dir, &walked, &states, &previous, carry)?;
     warnings.extend(streamed.warnings);
     let built = streamed.built;
-    let lists = lists::finish(&gen_dir, &built, streamed.sparse, &previous, options)?;
+    let lists = lists::finish(
+        &gen_dir,
+        &built,
+        streamed.sparse,
+        &previous,
+        options,
+        embedder,
+    )?;
     let graph_time = lists.graph.as_ref().map(|(_, t)| *t);
+    let dense_index_time = lists.dense_index_time;
     generation::write_table(&gen_dir, &built.table)?;
     atomic::sync_tree(&gen_dir)?;
     let checksums = commit::checksums(&gen_dir, &lists.sparse.linked, previous.manifest.as_ref())?;
@@ -294,6 +316,7 @@ fn run_locked(
         embedded: streamed.embedded,
         embed_time: streamed.embed_time,
         graph_time,
+        dense_index_time,
         up_to_date: false,
         elapsed: started.elapsed(),
     })
@@ -346,6 +369,7 @@ impl IndexReport {
             embedded: 0,
             embed_time: Duration::ZERO,
             graph_time: None,
+            dense_index_time: None,
             up_to_date: true,
             elapsed: started.elapsed(),
         }

@@ -151,6 +151,7 @@ impl Previous {
                 }
                 None => !options.builds_graph(Some(manifest)),
             }
+            && self.dense_index_current(options, manifest)
             && FusionChoice::for_run(Some(manifest), embedder).recorded_in(manifest)
             && same_skips(&manifest.skipped, walked, states)
             && states
@@ -159,6 +160,24 @@ impl Previous {
                 .count()
                 == self.entries.len();
         current.then_some(manifest)
+    }
+
+    /// Whether the previous generation's dense index (sign codes) is what
+    /// this run's setting asks for: the same setting, and codes exactly
+    /// when the setting writes them at its count of chunks with a vector
+    /// (an index of an older format, which had none, gets them once it
+    /// qualifies).
+    fn dense_index_current(&self, options: &IndexOptions, manifest: &Manifest) -> bool {
+        let Some(generation) = &self.generation else {
+            return false;
+        };
+        let flags = generation.vector_flags();
+        let rows = (0..flags.len() as u32)
+            .filter(|&ord| flags.get(ord) == Some(true))
+            .count();
+        let setting = options.dense_index_setting(Some(manifest));
+        setting == manifest.dense_index.setting
+            && setting.builds(rows) == manifest.dense_index.rows.is_some()
     }
 
     /// Whether this run carries the previous generation's chunks over (their

@@ -26,4 +26,12 @@ impl AllowSet {
             Self::Only(flags) => flags.get(chunk as usize).copied().unwrap_or(false),
         }
     }
+
+    /// How many of the chunks `0..total` pass.
+    pub fn count(&self, total: usize) -> usize {
+        match self {
+            Self::All => total,
+            Self::Only(flags) => flags.iter().take(total).filter(|f| **f).count(),
+        }
+    }
 }

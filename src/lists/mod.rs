@@ -59,6 +59,9 @@ pub struct RankedList {
     /// list scored (the sparse list, which skips those that cannot enter
     /// its window); `None` for other lists.
     pub postings: Option<PostingCounts>,
+    /// How the dense list's sign codes served the search; `None` when
+    /// every allowed row was scored exactly, and for other lists.
+    pub approximate: Option<Approximate>,
     /// The search a list running on a remote engine sent it (the last one,
     /// for a list that searched twice); `None` for a local list.
     pub request: Option<RemoteRequest>,
@@ -89,6 +92,7 @@ impl RankedList {
             reasons: Vec::new(),
             feedback_chunks: Vec::new(),
             postings: None,
+            approximate: None,
             request: None,
             prepare_time: Duration::ZERO,
             elapsed: Duration::ZERO,
@@ -129,6 +133,16 @@ pub struct PostingCounts {
     pub total: u64,
     /// Postings whose score was computed.
     pub scored: u64,
+}
+
+/// The work of a dense search through the sign codes: how many allowed
+/// rows' codes were scored, and how many of the best were rescored exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Approximate {
+    /// Rows whose codes were scored (every allowed row).
+    pub scanned: usize,
+    /// Rows rescored with their int8 vectors.
+    pub rescored: usize,
 }
 
 /// Which list a ranking comes from: fusion, eval and the printers name

@@ -13,7 +13,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::filter::Filter;
-use crate::lists::{ListKind, PostingCounts, RemoteRequest};
+use crate::lists::{Approximate, ListKind, PostingCounts, RemoteRequest};
 use crate::retriever::{Absence, Decoded, Explanation, Standing};
 
 /// The whole explanation.
@@ -68,6 +68,11 @@ pub struct ListSummary {
     /// sparse list skips those that cannot enter its window); null for
     /// other lists.
     pub postings: Option<PostingCounts>,
+    /// How the dense list's sign codes served the search: how many allowed
+    /// rows' codes were scored and how many of the best rescored exactly;
+    /// null when every allowed row was scored exactly (no codes, `--exact`,
+    /// a filter as selective as the rescoring), and for other lists.
+    pub approximate: Option<Approximate>,
     /// The search sent to the remote engine (field, query, filter
     /// expression, limit); null for a list that ran locally.
     pub request: Option<RemoteRequest>,
@@ -148,6 +153,7 @@ impl ExplainReport {
                     matched: run.ranked.matched,
                     filtered_out: run.ranked.filtered_out,
                     postings: run.ranked.postings,
+                    approximate: run.ranked.approximate,
                     request: run.ranked.request.clone(),
                     feedback: run
                         .ranked
@@ -226,6 +232,14 @@ fn list_part(list: &'static str, weight: f64, standing: &Standing, window: usize
             Some(*score),
             0.0,
             Some(format!("outside the window of {window} at rank {rank}")),
+        ),
+        Standing::Absent(Absence::NotRescored { rank, score }) => part(
+            Some(*rank),
+            Some(*score),
+            0.0,
+            Some(format!(
+                "not among the rows its sign code chose to rescore (rank {rank} by exact scan)"
+            )),
         ),
         Standing::Absent(Absence::NoMatch { reason }) => {
             part(None, None, 0.0, Some(reason.to_string()))

@@ -14,6 +14,7 @@ use crate::eval::{EvalReport, FusionSetting};
 use crate::fusion::{FusionMethod, FusionSource};
 use crate::index::status::StatusReport;
 use crate::indexer::IndexReport;
+use crate::lists::dense::codes::DenseIndexSetting;
 
 /// Longest snippet shown under a result, in characters.
 const SNIPPET_CHARS: usize = 200;
@@ -230,9 +231,13 @@ pub fn print_explain(out: &mut dyn Write, report: &ExplainReport) -> Result<()> 
                 "local" => String::new(),
                 remote => format!(" on {}", escape_controls(remote)),
             };
-            let postings = match l.postings {
-                Some(p) => format!(", {} of {} postings scored", p.scored, p.total),
-                None => String::new(),
+            let postings = match (l.postings, l.approximate) {
+                (Some(p), _) => format!(", {} of {} postings scored", p.scored, p.total),
+                (None, Some(a)) => format!(
+                    ", {} codes scanned, {} rescored",
+                    a.scanned, a.rescored
+                ),
+                (None, None) => String::new(),
             };
             format!(
                 "{}{on} {} of {} matched ({} filtered out{best}{postings}) in {:.2} ms (query {:.2} ms)",
@@ -326,6 +331,28 @@ pub fn print_status(out: &mut dyn Write, r: &StatusReport) -> Result<()> {
         "sparse     BM25 k1 {}, b {}; chunks of ~{} tokens",
         r.bm25.k1, r.bm25.b, r.chunk_tokens
     )?;
+    let dense = &r.dense_index;
+    match dense.rows {
+        Some(rows) => writeln!(
+            out,
+            "dense      sign codes, 1 bit per dimension ({}): a search scores them, then its best max({} × window, {}) rows exactly (--dense-index {})",
+            bytes(dense.bytes),
+            dense.rescore_per_window,
+            rows as usize / dense.rescore_share,
+            dense.setting.name()
+        )?,
+        None => writeln!(
+            out,
+            "dense      exact scan of every vector (--dense-index {}{})",
+            dense.setting.name(),
+            match dense.setting {
+                DenseIndexSetting::Auto => {
+                    format!(": sign codes from {} chunks", dense.auto_min_chunks)
+                }
+                _ => String::new(),
+            }
+        )?,
+    }
     // A ratio to no markdown at all would be a meaningless number.
     let ratio = match r.markdown_bytes {
         0 => String::new(),
@@ -466,6 +493,9 @@ pub fn print_index_summary(out: &mut dyn Write, report: &IndexReport) -> Result<
         report.embed_time.as_secs_f64(),
         report.graph_time.map_or(String::new(), |t| format!(
             "; graph: {:.2} s",
+            t.as_secs_f64()
+        )) + &report.dense_index_time.map_or(String::new(), |t| format!(
+            "; dense index: {:.2} s",
             t.as_secs_f64()
         )),
         escape_controls(&report.index_dir.display().to_string())

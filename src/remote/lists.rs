@@ -40,7 +40,7 @@ use super::rows::{encode_term, field};
 use crate::embed::Embedder;
 use crate::filter::Filter;
 use crate::index::Index;
-use crate::lists::dense::{StoredVectors, moved_query, quantize};
+use crate::lists::dense::{DenseOptions, StoredVectors, moved_query, quantize};
 use crate::lists::sparse::{SparseList, WeighedQuery};
 use crate::lists::{AllowSet, List, ListHit, ListKind, RankedList, RemoteQuery, RemoteRequest};
 use crate::retriever::{Backend, local_sparse};
@@ -111,8 +111,11 @@ impl Backend for Milvus {
         &self,
         index: &Index,
         embedder: &'static dyn Embedder,
-        feedback: usize,
+        options: DenseOptions,
     ) -> Result<Box<dyn List>> {
+        // Milvus ranks by its own index, so `options.exact` has no local
+        // meaning here.
+        let feedback = options.feedback;
         let generation = reopen(index)?;
         let vectors = StoredVectors::open(generation.dir(), generation.len(), embedder.info().dim)?;
         Ok(Box::new(DenseOnMilvus {

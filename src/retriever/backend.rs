@@ -10,7 +10,7 @@ use anyhow::Result;
 use crate::embed::Embedder;
 use crate::filter::Filter;
 use crate::index::Index;
-use crate::lists::dense::DenseList;
+use crate::lists::dense::{DenseList, DenseOptions};
 use crate::lists::sparse::SparseList;
 use crate::lists::{List, guard};
 use crate::store::generation::SPARSE_DIR;
@@ -22,12 +22,12 @@ pub trait Backend: Send + Sync {
 
     /// The dense list over `index`, embedding queries with `embedder` (the
     /// model the index was built with) and moving each query toward
-    /// `feedback` seeds before it ranks.
+    /// `options.feedback` seeds before it ranks.
     fn dense(
         &self,
         index: &Index,
         embedder: &'static dyn Embedder,
-        feedback: usize,
+        options: DenseOptions,
     ) -> Result<Box<dyn List>>;
 
     /// Where the lists run, as `explain` names it: `local`, or an address.
@@ -70,14 +70,14 @@ impl Backend for Local {
         &self,
         index: &Index,
         embedder: &'static dyn Embedder,
-        feedback: usize,
+        options: DenseOptions,
     ) -> Result<Box<dyn List>> {
         let generation = index.generation();
         let dense = DenseList::open(
             generation.dir(),
             generation.vector_flags(),
             embedder,
-            feedback,
+            options,
         )?;
         Ok(Box::new(dense))
     }

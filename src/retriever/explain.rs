@@ -19,6 +19,15 @@ pub enum Absence {
         /// Its raw score there.
         score: f32,
     },
+    /// The dense list ranks it within the window by an exact scan, but the
+    /// search went through the sign codes, which did not choose it for
+    /// rescoring.
+    NotRescored {
+        /// Its rank by the exact scan.
+        rank: usize,
+        /// Its raw score there.
+        score: f32,
+    },
     /// The list does not match it at all.
     NoMatch {
         /// What that means in this list ("no query term matched").
@@ -93,13 +102,14 @@ impl Retriever {
         focus: Option<ChunkOrd>,
     ) -> Result<Explanation> {
         let (allow, filter_time) = self.allowed(query, params)?;
-        // Each list runs once, ranking every allowed chunk: its window is a
-        // prefix of that ranking, and the rest tells "outside the window"
-        // (with the rank) from "no match".
+        // The lists run as the search runs them, for the results and each
+        // list's work; then once more ranking every allowed chunk (which
+        // scans exactly), to tell "outside the window" (with the rank) from
+        // "no match", and a chunk the dense list's codes missed.
         let first_pass = self.first_pass(params);
-        let complete = self.run_lists(query, self.generation().len(), first_pass, &allow)?;
         let window = first_pass.window;
-        let windowed = complete.iter().map(|r| r.prefix(window)).collect();
+        let windowed = self.run_lists(query, window, first_pass, &allow)?;
+        let complete = self.run_lists(query, self.generation().len(), first_pass, &allow)?;
         let mut outcome = self.fuse(windowed, params, filter_time);
         let targets: Vec<(Option<usize>, Fused)> = match focus {
             None => outcome
@@ -132,12 +142,14 @@ impl Retriever {
                     .iter()
                     .zip(&complete)
                     .zip(&self.lists)
-                    .map(|((contribution, full), list)| match contribution {
+                    .zip(&outcome.lists)
+                    .map(|(((contribution, full), list), run)| match contribution {
                         Some(c) => Ok(Standing::Ranked(*c)),
                         None => self
                             .absence(
                                 fused.chunk,
                                 full,
+                                run.ranked.approximate.is_some().then_some(window),
                                 list.index.no_match_reason(),
                                 &allow,
                                 &params.filter,
@@ -170,11 +182,14 @@ impl Retriever {
         })
     }
 
-    /// Why `chunk` is not among a list's candidates.
+    /// Why `chunk` is not among a list's candidates, given the list's
+    /// `complete` ranking and, when the list went through its approximate
+    /// index, the window it took that way.
     fn absence(
         &self,
         chunk: ChunkOrd,
         complete: &RankedList,
+        approximate_window: Option<usize>,
         no_match: &'static str,
         allow: &AllowSet,
         filter: &Filter,
@@ -186,6 +201,12 @@ impl Retriever {
             });
         }
         Ok(match complete.hits.iter().position(|h| h.chunk == chunk) {
+            Some(i) if approximate_window.is_some_and(|window| i < window) => {
+                Absence::NotRescored {
+                    rank: i + 1,
+                    score: complete.hits[i].score,
+                }
+            }
             Some(i) => Absence::OutsideWindow {
                 rank: i + 1,
                 score: complete.hits[i].score,

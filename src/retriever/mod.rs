@@ -23,6 +23,7 @@ use crate::embed::Embedder;
 use crate::fusion::Fusion;
 use crate::index::Index;
 use crate::index::manifest::Manifest;
+use crate::lists::dense::DenseOptions;
 use crate::lists::graph::{self, GraphList, QueryOptions, no_graph};
 use crate::lists::recency::{RECENT_WEIGHT, RecencyList};
 use crate::lists::{List, ListKind};
@@ -83,7 +84,12 @@ impl Retriever {
         if selection.dense {
             let embedder = query_embedder(manifest)?;
             let feedback = selection.dense_feedback.unwrap_or(defaults.dense_feedback);
-            let dense = backend.dense(&index, embedder, feedback)?;
+            let options = DenseOptions {
+                feedback,
+                exact: selection.dense_exact,
+                rescore: selection.dense_rescore,
+            };
+            let dense = backend.dense(&index, embedder, options)?;
             dense_feedback = Some(feedback);
             let weight = selection.dense_weight.unwrap_or(defaults.dense_weight);
             lists.push(WeightedList {

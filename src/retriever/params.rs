@@ -61,6 +61,12 @@ pub struct ListSelection {
     /// How many of its best chunks move the dense list's query; `None`
     /// uses the index's default.
     pub dense_feedback: Option<usize>,
+    /// Rank the dense list by an exact scan of every vector, even where the
+    /// index has an approximate one (`--exact`).
+    pub dense_exact: bool,
+    /// Rows the dense list's sign codes choose for exact rescoring
+    /// (`--dense-rescore`); `None` uses the default.
+    pub dense_rescore: Option<usize>,
     /// Run the recency list.
     pub recency: bool,
     /// Weight of the recency list; `None` uses
@@ -79,6 +85,8 @@ impl Default for ListSelection {
             dense_weight: None,
             graph_weight: None,
             dense_feedback: None,
+            dense_exact: false,
+            dense_rescore: None,
             recency: false,
             recency_weight: None,
         }

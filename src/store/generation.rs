@@ -591,6 +591,7 @@ mod tests {
         writer.finish().unwrap();
         let checksums = checks::compute(&gen_dir, &Checksums::new()).unwrap();
         Manifest {
+            dense_index: Default::default(),
             format_version: FORMAT_VERSION,
             generation: 1,
             tool_version: String::new(),

@@ -12,6 +12,7 @@ mod architecture;
 mod bm25_oracle;
 mod budget;
 mod completions;
+mod dense_index;
 mod embeddings;
 mod eval;
 mod get;

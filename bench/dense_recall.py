@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""Recall of the dense index: the dense list's window through the approximate
+index against the exact scan (`--exact`), query by query.
+
+    bench/dense_recall.py INDEX QUERIES [--binary B] [--window N] [--limit N]
+    bench/dense_recall.py INDEX --headings CORPUS [--count 200] [--seed 7] ...
+        [--rescore N] [--feedback N]
+
+QUERIES is a `../shared/eval` queries.jsonl (one {"id", "text"} per line) or a
+text file of one query per line. `--headings CORPUS` draws `--count` queries
+instead: the text of markdown headings picked at random (seeded) from the
+corpus's files, the kind of short query a person types.
+
+Each query runs twice through the real binary, `memidx explain --mode dense
+-k N --window N --json`, with and without `--exact`. Recall counts the
+approximate window's chunks whose score reaches the exact window's last
+score (so a tie at the boundary is no miss), over the exact window's size.
+Prints the mean, the worst query and the share of queries at recall 1, the
+rows the codes chose for rescoring, and the dense list's median time both ways (as
+`explain --json` reports it: the list alone, not the whole process).
+"""
+
+import argparse
+import json
+import random
+import re
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+
+def read_queries(path):
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    if path.endswith(".jsonl"):
+        return [json.loads(line)["text"] for line in lines if line.strip()]
+    return [line.strip() for line in lines if line.strip()]
+
+
+def heading_queries(corpus, count, seed):
+    files = sorted(p for p in Path(corpus).rglob("*.md") if ".memidx" not in p.parts)
+    rng = random.Random(seed)
+    queries = []
+    while len(queries) < count and files:
+        path = rng.choice(files)
+        headings = [
+            re.sub(r"[`*_\[\]()<>#]", " ", line.lstrip("#")).strip()
+            for line in path.read_text(encoding="utf-8", errors="replace").splitlines()
+            if re.match(r"^#{1,4} \S", line)
+        ]
+        headings = [h for h in headings if 2 <= len(h.split()) <= 12]
+        if headings:
+            queries.append(" ".join(rng.choice(headings).split()))
+    return queries
+
+
+def dense_window(binary, index, query, window, exact, extra=()):
+    """The dense window (chunk id, score), the dense list's time and how its
+    codes served it (None for an exact scan), from `memidx explain --json`."""
+    command = [binary, "explain", query, "--index", index, "--mode", "dense",
+               "-k", str(window), "--window", str(window), "--json"]
+    command += ["--exact"] if exact else []
+    command += list(extra)
+    run = subprocess.run(command, capture_output=True, text=True)
+    if run.returncode not in (0, 1):
+        sys.exit(f"memidx failed on {query!r}: {run.stderr.strip()}")
+    response = json.loads(run.stdout)
+    hits = [(r["chunk_id"], r["lists"][0]["score"]) for r in response["results"]]
+    dense = next(l for l in response["lists"] if l["name"] == "dense")
+    return hits, dense["total_ms"], dense["approximate"]
+
+
+def recall(approximate, exact):
+    if not exact:
+        return 1.0
+    last = exact[-1][1]
+    reached = sum(1 for _, score in approximate if score >= last - 1e-6)
+    return min(1.0, reached / len(exact))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("index")
+    parser.add_argument("queries", nargs="?")
+    parser.add_argument("--headings", metavar="CORPUS")
+    parser.add_argument("--count", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--binary", default="target/release/memidx")
+    parser.add_argument("--window", type=int, default=50)
+    parser.add_argument("--limit", type=int)
+    parser.add_argument("--rescore", type=int, help="--dense-rescore for the approximate runs")
+    parser.add_argument("--feedback", type=int, help="--dense-feedback for both runs")
+    args = parser.parse_args()
+    if args.headings:
+        queries = heading_queries(args.headings, args.count, args.seed)
+    elif args.queries:
+        queries = read_queries(args.queries)
+    else:
+        parser.error("give QUERIES or --headings CORPUS")
+    queries = queries[: args.limit]
+    both = ["--dense-feedback", str(args.feedback)] if args.feedback is not None else []
+    probed = both + (["--dense-rescore", str(args.rescore)] if args.rescore else [])
+    recalls, times, scored = [], {True: [], False: []}, []
+    for query in queries:
+        exact, exact_ms, _ = dense_window(args.binary, args.index, query, args.window, True, both)
+        approximate, approximate_ms, probes = dense_window(
+            args.binary, args.index, query, args.window, False, probed)
+        times[True].append(exact_ms)
+        times[False].append(approximate_ms)
+        recalls.append(recall(approximate, exact))
+        if probes:
+            scored.append(probes["rescored"])
+    worst = min(range(len(recalls)), key=recalls.__getitem__)
+    print(json.dumps({
+        "queries": len(queries),
+        "window": args.window,
+        "mean_recall": round(statistics.mean(recalls), 4),
+        "at_recall_1": round(sum(r == 1.0 for r in recalls) / len(recalls), 4),
+        "worst": {"recall": round(recalls[worst], 4), "query": queries[worst]},
+        "approximate_queries": len(scored),
+        "rows_rescored_median": statistics.median(scored) if scored else None,
+        "dense_list_ms_median": {"exact": round(statistics.median(times[True]), 3),
+                                 "approximate": round(statistics.median(times[False]), 3)},
+    }, indent=1))
+
+
+if __name__ == "__main__":
+    main()

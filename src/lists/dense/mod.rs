@@ -1,0 +1,412 @@
+//! The dense list: cosine similarity between the query's embedding (moved
+//! toward its best chunks, see *Query feedback* below) and every chunk's,
+//! over the memory-mapped int8 vectors ([`vectors`]).
+//!
+//! A search finds its window by an exact scan of every row, or, in an
+//! index that has them, through the rows' sign codes ([`codes`]): the
+//! allowed rows' codes are scored first, and the best few thousand rows
+//! rescored with the scan's own arithmetic, so a chunk's score is the same
+//! either way and only recall differs. `--exact` forces the scan. Filters
+//! apply before the window either way: a row the filter removes is never
+//! scored. When the rows to rescore would be all the allowed rows (a
+//! selective filter, or `explain`'s complete rankings), the list scans.
+//! Both split the rows over the cores with `rayon`.
+//!
+//! **Query feedback.** A short query gives a noisy embedding: a few words,
+//! each with every sense it has, and no context. So the list ranks in
+//! two scans (pseudo-relevance feedback, Rocchio's method in vector form):
+//! the first ranks by the query, the second by the query moved toward the
+//! best few chunks of the first pass, `q' = q + mean(seeds)` at unit
+//! length. The seeds share the query's topic and carry its context, so
+//! `q'` finds paraphrases `q` misses. Which chunks seed it is the
+//! retriever's choice ([`List::refine`]): in a hybrid search the best of the
+//! fused first pass, alone the list's own best. The count is a setting
+//! recorded with the fusion defaults ([`DEFAULT_FEEDBACK`]; 0 turns
+//! feedback off), and `explain` names the chunks used. The query's
+//! embedding is kept from the first scan for the second (a few recent
+//! queries, for a transformer's forward pass costs more than a scan).
+
+pub mod codes;
+mod vectors;
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use anyhow::{Result, ensure};
+
+use super::AllowSet;
+use super::{Approximate, Candidate, List, ListHit, ListKind, RankedList, TopWindow};
+use crate::embed::{Embedder, normalize};
+use crate::store::damaged;
+use crate::store::generation::{ChunkOrd, VectorFlags};
+use codes::SignCodes;
+pub use vectors::{
+    KEYS_FILE, QuantizedVectors, SCALES_FILE, StoredVectors, VECTORS_FILE, VectorWriter, quantize,
+    read_keys, vector_key,
+};
+
+/// A dequantized row's squared norm may differ from 1 by this much.
+const NORM_TOLERANCE: f32 = 0.02;
+
+/// How many of the first scan's best chunks move the query by default (see
+/// the module doc): three, with the query and their mean counting alike,
+/// the textbook form of Rocchio's feedback rather than a tuned pair.
+pub const DEFAULT_FEEDBACK: usize = 3;
+
+/// Most chunks that may move the dense list's query (`--dense-feedback`):
+/// feedback is about a query's few best chunks, and each is read in full.
+pub const MAX_DENSE_FEEDBACK: usize = 100;
+
+/// Query embeddings kept between a search's two scans.
+const RECENT_QUERIES: usize = 16;
+
+/// The dense list of one generation.
+pub struct DenseList {
+    vectors: StoredVectors,
+    /// Which chunks have a non-zero vector (from the chunk table).
+    has_vector: VectorFlags,
+    embedder: &'static dyn Embedder,
+    /// How many seeds move the query; 0: one scan.
+    feedback: usize,
+    /// The rows' sign codes, when the generation has them and the search
+    /// may use them.
+    codes: Option<SignCodes>,
+    /// Rows to rescore, when not [`codes::default_rescored`].
+    rescore: Option<usize>,
+    /// The last few queries embedded, with their vectors (newest last).
+    recent: Mutex<VecDeque<(String, Arc<[f32]>)>>,
+}
+
+/// One scan's outcome: the best chunks and the counts of scored chunks.
+struct Scan {
+    hits: Vec<ListHit>,
+    matched: usize,
+    filtered_out: usize,
+    approximate: Option<Approximate>,
+}
+
+/// How a dense list searches, beyond what every list is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DenseOptions {
+    /// How many seeds move the query (0: one scan, no feedback).
+    pub feedback: usize,
+    /// Scan every row even where the generation has an approximate index.
+    pub exact: bool,
+    /// Rows the sign codes choose for exact rescoring; `None`:
+    /// [`codes::default_rescored`].
+    pub rescore: Option<usize>,
+}
+
+impl DenseList {
+    /// Opens the vectors in `gen_dir`: one per chunk (`has_vector` says
+    /// which are non-zero), of the embedder's dimension, and the
+    /// generation's sign codes unless `options` ask for exact scans.
+    /// Searches move the query toward its best `options.feedback` chunks
+    /// first (0: they do not).
+    pub fn open(
+        gen_dir: &Path,
+        has_vector: VectorFlags,
+        embedder: &'static dyn Embedder,
+        options: DenseOptions,
+    ) -> Result<Self> {
+        let dim = embedder.info().dim;
+        let vectors = StoredVectors::open(gen_dir, has_vector.len(), dim)?;
+        let codes = match options.exact {
+            true => None,
+            false => SignCodes::open(gen_dir, has_vector.len(), dim)?,
+        };
+        Ok(Self {
+            vectors,
+            has_vector,
+            embedder,
+            feedback: options.feedback,
+            rescore: options.rescore,
+            codes,
+            recent: Mutex::new(VecDeque::with_capacity(RECENT_QUERIES)),
+        })
+    }
+
+    /// The unit embedding of `query` (all zeros when the model knows none
+    /// of it), from the recent ones when it was embedded lately.
+    fn embed_query(&self, query: &str) -> Result<Arc<[f32]>> {
+        let recent = |queries: &VecDeque<(String, Arc<[f32]>)>| {
+            queries
+                .iter()
+                .find(|(text, _)| text == query)
+                .map(|(_, vector)| Arc::clone(vector))
+        };
+        if let Some(vector) = recent(&self.recent.lock().unwrap_or_else(|e| e.into_inner())) {
+            return Ok(vector);
+        }
+        let vector: Arc<[f32]> = self.embedder.embed(&[query.to_string()])?.into();
+        let mut queries = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        if queries.len() == RECENT_QUERIES {
+            queries.pop_front();
+        }
+        queries.push_back((query.to_string(), Arc::clone(&vector)));
+        Ok(vector)
+    }
+
+    /// Ranks `allow`'s chunks by `vector` into a list (empty for a zero
+    /// vector or window), timed from `started`.
+    fn rank(
+        &self,
+        vector: &[f32],
+        window: usize,
+        allow: &AllowSet,
+        started: Instant,
+    ) -> Result<RankedList> {
+        let mut list = RankedList::empty(self.kind());
+        list.prepare_time = started.elapsed();
+        // A query the model knows nothing of has a zero vector: no ranking.
+        if vector.iter().all(|v| *v == 0.0) || window == 0 {
+            list.elapsed = list.prepare_time;
+            return Ok(list);
+        }
+        let scan = self.scan(vector, window, allow)?;
+        list.hits = scan.hits;
+        list.matched = scan.matched;
+        list.filtered_out = scan.filtered_out;
+        list.approximate = scan.approximate;
+        list.elapsed = started.elapsed();
+        Ok(list)
+    }
+
+    /// The best `window` chunks of `allow` for the unit vector `query`:
+    /// through the sign codes when they serve this search, else by an
+    /// exact scan.
+    fn scan(&self, query: &[f32], window: usize, allow: &AllowSet) -> Result<Scan> {
+        let scan = match self.rescore_depth(window, allow) {
+            Some((codes, depth)) => self.rescore_best(codes, depth, query, window, allow)?,
+            None => self.scan_all(query, window, allow)?,
+        };
+        self.check_hits(&scan.hits)?;
+        Ok(scan)
+    }
+
+    /// The codes and how many rows to rescore, when the codes serve a
+    /// search of `window` chunks over `allow`: not when the rows to rescore
+    /// would be every allowed row.
+    fn rescore_depth(&self, window: usize, allow: &AllowSet) -> Option<(&SignCodes, usize)> {
+        let codes = self.codes.as_ref()?;
+        let depth = self
+            .rescore
+            .unwrap_or_else(|| codes::default_rescored(window, codes.rows()))
+            .max(window);
+        (depth < allow.count(codes.rows())).then_some((codes, depth))
+    }
+
+    /// The best `window` chunks of `allow` among the `depth` rows whose
+    /// codes score best against `query`, rescored exactly.
+    fn rescore_best(
+        &self,
+        codes: &SignCodes,
+        depth: usize,
+        query: &[f32],
+        window: usize,
+        allow: &AllowSet,
+    ) -> Result<Scan> {
+        let candidates = codes.candidates(query, depth, allow);
+        let (quantized, query_scale) = quantize(query);
+        let mut scores = Vec::new();
+        self.vectors
+            .score_ords(&quantized, query_scale, &candidates, &mut scores)?;
+        let mut best = TopWindow::new(window);
+        for (&chunk, &score) in candidates.iter().zip(&scores) {
+            self.check_score(score)?;
+            best.push(Candidate { score, chunk });
+        }
+        let hits: Vec<ListHit> = best.into_sorted().into_iter().map(ListHit::from).collect();
+        // A damaged code can only cost recall; a returned chunk's code
+        // that does not match its vector names the file.
+        for hit in &hits {
+            codes.check(hit.chunk, self.vectors.quantized_row(hit.chunk)?.0)?;
+        }
+        let matched = allow.count(codes.rows());
+        Ok(Scan {
+            hits,
+            matched,
+            filtered_out: codes.rows() - matched,
+            approximate: Some(Approximate {
+                scanned: matched,
+                rescored: candidates.len(),
+            }),
+        })
+    }
+
+    /// The best `window` chunks of `allow`, every row scored.
+    fn scan_all(&self, query: &[f32], window: usize, allow: &AllowSet) -> Result<Scan> {
+        let mut best = TopWindow::new(window);
+        let (mut matched, mut filtered_out) = (0, 0);
+        for (chunk, score) in self.vectors.similarities(query)?.into_iter().enumerate() {
+            let chunk = chunk as ChunkOrd;
+            self.check_score(score)?;
+            if allow.allows(chunk) {
+                matched += 1;
+                best.push(Candidate { score, chunk });
+            } else {
+                filtered_out += 1;
+            }
+        }
+        Ok(Scan {
+            hits: best.into_sorted().into_iter().map(ListHit::from).collect(),
+            matched,
+            filtered_out,
+            approximate: None,
+        })
+    }
+
+    /// Unit vectors give cosines in [-1, 1]; anything else is a damaged file.
+    fn check_score(&self, score: f32) -> Result<()> {
+        ensure!(
+            score.is_finite() && score.abs() <= 1.0 + NORM_TOLERANCE,
+            damaged(
+                self.vectors.path(),
+                "holds a vector that is not unit length"
+            )
+        );
+        Ok(())
+    }
+
+    /// Checks that every returned chunk's vector is what the chunk table
+    /// says: unit length, or zero for a chunk the model knew nothing of.
+    /// Catches a zeroed or overwritten vector file at the cost of
+    /// `window × dim` multiplications.
+    fn check_hits(&self, hits: &[ListHit]) -> Result<()> {
+        for hit in hits {
+            let norm: f32 = self.vectors.row(hit.chunk)?.iter().map(|x| x * x).sum();
+            let expected = if self.has_vector.get(hit.chunk) == Some(true) {
+                1.0
+            } else {
+                0.0
+            };
+            ensure!(
+                (norm - expected).abs() < NORM_TOLERANCE,
+                damaged(
+                    self.vectors.path(),
+                    "holds a vector that does not match its chunk"
+                )
+            );
+        }
+        Ok(())
+    }
+}
+
+impl List for DenseList {
+    fn kind(&self) -> ListKind {
+        ListKind::Dense
+    }
+
+    fn search(&self, query: &str, window: usize, allow: &AllowSet) -> Result<RankedList> {
+        let started = Instant::now();
+        let vector = self.embed_query(query)?;
+        self.rank(&vector, window, allow, started)
+    }
+
+    fn feedback_seeds(&self) -> usize {
+        self.feedback
+    }
+
+    /// Moves the query toward the seeds that resemble it at all (a vector,
+    /// and a positive cosine), then ranks by it; with no such seed the
+    /// query stays as it is.
+    fn refine(
+        &self,
+        query: &str,
+        window: usize,
+        allow: &AllowSet,
+        seeds: &[ChunkOrd],
+    ) -> Result<RankedList> {
+        let started = Instant::now();
+        let query = self.embed_query(query)?;
+        let seeds = &seeds[..seeds.len().min(self.feedback)];
+        let (vector, used) = moved_query(&query, seeds, &self.vectors, &self.has_vector)?;
+        let mut list = self.rank(&vector, window, allow, started)?;
+        list.feedback_chunks = used;
+        Ok(list)
+    }
+}
+
+/// The unit vector `query` moved toward those of `seeds` that resemble it
+/// at all (a vector, and a positive cosine; their rows in `vectors`), with
+/// the seeds used; with no such seed the query stays as it is. The dense
+/// list's feedback step, shared with any list that ranks the same vectors
+/// elsewhere (the Milvus backend).
+pub fn moved_query(
+    query: &[f32],
+    seeds: &[ChunkOrd],
+    vectors: &StoredVectors,
+    has_vector: &VectorFlags,
+) -> Result<(Vec<f32>, Vec<ChunkOrd>)> {
+    let mut vector = query.to_vec();
+    let mut used = Vec::new();
+    let mut rows = Vec::new();
+    for &chunk in seeds {
+        if has_vector.get(chunk) != Some(true) {
+            continue;
+        }
+        let similarity: f32 = vectors
+            .row(chunk)?
+            .iter()
+            .zip(&vector)
+            .map(|(a, b)| a * b)
+            .sum();
+        if similarity > 0.0 {
+            used.push(chunk);
+            rows.push(vectors.quantized_row(chunk)?);
+        }
+    }
+    if !rows.is_empty() {
+        move_toward(&mut vector, &rows);
+    }
+    Ok((vector, used))
+}
+
+/// Moves the unit vector `query` to `query + mean(rows)`, at unit length:
+/// toward the rows' centroid, the two weighing alike. Each row is stored
+/// int8 values and their scale; at least one row, each with a positive
+/// cosine to the query, so the sum cannot vanish.
+fn move_toward(query: &mut [f32], rows: &[(&[i8], f32)]) {
+    let share = 1.0 / rows.len().max(1) as f32;
+    for (values, scale) in rows {
+        for (q, v) in query.iter_mut().zip(*values) {
+            *q += share * scale * f32::from(*v);
+        }
+    }
+    normalize(query);
+}
+
+/// A dense feedback count within 0…[`MAX_DENSE_FEEDBACK`].
+pub fn check_dense_feedback(chunks: usize) -> Result<usize> {
+    ensure!(
+        chunks <= MAX_DENSE_FEEDBACK,
+        "dense feedback must be between 0 and {MAX_DENSE_FEEDBACK} chunks, got {chunks}"
+    );
+    Ok(chunks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_moved_query_is_the_query_plus_the_rows_mean_at_unit_length() {
+        let mut query = [1.0, 0.0, 0.0];
+        // (0, 1, 0) and (0, 0.6, 0.8), stored as int8 values and a scale.
+        let rows: [(&[i8], f32); 2] = [(&[0, 127, 0], 1.0 / 127.0), (&[0, 6, 8], 0.1)];
+        // q + mean = (1, 0.8, 0.4), of length √1.8.
+        move_toward(&mut query, &rows);
+        let length = 1.8f32.sqrt();
+        let expected = [1.0 / length, 0.8 / length, 0.4 / length];
+        for (m, e) in query.iter().zip(expected) {
+            assert!((m - e).abs() < 1e-6, "{query:?}");
+        }
+        // One row weighs as much as the query: the result lies halfway.
+        let mut query = [1.0, 0.0];
+        move_toward(&mut query, &[(&[0, 127], 1.0 / 127.0)]);
+        let half = 0.5f32.sqrt();
+        assert!((query[0] - half).abs() < 1e-6 && (query[1] - half).abs() < 1e-6);
+    }
+}

@@ -1,0 +1,442 @@
+//! The stored vectors: each chunk's unit vector quantized to int8 with its
+//! scale (`vectors.i8`, `scales.f32`), its key (`keys.u64`), the writer an
+//! index run streams them through, the memory-mapped reader, and the
+//! integer dot products every scan is made of.
+//!
+//! Each chunk's unit vector is stored quantized: `vectors.i8` holds the
+//! rows (one signed byte per dimension, `round(x / scale)`), `scales.f32`
+//! each row's scale (`max |x| / 127`, little-endian). That is a quarter of
+//! the f32 size, and ranks as well (measured: README, How it works). A
+//! search quantizes the query the same way, takes integer dot products
+//! (which the compiler vectorizes; `rayon` splits the rows over the cores)
+//! and rescales. `ndarray` provides the row views of the mapped file.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, anyhow, ensure};
+use memmap2::{Mmap, MmapOptions};
+use ndarray::ArrayView2;
+use rayon::prelude::*;
+
+use crate::store::damaged;
+use crate::store::generation::ChunkOrd;
+
+/// File holding the quantized chunk vectors.
+pub const VECTORS_FILE: &str = "vectors.i8";
+/// File holding each vector's scale.
+pub const SCALES_FILE: &str = "scales.f32";
+/// File holding each vector's key (see [`vector_key`]), little-endian u64.
+pub const KEYS_FILE: &str = "keys.u64";
+
+/// Rows scored per parallel task.
+const SCAN_BLOCK: usize = 8192;
+
+/// Quantizes one vector: its int8 values and its scale.
+pub fn quantize(vector: &[f32]) -> (Vec<i8>, f32) {
+    let max = vector.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+    if max == 0.0 || !max.is_finite() {
+        return (vec![0; vector.len()], 0.0);
+    }
+    let scale = max / 127.0;
+    (
+        vector
+            .iter()
+            .map(|x| (x / scale).round().clamp(-127.0, 127.0) as i8)
+            .collect(),
+        scale,
+    )
+}
+
+/// The key a vector is kept under between runs: xxh3-64 of exactly the
+/// text that was embedded. Chunks with the same text (a moved or copied
+/// file) share a key, so their vectors are reused instead of recomputed.
+pub fn vector_key(embedded_text: &str) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(embedded_text.as_bytes())
+}
+
+/// Reads the keys of the vectors in `dir`, one per row.
+pub fn read_keys(dir: &Path) -> Result<Vec<u64>> {
+    let path = dir.join(KEYS_FILE);
+    let bytes = std::fs::read(&path).with_context(|| damaged(&path, "cannot be read"))?;
+    ensure!(bytes.len() % 8 == 0, damaged(&path, "has a bad length"));
+    Ok(bytes
+        .chunks_exact(8)
+        .map(|b| u64::from_le_bytes(b.try_into().expect("8-byte chunks")))
+        .collect())
+}
+
+/// Vectors quantized as they are produced, so an index run holds a quarter
+/// of their f32 size (330k chunks: 84 MB instead of 338 MB).
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuantizedVectors {
+    dim: usize,
+    values: Vec<i8>,
+    scales: Vec<f32>,
+}
+
+impl QuantizedVectors {
+    /// `rows` zero vectors of dimension `dim`.
+    pub fn zeros(rows: usize, dim: usize) -> Self {
+        Self {
+            dim,
+            values: vec![0; rows * dim],
+            scales: vec![0.0; rows],
+        }
+    }
+
+    /// Quantizes `vector` into row `row`.
+    pub fn set(&mut self, row: usize, vector: &[f32]) {
+        let (values, scale) = quantize(vector);
+        self.set_quantized(row, &values, scale);
+    }
+
+    /// Copies an already quantized row into row `row`.
+    pub fn set_quantized(&mut self, row: usize, values: &[i8], scale: f32) {
+        self.values[row * self.dim..][..self.dim].copy_from_slice(values);
+        self.scales[row] = scale;
+    }
+
+    /// True when row `row` is not the zero vector (a zero row has scale 0).
+    pub fn has_vector(&self, row: usize) -> bool {
+        self.scales[row] != 0.0
+    }
+}
+
+/// Writes a generation's vector files as rows arrive (an index run streams
+/// its chunks through in batches).
+pub struct VectorWriter {
+    dir: PathBuf,
+    values: BufWriter<File>,
+    scales: BufWriter<File>,
+    keys: BufWriter<File>,
+}
+
+/// Buffer of each vector file's writer. Large writes matter: the kernel
+/// caches a file written in large pieces in large folios, and mapping the
+/// 84 MB vector file of corpus-big (`MAP_POPULATE`) took 3.4 ms per search
+/// after 8 KiB writes against 0.9 ms after one large write.
+const VECTOR_WRITE_BUFFER: usize = 8 << 20;
+
+impl VectorWriter {
+    /// Creates the vector files in `dir`.
+    pub fn create(dir: &Path) -> Result<Self> {
+        let create = |name: &str| {
+            let path = dir.join(name);
+            File::create(&path)
+                .map(|file| BufWriter::with_capacity(VECTOR_WRITE_BUFFER, file))
+                .with_context(|| format!("cannot create {}", path.display()))
+        };
+        Ok(Self {
+            values: create(VECTORS_FILE)?,
+            scales: create(SCALES_FILE)?,
+            keys: create(KEYS_FILE)?,
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    /// Appends `rows` and their `keys` (one per row).
+    pub fn append(&mut self, rows: &QuantizedVectors, keys: &[u64]) -> Result<()> {
+        ensure!(
+            keys.len() == rows.scales.len(),
+            "one key per vector is needed"
+        );
+        let scales: Vec<u8> = rows.scales.iter().flat_map(|s| s.to_le_bytes()).collect();
+        let keys: Vec<u8> = keys.iter().flat_map(|k| k.to_le_bytes()).collect();
+        self.values
+            .write_all(bytemuck::cast_slice(&rows.values))
+            .and_then(|()| self.scales.write_all(&scales))
+            .and_then(|()| self.keys.write_all(&keys))
+            .with_context(|| format!("cannot write the vectors in {}", self.dir.display()))
+    }
+
+    /// Flushes and fsyncs the files.
+    pub fn finish(self) -> Result<()> {
+        for writer in [self.values, self.scales, self.keys] {
+            writer
+                .into_inner()
+                .map_err(|e| e.into_error())
+                .and_then(|file| file.sync_all())
+                .with_context(|| format!("cannot write the vectors in {}", self.dir.display()))?;
+        }
+        Ok(())
+    }
+}
+
+/// The quantized rows of one folder (a generation's, or a model's cached
+/// vectors), memory-mapped.
+pub struct StoredVectors {
+    path: PathBuf,
+    values: Option<Mmap>,
+    scales: Option<Mmap>,
+    rows: usize,
+    dim: usize,
+}
+
+/// Maps `path` after checking its length (`None` when empty).
+fn map_exact(path: &Path, len: u64) -> Result<Option<Mmap>> {
+    let file = File::open(path).with_context(|| damaged(path, "cannot be opened"))?;
+    ensure!(
+        file.metadata()?.len() == len,
+        damaged(path, "has the wrong length")
+    );
+    // SAFETY: generation files are never modified once the manifest names them.
+    Ok(if len == 0 {
+        None
+    } else {
+        Some(unsafe { MmapOptions::new().populate().map(&file) }?)
+    })
+}
+
+impl StoredVectors {
+    /// Maps the `rows` vectors of dimension `dim` in `dir`.
+    pub fn open(dir: &Path, rows: usize, dim: usize) -> Result<Self> {
+        ensure!(
+            cfg!(target_endian = "little"),
+            "memidx reads vectors on little-endian machines only"
+        );
+        let path = dir.join(VECTORS_FILE);
+        let values = map_exact(&path, (rows * dim) as u64)?;
+        let scales = map_exact(&dir.join(SCALES_FILE), (rows * 4) as u64)?;
+        Ok(Self {
+            path,
+            values,
+            scales,
+            rows,
+            dim,
+        })
+    }
+
+    /// The vector file, for messages.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// How many rows there are.
+    pub fn len(&self) -> usize {
+        self.rows
+    }
+
+    /// True when there is no row.
+    pub fn is_empty(&self) -> bool {
+        self.rows == 0
+    }
+
+    /// Values per row.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// The rows as an `rows × dim` matrix view of the mapped file.
+    fn matrix(&self) -> Result<ArrayView2<'_, i8>> {
+        let bytes = self.values.as_deref().unwrap_or_default();
+        let values: &[i8] = bytemuck::cast_slice(bytes);
+        Ok(ArrayView2::from_shape((self.rows, self.dim), values)?)
+    }
+
+    /// The row scales.
+    fn scales(&self) -> Result<&[f32]> {
+        match self.scales.as_deref() {
+            None => Ok(&[]),
+            Some(bytes) => bytemuck::try_cast_slice(bytes)
+                .map_err(|e| anyhow!("cannot view the scales as floats: {e}")),
+        }
+    }
+
+    /// Row `ord` as stored: its int8 values and its scale.
+    pub fn quantized_row(&self, ord: ChunkOrd) -> Result<(&[i8], f32)> {
+        let scale = *self
+            .scales()?
+            .get(ord as usize)
+            .context("chunk ordinal beyond the vector file")?;
+        let values: &[i8] = bytemuck::cast_slice(self.values.as_deref().unwrap_or_default());
+        let row = values
+            .get(ord as usize * self.dim..(ord as usize + 1) * self.dim)
+            .context("chunk ordinal beyond the vector file")?;
+        Ok((row, scale))
+    }
+
+    /// The vector of row `ord`, dequantized.
+    pub fn row(&self, ord: ChunkOrd) -> Result<Vec<f32>> {
+        let (values, scale) = self.quantized_row(ord)?;
+        Ok(values.iter().map(|v| f32::from(*v) * scale).collect())
+    }
+
+    /// Similarity of the quantized query (values and scale) to each row of
+    /// `ords`, into `scores`: the scan's own arithmetic, so a row scores
+    /// the same whichever way it is reached.
+    pub(super) fn score_ords(
+        &self,
+        query: &[i8],
+        query_scale: f32,
+        ords: &[ChunkOrd],
+        scores: &mut Vec<f32>,
+    ) -> Result<()> {
+        ensure!(
+            ords.iter().all(|o| (*o as usize) < self.rows),
+            damaged(&self.path, "is shorter than the dense index says")
+        );
+        let rows = Rows {
+            values: bytemuck::cast_slice(self.values.as_deref().unwrap_or_default()),
+            scales: self.scales()?,
+            dim: self.dim.max(1),
+        };
+        scores.clear();
+        scores.resize(ords.len(), 0.0);
+        score_ords(query, query_scale, rows, ords, scores);
+        Ok(())
+    }
+
+    /// Similarity of the query vector to every row, by ordinal.
+    pub(super) fn similarities(&self, query: &[f32]) -> Result<Vec<f32>> {
+        let (query, query_scale) = quantize(query);
+        let matrix = self.matrix()?;
+        let values = matrix
+            .as_slice()
+            .context("the vector matrix is not contiguous")?;
+        let scales = self.scales()?;
+        let dim = self.dim.max(1);
+        let mut out = vec![0.0f32; self.rows];
+        out.par_chunks_mut(SCAN_BLOCK)
+            .enumerate()
+            .for_each(|(block, scores)| {
+                let first = block * SCAN_BLOCK;
+                let rows = Rows {
+                    values: &values[first * dim..(first + scores.len()) * dim],
+                    scales: &scales[first..first + scores.len()],
+                    dim,
+                };
+                score_rows(&query, query_scale, rows, scores);
+            });
+        Ok(out)
+    }
+}
+
+/// A block of quantized rows and their scales.
+#[derive(Clone, Copy)]
+pub(super) struct Rows<'a> {
+    /// The rows' values, `dim` per row.
+    pub(super) values: &'a [i8],
+    /// One scale per row.
+    pub(super) scales: &'a [f32],
+    /// Values per row.
+    pub(super) dim: usize,
+}
+
+/// Scores each row of `rows` against the quantized query into `scores`.
+///
+/// The portable build targets the x86-64 baseline (SSE2); where the CPU has
+/// AVX2 the same loop runs compiled for it (detected once by the standard
+/// library), which about halves the scan.
+pub(super) fn score_rows(query: &[i8], query_scale: f32, rows: Rows<'_>, scores: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2, checked just above.
+        unsafe { score_rows_avx2(query, query_scale, rows, scores) };
+        return;
+    }
+    score_rows_portable(query, query_scale, rows, scores);
+}
+
+/// [`score_rows_portable`] compiled for AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn score_rows_avx2(query: &[i8], query_scale: f32, rows: Rows<'_>, scores: &mut [f32]) {
+    score_rows_portable(query, query_scale, rows, scores);
+}
+
+#[inline(always)]
+fn score_rows_portable(query: &[i8], query_scale: f32, rows: Rows<'_>, scores: &mut [f32]) {
+    let row_values = rows.values.chunks_exact(rows.dim.max(1));
+    for ((score, values), scale) in scores.iter_mut().zip(row_values).zip(rows.scales) {
+        *score = dot_i8(query, values) as f32 * query_scale * scale;
+    }
+}
+
+/// Scores rows `ords` of `rows` against the quantized query into `scores`
+/// (the AVX2 build where the CPU has it, as [`score_rows`]).
+fn score_ords(
+    query: &[i8],
+    query_scale: f32,
+    rows: Rows<'_>,
+    ords: &[ChunkOrd],
+    scores: &mut [f32],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2, checked just above.
+        unsafe { score_ords_avx2(query, query_scale, rows, ords, scores) };
+        return;
+    }
+    score_ords_portable(query, query_scale, rows, ords, scores);
+}
+
+/// [`score_ords_portable`] compiled for AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn score_ords_avx2(
+    query: &[i8],
+    query_scale: f32,
+    rows: Rows<'_>,
+    ords: &[ChunkOrd],
+    scores: &mut [f32],
+) {
+    score_ords_portable(query, query_scale, rows, ords, scores);
+}
+
+#[inline(always)]
+fn score_ords_portable(
+    query: &[i8],
+    query_scale: f32,
+    rows: Rows<'_>,
+    ords: &[ChunkOrd],
+    scores: &mut [f32],
+) {
+    for (score, &ord) in scores.iter_mut().zip(ords) {
+        let values = &rows.values[ord as usize * rows.dim..][..rows.dim];
+        *score = dot_i8(query, values) as f32 * query_scale * rows.scales[ord as usize];
+    }
+}
+
+/// Integer dot product of two int8 vectors (exact; vectorizes well).
+#[inline(always)]
+fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| i32::from(*x) * i32::from(*y))
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantization_keeps_unit_vectors_close() {
+        let v: Vec<f32> = (0..256).map(|i| (i * 37 % 101) as f32 - 50.0).collect();
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        let unit: Vec<f32> = v.iter().map(|x| x / norm).collect();
+        let (q, scale) = quantize(&unit);
+        assert_eq!(q.iter().map(|x| x.unsigned_abs()).max(), Some(127));
+        let back: Vec<f32> = q.iter().map(|x| f32::from(*x) * scale).collect();
+        let cos: f32 = unit.iter().zip(&back).map(|(a, b)| a * b).sum::<f32>()
+            / back.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!(cos > 0.9999, "{cos}");
+        // Quantizing a dequantized row gives the same row (reuse is lossless).
+        assert_eq!(quantize(&back).0, q);
+        let mut rows = QuantizedVectors::zeros(2, 256);
+        rows.set(1, &unit);
+        assert!(!rows.has_vector(0) && rows.has_vector(1));
+        assert_eq!(rows.values[256..], q[..]);
+        assert_eq!(quantize(&[0.0, 0.0]), (vec![0, 0], 0.0));
+    }
+
+    #[test]
+    fn integer_dot_is_exact() {
+        assert_eq!(
+            dot_i8(&[127, -127, 3], &[127, 127, -2]),
+            127 * 127 - 127 * 127 - 6
+        );
+    }
+}

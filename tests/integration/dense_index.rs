@@ -1,0 +1,267 @@
+//! The dense list's approximate index, the rows' sign codes (`index
+//! --dense-index`, `search --exact`, `--dense-rescore`), through the real
+//! binary, on the fixtures forced to have them.
+
+use std::collections::HashMap;
+use std::fs;
+
+use serde_json::Value;
+
+use crate::common::Corpus;
+
+const QUERIES: &[&str] = &[
+    "database failover during maintenance",
+    "how do we rotate credentials",
+    "search results were empty",
+    "disk filled up on the primary",
+    "payment retries and idempotency",
+    "INC-2024-Q1-003",
+];
+
+/// `explain --mode dense --json ARGS…`, parsed.
+fn explain_dense(corpus: &Corpus, query: &str, args: &[&str]) -> Value {
+    corpus.json(&[&["explain", query, "--mode", "dense", "--json"][..], args].concat())
+}
+
+/// Every allowed chunk's exact dense score (a window as large as the
+/// allowed chunks scans exactly), by chunk id.
+fn exact_scores(
+    corpus: &Corpus,
+    query: &str,
+    chunks: usize,
+    filter: &[&str],
+) -> HashMap<String, f64> {
+    let all = chunks.to_string();
+    let args = [
+        &[
+            "--mode",
+            "dense",
+            "-k",
+            &all,
+            "--window",
+            &all,
+            "--exact",
+            "--dense-feedback",
+            "0",
+        ][..],
+        filter,
+    ]
+    .concat();
+    let response = corpus.search_json(query, &args);
+    response["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let id = r["chunk_id"].as_str().unwrap().to_string();
+            (id, r["ranks"]["dense"]["score"].as_f64().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn a_rescored_window_scores_every_chunk_as_the_exact_scan_and_says_what_it_scanned() {
+    let corpus = Corpus::fixtures();
+    corpus.index_with(&["--dense-index", "always"]);
+    let status = corpus.json(&["status", "--json"]);
+    let chunks = status["counts"]["chunks"].as_u64().unwrap() as usize;
+    let dense = &status["dense_index"];
+    assert_eq!(dense["setting"], "always");
+    assert_eq!(dense["rows"].as_u64(), Some(chunks as u64), "{status}");
+    // One bit per dimension: 256 dimensions make 32 bytes a row.
+    assert_eq!(dense["bytes"].as_u64(), Some(32 * chunks as u64));
+    assert_eq!(dense["rescore_per_window"], 20);
+
+    for filter in [&[][..], &["--filter", "environment=production"][..]] {
+        for query in QUERIES {
+            let exact = exact_scores(&corpus, query, chunks, filter);
+            // Rescoring 30 rows for a window of 10 leaves most rows unscored
+            // (and without feedback the query is the same both ways).
+            let args = [
+                &[
+                    "-k",
+                    "10",
+                    "--window",
+                    "10",
+                    "--dense-rescore",
+                    "30",
+                    "--dense-feedback",
+                    "0",
+                ][..],
+                filter,
+            ]
+            .concat();
+            let rescored = explain_dense(&corpus, query, &args);
+            let list = &rescored["lists"][0];
+            let approximate = &list["approximate"];
+            assert_eq!(
+                approximate["scanned"].as_u64(),
+                Some(exact.len() as u64),
+                "{list}"
+            );
+            assert_eq!(approximate["rescored"], 30, "{list}");
+            assert_eq!(list["matched"].as_u64(), Some(exact.len() as u64));
+            for result in rescored["results"].as_array().unwrap() {
+                let id = result["chunk_id"].as_str().unwrap();
+                let score = result["lists"][0]["score"].as_f64().unwrap();
+                assert_eq!(exact.get(id), Some(&score), "{query:?} {filter:?}: {id}");
+            }
+            // `--exact` scores every allowed row and says nothing was approximate.
+            let scanned = explain_dense(&corpus, query, &[&["--exact"][..], filter].concat());
+            assert!(scanned["lists"][0]["approximate"].is_null(), "{scanned}");
+            assert_eq!(
+                scanned["lists"][0]["matched"].as_u64(),
+                Some(exact.len() as u64)
+            );
+            // Rescoring every allowed row is the exact scan.
+            let all = exact.len().to_string();
+            let whole = explain_dense(
+                &corpus,
+                query,
+                &[&["--dense-rescore", &all][..], filter].concat(),
+            );
+            assert!(whole["lists"][0]["approximate"].is_null(), "{whole}");
+        }
+    }
+    let human = corpus
+        .memidx()
+        .args([
+            "explain",
+            QUERIES[0],
+            "--mode",
+            "dense",
+            "--dense-rescore",
+            "30",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(
+        text.contains(&format!(", {chunks} codes scanned, 50 rescored)")),
+        "{text}"
+    );
+    let human = corpus.memidx().args(["status"]).output().unwrap();
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(
+        text.contains("dense      sign codes, 1 bit per dimension ("),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_setting_is_kept_and_a_reindex_places_new_chunks_in_the_kept_cells() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let status = corpus.json(&["status", "--json"]);
+    assert_eq!(status["dense_index"]["setting"], "auto");
+    assert!(
+        status["dense_index"]["rows"].is_null(),
+        "the fixtures are small"
+    );
+    let scanned = explain_dense(&corpus, QUERIES[0], &[]);
+    assert!(scanned["lists"][0]["approximate"].is_null());
+
+    // Asking for the codes rebuilds an unchanged folder's index.
+    corpus.index_with(&["--dense-index", "always"]);
+    let before = corpus.json(&["status", "--json"])["dense_index"]["rows"].clone();
+    assert!(before.as_u64().unwrap() > 1, "{before}");
+
+    let note = "Bonsai care: the lobby juniper is watered on Tuesdays, misted daily and \
+                repotted every second spring with akadama soil.";
+    fs::write(
+        corpus.path().join("notes/bonsai.md"),
+        format!("# Bonsai\n\n{note}\n"),
+    )
+    .unwrap();
+    corpus.index();
+    let after = corpus.json(&["status", "--json"]);
+    assert_eq!(
+        after["dense_index"]["setting"], "always",
+        "kept without the flag"
+    );
+    assert_eq!(
+        after["dense_index"]["rows"].as_u64(),
+        Some(before.as_u64().unwrap() + 1)
+    );
+    let found = corpus.search_json(
+        "watering the lobby juniper bonsai",
+        &[
+            "--mode",
+            "dense",
+            "-k",
+            "1",
+            "--window",
+            "10",
+            "--dense-rescore",
+            "20",
+        ],
+    );
+    assert_eq!(
+        found["results"][0]["chunk_id"], "notes/bonsai.md#1",
+        "{found}"
+    );
+
+    corpus.index_with(&["--dense-index", "never"]);
+    let never = corpus.json(&["status", "--json"]);
+    assert_eq!(never["dense_index"]["setting"], "never");
+    assert!(never["dense_index"]["rows"].is_null());
+    assert_eq!(never["dense_index"]["bytes"], 0);
+    let scanned = explain_dense(&corpus, QUERIES[0], &["--dense-rescore", "20"]);
+    assert!(scanned["lists"][0]["approximate"].is_null());
+}
+
+#[test]
+fn damaged_codes_are_named_and_exact_searches_skip_them() {
+    let corpus = Corpus::fixtures();
+    corpus.index_with(&["--dense-index", "always"]);
+    let gen_dir = fs::read_dir(corpus.path().join(".memidx"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("gen-"))
+        .unwrap();
+    let path = gen_dir.join("codes.b1");
+    let bytes = fs::read(&path).unwrap();
+    // Zeroed codes of the same length and modification time (so only a
+    // checksum would tell): the returned chunks' codes disagree with their
+    // vectors.
+    let mtime = fs::metadata(&path).unwrap().modified().unwrap();
+    fs::write(&path, vec![0u8; bytes.len()]).unwrap();
+    crate::common::set_mtime(&path, mtime);
+    let search = [
+        "search",
+        QUERIES[0],
+        "--mode",
+        "dense",
+        "--window",
+        "10",
+        "--dense-rescore",
+        "20",
+    ];
+    let output = corpus.memidx().args(search).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("codes.b1") && stderr.contains("does not match"),
+        "{stderr}"
+    );
+    // The exact scan reads no code.
+    let exact = corpus
+        .memidx()
+        .args(["search", QUERIES[0], "--mode", "dense", "--exact"])
+        .output()
+        .unwrap();
+    assert_eq!(exact.status.code(), Some(0), "{exact:?}");
+    fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    let output = corpus.memidx().args(search).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("codes.b1"), "{stderr}");
+    let verify = corpus
+        .memidx()
+        .args(["status", "--verify"])
+        .output()
+        .unwrap();
+    assert_eq!(verify.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&verify.stderr);
+    assert!(stderr.contains("codes.b1 has 1712 bytes"), "{stderr}");
+}
