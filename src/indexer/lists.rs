@@ -12,7 +12,6 @@ use super::previous::Previous;
 use super::table::Built;
 use crate::embed::Embedder;
 use crate::index::manifest::{DenseIndexManifest, GraphManifest};
-use crate::lists::dense::StoredVectors;
 use crate::lists::dense::codes::{self, DenseIndexSetting};
 use crate::lists::graph::{self, EntityCache, GRAPH_FILE, GraphOptions};
 use crate::lists::sparse::{SparseWriter, SparseWritten};
@@ -94,8 +93,7 @@ fn write_dense_index(
         return Ok((manifest, None));
     }
     let started = Instant::now();
-    let vectors = StoredVectors::open(gen_dir, built.table.chunks.len(), embedder.info().dim)?;
-    codes::write(gen_dir, &vectors)?;
+    codes::write(gen_dir, built.table.chunks.len(), embedder.info().dim)?;
     manifest.rows = Some(built.table.chunks.len() as u64);
     Ok((manifest, Some(started.elapsed())))
 }

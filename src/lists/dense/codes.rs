@@ -22,6 +22,7 @@
 //! it removes are skipped before their codes are scored.
 
 use std::fs::File;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, ensure};
@@ -29,7 +30,7 @@ use memmap2::{Mmap, MmapOptions};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::vectors::{StoredVectors, quantize};
+use super::vectors::{VECTORS_FILE, quantize};
 use crate::lists::AllowSet;
 use crate::store::generation::ChunkOrd;
 use crate::store::{atomic, damaged};
@@ -110,17 +111,28 @@ fn code_byte(values: &[i8]) -> u8 {
         .fold(0, |byte, (b, value)| byte | (u8::from(*value > 0) << b))
 }
 
-/// Writes the codes of every row of `vectors` into `dir` (durably).
-pub fn write(dir: &Path, vectors: &StoredVectors) -> Result<()> {
-    let len = code_len(vectors.dim());
-    let mut codes = vec![0u8; vectors.len() * len];
-    codes
-        .par_chunks_mut(len.max(1))
-        .enumerate()
-        .try_for_each(|(ord, code)| {
-            encode(vectors.quantized_row(ord as ChunkOrd)?.0, code);
-            anyhow::Ok(())
-        })?;
+/// Rows read at a time when writing the codes.
+const WRITE_BLOCK: usize = 1 << 16;
+
+/// Writes the codes of the `rows` int8 vectors of dimension `dim` in `dir`
+/// (durably), reading the vector file a block at a time rather than mapping
+/// it, so an index run's memory does not grow by the vectors' size.
+pub fn write(dir: &Path, rows: usize, dim: usize) -> Result<()> {
+    let path = dir.join(VECTORS_FILE);
+    let mut file = File::open(&path).with_context(|| damaged(&path, "cannot be opened"))?;
+    let len = code_len(dim);
+    let mut codes = vec![0u8; rows * len];
+    let mut block = vec![0u8; WRITE_BLOCK * dim];
+    for codes in codes.chunks_mut(WRITE_BLOCK * len.max(1)) {
+        let values = &mut block[..codes.len() / len.max(1) * dim];
+        file.read_exact(values)
+            .with_context(|| damaged(&path, "is shorter than its rows"))?;
+        let values: &[i8] = bytemuck::cast_slice(values);
+        codes
+            .par_chunks_mut(len.max(1))
+            .zip(values.par_chunks(dim.max(1)))
+            .for_each(|(code, row)| encode(row, code));
+    }
     atomic::write_synced(&dir.join(CODES_FILE), &codes)
 }
 
@@ -343,7 +355,7 @@ impl SignCodes {
 mod tests {
     use super::*;
     use crate::embed::normalize;
-    use crate::lists::dense::{QuantizedVectors, VectorWriter};
+    use crate::lists::dense::{QuantizedVectors, StoredVectors, VectorWriter};
 
     const DIM: usize = 20;
 
@@ -368,9 +380,8 @@ mod tests {
         let mut writer = VectorWriter::create(dir).unwrap();
         writer.append(&vectors, &vec![0; rows]).unwrap();
         writer.finish().unwrap();
-        let stored = StoredVectors::open(dir, rows, DIM).unwrap();
-        write(dir, &stored).unwrap();
-        stored
+        write(dir, rows, DIM).unwrap();
+        StoredVectors::open(dir, rows, DIM).unwrap()
     }
 
     #[test]
