@@ -4,9 +4,10 @@
 //!
 //! A row's code is the signs of its int8 values, 32 bytes for 256
 //! dimensions: an eighth of the row. A search scores every allowed row's
-//! code against the query as it is (asymmetric: the query keeps its float
-//! values, `Σ qᵢ · sign(xᵢ)`, which ranks far better than comparing signs
-//! with signs), through one table of 256 partial sums per code byte, and
+//! code against the query as it is (asymmetric: the query keeps its
+//! values, quantized to int8 like the rows', `Σ qᵢ · sign(xᵢ)`, which ranks
+//! far better than comparing signs with signs), through one table of 256
+//! integer partial sums per code byte, and
 //! rescores the best `max(20 × window, rows / 64)` rows with the exact
 //! scan's integer dot product. So a returned chunk's score is its exact
 //! cosine; only recall is approximate, and it is measured
@@ -39,7 +40,8 @@ use crate::store::{atomic, damaged};
 pub const CODES_FILE: &str = "codes.b1";
 
 /// Rows with a vector from which `auto` writes codes: below it an exact
-/// scan costs so little that no recall is worth trading (bench/README.md).
+/// scan takes a few milliseconds, and a small index keeps exact recall
+/// (the codes already save a third at 76,000 rows: bench/README.md).
 pub const AUTO_MIN_ROWS: usize = 100_000;
 
 /// Rows rescored per window chunk, at least.
