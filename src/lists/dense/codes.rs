@@ -31,7 +31,7 @@ use memmap2::{Mmap, MmapOptions};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::vectors::{VECTORS_FILE, quantize};
+use super::vectors::VECTORS_FILE;
 use crate::lists::AllowSet;
 use crate::store::generation::ChunkOrd;
 use crate::store::{atomic, damaged};
@@ -153,8 +153,8 @@ pub struct SignCodes {
 struct Tables(Vec<[i16; 256]>);
 
 impl Tables {
-    fn new(query: &[f32], len: usize) -> Self {
-        let (query, _) = quantize(query);
+    /// The tables of the int8-quantized `query`, for codes of `len` bytes.
+    fn new(query: &[i8], len: usize) -> Self {
         let mut tables = vec![[0i16; 256]; len];
         for (j, table) in tables.iter_mut().enumerate() {
             let values: Vec<i16> = (0..8)
@@ -287,9 +287,10 @@ impl SignCodes {
         self.rows
     }
 
-    /// The `depth` rows of `allow` whose codes score best against the unit
-    /// vector `query`, best first (ties: lower row first).
-    pub fn candidates(&self, query: &[f32], depth: usize, allow: &AllowSet) -> Vec<ChunkOrd> {
+    /// The `depth` rows of `allow` whose codes score best against `query`
+    /// (a unit vector's int8 values, as [`super::quantize`] gives them), best
+    /// first (ties: lower row first).
+    pub fn candidates(&self, query: &[i8], depth: usize, allow: &AllowSet) -> Vec<ChunkOrd> {
         let tables = Tables::new(query, self.len);
         // A few blocks per thread: each keeps its own best, then they merge.
         let block = self
@@ -357,7 +358,7 @@ impl SignCodes {
 mod tests {
     use super::*;
     use crate::embed::normalize;
-    use crate::lists::dense::{QuantizedVectors, StoredVectors, VectorWriter};
+    use crate::lists::dense::{QuantizedVectors, StoredVectors, VectorWriter, quantize};
 
     const DIM: usize = 20;
 
@@ -407,7 +408,7 @@ mod tests {
                 }
             })
             .sum();
-        assert_eq!(Tables::new(&query, code.len()).score(&code), expected);
+        assert_eq!(Tables::new(&quantized, code.len()).score(&code), expected);
     }
 
     #[test]
@@ -416,7 +417,7 @@ mod tests {
         let rows = 20_000;
         let vectors = written(dir.path(), rows);
         let codes = SignCodes::open(dir.path(), rows, DIM).unwrap().unwrap();
-        let query = vector(123);
+        let (query, _) = quantize(&vector(123));
         let tables = Tables::new(&query, code_len(DIM));
         let mut all: Vec<Scored> = (0..rows as ChunkOrd)
             .map(|ord| Scored(tables.score(codes.code(ord)), ord))

@@ -185,37 +185,42 @@ impl DenseList {
     /// exact scan.
     fn scan(&self, query: &[f32], window: usize, allow: &AllowSet) -> Result<Scan> {
         let scan = match self.rescore_depth(window, allow) {
-            Some((codes, depth)) => self.rescore_best(codes, depth, query, window, allow)?,
+            Some((codes, depth, allowed)) => {
+                self.rescore_best(codes, depth, allowed, query, window, allow)?
+            }
             None => self.scan_all(query, window, allow)?,
         };
         self.check_hits(&scan.hits)?;
         Ok(scan)
     }
 
-    /// The codes and how many rows to rescore, when the codes serve a
-    /// search of `window` chunks over `allow`: not when the rows to rescore
-    /// would be every allowed row.
-    fn rescore_depth(&self, window: usize, allow: &AllowSet) -> Option<(&SignCodes, usize)> {
+    /// The codes, how many rows to rescore and how many rows `allow`
+    /// allows, when the codes serve a search of `window` chunks over
+    /// `allow`: not when the rows to rescore would be every allowed row.
+    fn rescore_depth(&self, window: usize, allow: &AllowSet) -> Option<(&SignCodes, usize, usize)> {
         let codes = self.codes.as_ref()?;
         let depth = self
             .rescore
             .unwrap_or_else(|| codes::default_rescored(window, codes.rows()))
             .max(window);
-        (depth < allow.count(codes.rows())).then_some((codes, depth))
+        let allowed = allow.count(codes.rows());
+        (depth < allowed).then_some((codes, depth, allowed))
     }
 
-    /// The best `window` chunks of `allow` among the `depth` rows whose
-    /// codes score best against `query`, rescored exactly.
+    /// The best `window` chunks of `allow` (`allowed` rows) among the
+    /// `depth` rows whose codes score best against `query`, rescored
+    /// exactly.
     fn rescore_best(
         &self,
         codes: &SignCodes,
         depth: usize,
+        allowed: usize,
         query: &[f32],
         window: usize,
         allow: &AllowSet,
     ) -> Result<Scan> {
-        let candidates = codes.candidates(query, depth, allow);
         let (quantized, query_scale) = quantize(query);
+        let candidates = codes.candidates(&quantized, depth, allow);
         let mut scores = Vec::new();
         self.vectors
             .score_ords(&quantized, query_scale, &candidates, &mut scores)?;
@@ -230,13 +235,12 @@ impl DenseList {
         for hit in &hits {
             codes.check(hit.chunk, self.vectors.quantized_row(hit.chunk)?.0)?;
         }
-        let matched = allow.count(codes.rows());
         Ok(Scan {
             hits,
-            matched,
-            filtered_out: codes.rows() - matched,
+            matched: allowed,
+            filtered_out: codes.rows() - allowed,
             approximate: Some(Approximate {
-                scanned: matched,
+                scanned: allowed,
                 rescored: candidates.len(),
             }),
         })
