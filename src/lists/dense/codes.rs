@@ -27,11 +27,11 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, ensure};
-use memmap2::{Mmap, MmapOptions};
+use memmap2::Mmap;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::vectors::VECTORS_FILE;
+use super::vectors::{VECTORS_FILE, map_exact};
 use crate::lists::AllowSet;
 use crate::store::generation::ChunkOrd;
 use crate::store::{atomic, damaged};
@@ -251,21 +251,14 @@ impl SignCodes {
     /// the generation has none. A file of another length is damaged.
     pub fn open(dir: &Path, rows: usize, dim: usize) -> Result<Option<Self>> {
         let path = dir.join(CODES_FILE);
-        let file = match File::open(&path) {
-            Ok(file) => file,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(err) => return Err(err).with_context(|| damaged(&path, "cannot be opened")),
-        };
+        if !path
+            .try_exists()
+            .with_context(|| damaged(&path, "cannot be opened"))?
+        {
+            return Ok(None);
+        }
         let len = code_len(dim);
-        ensure!(
-            file.metadata()?.len() == (rows * len) as u64,
-            damaged(&path, "has the wrong length")
-        );
-        // SAFETY: generation files are never modified once the manifest names them.
-        let map = match rows * len {
-            0 => None,
-            _ => Some(unsafe { MmapOptions::new().populate().map(&file) }?),
-        };
+        let map = map_exact(&path, (rows * len) as u64, true)?;
         Ok(Some(Self {
             path,
             map,

@@ -176,7 +176,7 @@ pub struct StoredVectors {
 
 /// Maps `path` after checking its length (`None` when empty); `populate`
 /// reads every page in at once (for a reader of every row).
-fn map_exact(path: &Path, len: u64, populate: bool) -> Result<Option<Mmap>> {
+pub(super) fn map_exact(path: &Path, len: u64, populate: bool) -> Result<Option<Mmap>> {
     let file = File::open(path).with_context(|| damaged(path, "cannot be opened"))?;
     ensure!(
         file.metadata()?.len() == len,
