@@ -1,6 +1,6 @@
-//! The indexing pipeline: walk → check against the previous index →
-//! stream the files in batches (read and chunk ∥ sparse ∥ embed) → graph ∥
-//! sparse commit → table → checksums → manifest → clean up.
+//! The indexing pipeline: walk ∥ open the previous index → check the files
+//! against it → stream the files in batches (read and chunk ∥ sparse ∥
+//! embed) → graph ∥ sparse commit → table → checksums → manifest → clean up.
 //!
 //! Files whose size and modification time (or, failing that, content hash)
 //! match the previous index keep their chunks; the others are read, checked
@@ -249,8 +249,17 @@ fn run_locked(
         progress,
     };
     check_root(options)?;
-    let mut warnings = Vec::new();
-    let previous = Previous::load(options, embedder, &mut warnings);
+    // The walk (bound by stat calls) runs while the previous index is
+    // opened and its carried files re-read against their checksums.
+    let (mut warnings, mut walk_warnings) = (Vec::new(), Vec::new());
+    let (previous, walked) = std::thread::scope(|scope| {
+        let walked = scope.spawn(|| walk_root(options, &mut walk_warnings));
+        let previous = Previous::load(options, embedder, &mut warnings);
+        let walked = walked
+            .join()
+            .unwrap_or_else(|_| bail!("the folder walk panicked"));
+        (previous, walked)
+    });
     commit::refuse_another_root(
         &options.root,
         &options.index_dir,
@@ -258,8 +267,8 @@ fn run_locked(
     )?;
     let live = previous.manifest.as_ref().map(|m| m.generation);
     commit::remove_leftovers(&options.index_dir, live);
-
-    let walked = walk_root(options, &mut warnings)?;
+    let walked = walked?;
+    warnings.append(&mut walk_warnings);
     let states = previous::check_all(&walked.files, options, &previous, progress);
     if let Some(current) = previous.current(options, embedder, &walked, &states) {
         return Ok(IndexReport::up_to_date(options, current, warnings, started));

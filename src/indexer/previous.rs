@@ -13,11 +13,14 @@ use crate::embed::Embedder;
 use crate::fusion::{FusionDefaults, FusionSource};
 use crate::index::manifest::{Manifest, SkippedFile, skipped_stamps};
 use crate::lists::dense;
+use crate::lists::dense::codes::CODES_FILE;
 use crate::lists::graph;
+use crate::lists::graph::GRAPH_FILE;
 use crate::lists::vector_cache::{self, ReusableVectors};
 use crate::progress::Progress;
 use crate::store::checks;
-use crate::store::generation::{FileEntry, FileStamp, Generation, SPARSE_DIR};
+use crate::store::generation::{DATES_FILE, FileEntry, FileStamp, Generation, SPARSE_DIR};
+use crate::store::metadata_index::METADATA_INDEX_FILE;
 
 /// The previous index, when its chunks can be reused.
 pub(super) struct Previous {
@@ -323,10 +326,15 @@ pub(super) fn stamp_of(file: &SourceFile, bytes: &[u8]) -> FileStamp {
     }
 }
 
+/// Files of a generation that a run writes anew from the table and the
+/// vectors, never carrying their bytes over: damage in them cannot spread
+/// into the next generation, so a run need not re-read them.
+const REBUILT_FILES: [&str; 4] = [METADATA_INDEX_FILE, DATES_FILE, CODES_FILE, GRAPH_FILE];
+
 /// Re-reads every file of the previous generation that a run may carry
 /// over (all but the sparse folder, whose segments are linked with the
 /// checks they had, so damage in them stays visible to `status --verify`,
-/// and whose other files are rebuilt) and
+/// and whose other files are rebuilt, and the [`REBUILT_FILES`]) and
 /// fails on the first whose CRC-32 no longer matches: carried data is
 /// written with new checksums, so damage must be caught before, not
 /// laundered into a generation that looks intact.
@@ -336,7 +344,7 @@ fn check_carried_files(generation: &Generation, manifest: &Manifest) -> Result<(
             .is_some_and(|rest| rest.starts_with('/'))
     };
     let problems = checks::verify_matching(generation.dir(), &manifest.checksums, |name| {
-        !in_sparse(name)
+        !in_sparse(name) && !REBUILT_FILES.contains(&name)
     });
     match problems.into_iter().next() {
         Some(problem) => bail!(problem),
