@@ -45,7 +45,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand index" -l max-file-size -d
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l chunk-tokens -d 'Target chunk size in estimated tokens; longer sections split at block boundaries [default: what the index was built with, else 400]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l include -d 'Index only files whose path (relative to DIR) matches GLOB (repeatable)' -r
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l exclude -d 'Skip files and folders whose path (relative to DIR) matches GLOB (repeatable)' -r
-complete -c memidx -n "__fish_memidx_using_subcommand index" -l model -d 'Embed with this sentence-transformers model folder (config.json, tokenizer.json, model.safetensors) instead of the bundled model' -r -F
+complete -c memidx -n "__fish_memidx_using_subcommand index" -l model -d 'Embed with this sentence-transformers model folder (config.json, tokenizer.json, model.safetensors) instead of the bundled model; later runs keep embedding with it until --bundled-model' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l dense-index -d 'When to write the dense list\'s sign codes, which searches scan before scoring their best rows exactly, instead of every vector: auto from 100,000 chunks; later runs keep the setting [default: the index\'s, else auto]' -r -f -a "auto\t'From 100,000 chunks with a vector'
 always\t'Whatever the size'
 never\t'Never: searches scan every vector'"
@@ -55,6 +55,7 @@ always\t'Always'
 never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l full -d 'Re-read every file instead of reusing unchanged ones'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l no-ignore -d 'Index files that .gitignore or .memidxignore rules exclude. This, --include and --exclude are kept by the next run unless it gives any of them (then its own replace all three)'
+complete -c memidx -n "__fish_memidx_using_subcommand index" -l bundled-model -d 'Go back to the bundled model (an index built with --model keeps its model otherwise); the bundled vectors of an earlier run are reused'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l graph -d 'Also build the entity graph (the `graph` list and `memidx graph`); later runs keep building it until --no-graph. It costs about as much time as the rest of indexing and a quarter more disk'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l no-graph -d 'Stop building the entity graph (drops it from the index)'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -s q -l quiet -d 'Print no progress bar and no summary (warnings are still printed)'

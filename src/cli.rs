@@ -163,9 +163,14 @@ pub struct IndexArgs {
     #[arg(long, value_name = "GLOB")]
     pub exclude: Vec<String>,
     /// Embed with this sentence-transformers model folder (config.json,
-    /// tokenizer.json, model.safetensors) instead of the bundled model.
+    /// tokenizer.json, model.safetensors) instead of the bundled model;
+    /// later runs keep embedding with it until --bundled-model.
     #[arg(long, value_name = "DIR", env = "MEMIDX_MODEL")]
     pub model: Option<PathBuf>,
+    /// Go back to the bundled model (an index built with --model keeps its
+    /// model otherwise); the bundled vectors of an earlier run are reused.
+    #[arg(long, conflicts_with = "model")]
+    pub bundled_model: bool,
     /// Also build the entity graph (the `graph` list and `memidx graph`);
     /// later runs keep building it until --no-graph. It costs about as much
     /// time as the rest of indexing and a quarter more disk.

@@ -338,12 +338,19 @@ pub fn index_options(args: &IndexArgs) -> IndexOptions {
     if let Some(index) = &args.index {
         options.index_dir = index.clone();
     }
-    options.model_dir = args.model.clone();
-    // What the last run of this index walked and chunked with, kept unless
-    // this run's flags say otherwise (as --graph is), so a plain re-index
-    // neither drops the globs nor re-chunks everything. An unreadable
-    // index keeps nothing (the run reports it and rebuilds).
+    // What the last run of this index walked, chunked and embedded with,
+    // kept unless this run's flags say otherwise (as --graph is), so a
+    // plain re-index neither drops the globs nor re-chunks or re-embeds
+    // everything. An unreadable index keeps nothing (the run reports it
+    // and rebuilds).
     let previous = Manifest::read(&options.index_dir).ok().flatten();
+    options.model_dir = match (&args.model, &previous) {
+        (Some(model), _) => Some(model.clone()),
+        (None, Some(manifest)) if !args.bundled_model => {
+            manifest.model_dir.as_ref().map(PathBuf::from)
+        }
+        _ => None,
+    };
     let walk_flags = args.no_ignore || !args.include.is_empty() || !args.exclude.is_empty();
     options.walk = match &previous {
         Some(manifest) if !walk_flags => manifest.walk.clone(),

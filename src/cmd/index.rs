@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use super::Status;
 use memidx::embed;
@@ -18,7 +18,14 @@ pub fn run(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<Status> {
-    let embedder = embed::load(options.model_dir.as_deref())?;
+    let embedder = embed::load(options.model_dir.as_deref()).with_context(|| match &options.model_dir {
+        Some(dir) => format!(
+            "cannot load the model {} (given with --model or kept from the index's last run); \
+             give its folder with --model DIR, or go back to the bundled model with --bundled-model",
+            dir.display()
+        ),
+        None => "cannot load the bundled model".to_string(),
+    })?;
     let report = indexer::run(options, embedder, &Bars::new(!quiet))?;
     print_report(&report, quiet, out, err)?;
     Ok(Status::Success)

@@ -236,12 +236,11 @@ fn query_embedder(manifest: &Manifest) -> Result<&'static dyn Embedder> {
         dir => format!("memidx index --full --model {dir} DIR"),
     };
     let dir = manifest.model_dir.as_deref();
-    let embedder = crate::embed::load(dir.map(Path::new)).with_context(|| {
-        format!(
-            "cannot load the model the index was built with; rebuild it with '{}'",
-            rebuild("")
-        )
-    })?;
+    let embedder = crate::embed::load(dir.map(Path::new)).context(
+        "cannot load the model the index was built with; index again with its new folder \
+         ('memidx index --model MODEL_DIR DIR') or with the bundled model \
+         ('memidx index --bundled-model DIR')",
+    )?;
     ensure!(
         built_with == embedder.info(),
         "the index was embedded with '{}' ({}), but {} is now '{}' ({}); rebuild it with '{}'",

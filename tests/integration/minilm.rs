@@ -88,7 +88,7 @@ fn an_index_built_with_a_model_folder_searches_with_it() {
     // Re-indexing with the bundled model re-embeds everything.
     let output = corpus
         .memidx()
-        .args(["index", "."])
+        .args(["index", ".", "--bundled-model"])
         .env_remove("MEMIDX_MODEL")
         .output()
         .unwrap();

@@ -84,14 +84,23 @@ fn switching_models_and_back_embeds_nothing_twice() {
     let bundled_answers = answers(&corpus);
     // Another model: every chunk is embedded; the bundled vectors are kept.
     assert_eq!(embedded(&corpus, &["--model", other_arg]), 107);
+    let other_model = corpus.json(&["status", "--json"])["embedder"].clone();
     let cache = corpus.path().join(".memidx/cache");
     assert_eq!(fs::read_dir(&cache).unwrap().count(), 1);
-    // Back to the bundled model: nothing is embedded, the answers are the same.
-    assert_eq!(embedded(&corpus, &[]), 0);
-    assert_eq!(answers(&corpus), bundled_answers);
-    // And to the other model again, after a file changed: only its chunks are embedded.
+    // A plain re-index keeps the model: a changed file is embedded with it
+    // (every vector of another model would be), and status names it.
     let runbook = corpus.path().join("services/auth-service.md");
     let text = fs::read_to_string(&runbook).unwrap();
+    fs::write(&runbook, format!("{text}\nOne more line.\n")).unwrap();
+    let kept = embedded(&corpus, &[]);
+    assert!((1..107).contains(&kept), "{kept}");
+    assert_eq!(corpus.json(&["status", "--json"])["embedder"], other_model);
+    // Back to the bundled model: the answers are the same; only the changed
+    // file's chunks are embedded again.
+    fs::write(&runbook, &text).unwrap();
+    assert_eq!(embedded(&corpus, &["--bundled-model"]), 0);
+    assert_eq!(answers(&corpus), bundled_answers);
+    // And to the other model again, after a file changed: only its chunks are embedded.
     fs::write(&runbook, text.replace("token", "credential")).unwrap();
     let changed = embedded(&corpus, &["--model", other_arg]);
     assert!((1..107).contains(&changed), "{changed}");
@@ -120,7 +129,11 @@ fn a_damaged_cache_is_ignored_with_a_warning_and_results_stay_right() {
         .unwrap()
         .path();
     fs::write(cached.join("vectors.i8"), b"zeroed").unwrap();
-    let output = corpus.memidx().args(["index", "."]).output().unwrap();
+    let output = corpus
+        .memidx()
+        .args(["index", ".", "--bundled-model"])
+        .output()
+        .unwrap();
     assert!(output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -129,4 +142,42 @@ fn a_damaged_cache_is_ignored_with_a_warning_and_results_stay_right() {
     );
     assert!(String::from_utf8_lossy(&output.stdout).contains("(embedding 107 chunks"));
     assert_eq!(answers(&corpus), bundled_answers);
+}
+
+#[test]
+fn a_kept_model_that_is_gone_is_named_with_the_way_back() {
+    let corpus = Corpus::fixtures();
+    let models = tempfile::tempdir().unwrap();
+    let other = models.path().join("other-static");
+    other_static_model(&other);
+    assert_eq!(
+        embedded(&corpus, &["--model", other.to_str().unwrap()]),
+        107
+    );
+    fs::remove_dir_all(&other).unwrap();
+    let runbook = corpus.path().join("services/auth-service.md");
+    let text = fs::read_to_string(&runbook).unwrap();
+    fs::write(&runbook, format!("{text}\nOne more line.\n")).unwrap();
+    let output = corpus.memidx().args(["index", "."]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with(&format!(
+            "memidx: cannot load the model {} (given with --model or kept from the index's last run); give its folder with --model DIR, or go back to the bundled model with --bundled-model: ",
+            fs::canonicalize(models.path()).unwrap().join("other-static").display()
+        )),
+        "{stderr}"
+    );
+    // The previous index still answers.
+    assert_eq!(
+        corpus
+            .memidx()
+            .args(["status"])
+            .output()
+            .unwrap()
+            .status
+            .code(),
+        Some(0)
+    );
+    assert_eq!(embedded(&corpus, &["--bundled-model"]), 107);
 }
