@@ -393,7 +393,7 @@ mod tests {
         let chunk = |file| ChunkRecord {
             file,
             n: 1,
-            heading_path: vec![],
+            heading_path: Default::default(),
             lines: (1, 1),
             text_start: 0,
             text_len: 0,

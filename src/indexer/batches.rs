@@ -50,7 +50,7 @@ pub(super) fn stream(
     gen_dir: &Path,
     walked: &Walk,
     states: &[FileState],
-    previous: &Previous,
+    previous: &mut Previous,
     carry: bool,
 ) -> Result<Streamed> {
     let (options, progress) = (run.options, run.progress);

@@ -252,7 +252,7 @@ fn run_locked(
     // The walk (bound by stat calls) runs while the previous index is
     // opened and its carried files re-read against their checksums.
     let (mut warnings, mut walk_warnings) = (Vec::new(), Vec::new());
-    let (previous, walked) = std::thread::scope(|scope| {
+    let (mut previous, walked) = std::thread::scope(|scope| {
         let walked = scope.spawn(|| walk_root(options, &mut walk_warnings));
         let previous = Previous::load(options, embedder, &mut warnings);
         let walked = walked
@@ -278,7 +278,7 @@ fn run_locked(
     let generation = live.map_or(1, |g| g + 1);
     let gen_dir = commit::create_generation_dir(&options.index_dir, generation)?;
     let partial = PartialGeneration::new(&gen_dir);
-    let streamed = batches::stream(&run, &gen_dir, &walked, &states, &previous, carry)?;
+    let streamed = batches::stream(&run, &gen_dir, &walked, &states, &mut previous, carry)?;
     warnings.extend(streamed.warnings);
     let built = streamed.built;
     let lists = lists::finish(

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use rayon::prelude::*;
 
 use super::IndexOptions;
@@ -31,8 +31,9 @@ pub(super) struct Previous {
     pub(super) vectors: Option<ReusableVectors>,
     /// Previous file index by path.
     files: HashMap<String, usize>,
-    /// The previous file entries, by index.
-    pub(super) entries: Vec<FileEntry>,
+    /// The previous file entries, by index; each is moved into the new
+    /// table when its file is carried over ([`Previous::take_entry`]).
+    entries: Vec<Option<FileEntry>>,
     /// What a run needs to carry the previous generation's chunks over
     /// instead of rewriting them; `None` when it cannot.
     pub(super) carried: Option<Carried>,
@@ -121,7 +122,7 @@ impl Previous {
                 .enumerate()
                 .map(|(i, f)| (f.path.clone(), i))
                 .collect();
-            previous.entries = entries;
+            previous.entries = entries.into_iter().map(Some).collect();
             previous.carried = Carried::read(&generation, &manifest).ok();
             previous.generation = Some(generation);
         }
@@ -209,8 +210,17 @@ impl Previous {
     /// The previous entry for `path` when its stamp says the content is the same.
     fn unchanged(&self, path: &str, matches: impl Fn(&FileStamp) -> bool) -> Option<usize> {
         let index = *self.files.get(path)?;
-        let entry = self.entries.get(index)?;
+        let entry = self.entries.get(index)?.as_ref()?;
         matches(&entry.stamp).then_some(index)
+    }
+
+    /// Moves out the previous entry of file `index`, which the new table
+    /// takes over (each file is carried once).
+    pub(super) fn take_entry(&mut self, index: usize) -> Result<FileEntry> {
+        self.entries
+            .get_mut(index)
+            .and_then(Option::take)
+            .context("a file was carried over twice, or was not in the previous index")
     }
 }
 

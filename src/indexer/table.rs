@@ -7,7 +7,7 @@ use super::examine::FileOutcome;
 use super::previous::{Carried, Previous};
 use crate::corpus::Skipped;
 use crate::lists::sparse;
-use crate::store::generation::{ChunkOrd, ChunkRecord, ChunkTable, searchable_text};
+use crate::store::generation::{ChunkOrd, ChunkRecord, ChunkTable, HeadingPath, searchable_text};
 use crate::store::texts::TextWriter;
 
 /// The new generation's table, assembled batch by batch in walk (path)
@@ -33,7 +33,7 @@ pub(super) struct ChunkOrigin {
 /// A chunk whose text is written anew.
 struct NewChunk {
     file: u32,
-    heading_path: Vec<String>,
+    heading_path: HeadingPath,
     lines: (u32, u32),
     /// Its ordinal in the previous generation, if it was there (its vector
     /// key is known).
@@ -57,7 +57,7 @@ impl Built {
     pub(super) fn assemble(
         &mut self,
         outcomes: Vec<FileOutcome>,
-        previous: &Previous,
+        previous: &mut Previous,
         carry: bool,
         texts: &mut TextWriter,
         skipped: &mut Vec<Skipped>,
@@ -72,11 +72,11 @@ impl Built {
                     stamp,
                     previous_file,
                 } => {
+                    let mut entry = previous.take_entry(previous_file)?;
                     let old = previous
                         .generation
                         .as_ref()
                         .context("reused a file without a previous index")?;
-                    let mut entry = previous.entries[previous_file].clone();
                     // Same content: keep its hash, record the current size and mtime.
                     entry.stamp.size = stamp.size;
                     entry.stamp.mtime_ns = stamp.mtime_ns;
@@ -111,7 +111,7 @@ impl Built {
                     for draft in chunks {
                         let chunk = NewChunk {
                             file,
-                            heading_path: draft.heading_path,
+                            heading_path: HeadingPath::new(&draft.heading_path),
                             lines: (draft.lines.0 as u32, draft.lines.1 as u32),
                             previous: None,
                         };

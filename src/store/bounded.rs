@@ -56,13 +56,20 @@ impl std::error::Error for ReadError {
 /// Reads all of `path`, which must be a regular file (a symlink to one is
 /// followed) of at most `limit` bytes.
 pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+    read_limited(open_regular(path, limit)?, limit)
+}
+
+/// Opens `path` for reading as [`read_regular`] does (without blocking on
+/// a FIFO), refusing anything but a regular file of at most `limit` bytes;
+/// for a caller that streams the content.
+pub fn open_regular(path: &Path, limit: u64) -> Result<File, ReadError> {
     let file = open_nonblocking(path).map_err(ReadError::Io)?;
     let meta = file.metadata().map_err(ReadError::Io)?;
     check_regular(&meta)?;
     if meta.len() > limit {
         return Err(ReadError::TooLarge(limit));
     }
-    read_limited(file, limit)
+    Ok(file)
 }
 
 /// Reads `reader` to its end, refusing more than `limit` bytes (for input

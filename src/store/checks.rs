@@ -17,6 +17,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
+use std::io;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
@@ -72,15 +73,16 @@ pub fn compute(gen_dir: &Path, linked: &Checksums) -> Result<Checksums> {
             continue;
         }
         seal(entry.path()).with_context(|| format!("cannot seal {}", entry.path().display()))?;
-        let bytes = fs::read(entry.path())
+        let (size, crc32) = fs::File::open(entry.path())
+            .and_then(crc32_of)
             .with_context(|| format!("cannot read {}", entry.path().display()))?;
         let meta = fs::metadata(entry.path())
             .with_context(|| format!("cannot stat {}", entry.path().display()))?;
         checks.insert(
             name,
             FileCheck {
-                size: bytes.len() as u64,
-                crc32: crc32fast::hash(&bytes),
+                size,
+                crc32,
                 mtime_ns: mtime_ns(&meta),
             },
         );
@@ -134,23 +136,51 @@ pub fn verify_matching(
     let mut problems = Vec::new();
     for (name, check) in checks.iter().filter(|(name, _)| select(name)) {
         let path = gen_dir.join(name);
-        match bounded::read_regular(&path, check.size) {
-            Err(ReadError::TooLarge(_)) => problems.push(damaged(
-                &path,
-                &format!("has more than the {} bytes expected", check.size),
-            )),
+        let read = bounded::open_regular(&path, check.size).and_then(|file| {
+            crc32_of(io::Read::take(file, check.size.saturating_add(1))).map_err(ReadError::Io)
+        });
+        match read {
+            Err(ReadError::TooLarge(_)) => problems.push(too_large(&path, check)),
+            Ok((size, _)) if size > check.size => problems.push(too_large(&path, check)),
             Err(err) => problems.push(damaged(&path, &err.to_string())),
-            Ok(bytes) if bytes.len() as u64 != check.size => problems.push(damaged(
+            Ok((size, _)) if size != check.size => problems.push(damaged(
                 &path,
-                &format!("has {} bytes, expected {}", bytes.len(), check.size),
+                &format!("has {size} bytes, expected {}", check.size),
             )),
-            Ok(bytes) if crc32fast::hash(&bytes) != check.crc32 => {
+            Ok((_, crc32)) if crc32 != check.crc32 => {
                 problems.push(damaged(&path, "checksum mismatch"))
             }
             Ok(_) => {}
         }
     }
     problems
+}
+
+/// The damage of a file that grew past its recorded size.
+fn too_large(path: &Path, check: &FileCheck) -> IndexError {
+    damaged(
+        path,
+        &format!("has more than the {} bytes expected", check.size),
+    )
+}
+
+/// The length and CRC-32 of everything `reader` yields, read a block at a
+/// time (a generation's largest files are hundreds of megabytes, and
+/// reading one whole into memory cost more than the CRC).
+fn crc32_of(mut reader: impl io::Read) -> io::Result<(u64, u32)> {
+    let mut buffer = vec![0u8; 1 << 18];
+    let (mut size, mut hasher) = (0u64, crc32fast::Hasher::new());
+    loop {
+        match reader.read(&mut buffer) {
+            Ok(0) => return Ok((size, hasher.finalize())),
+            Ok(n) => {
+                hasher.update(&buffer[..n]);
+                size += n as u64;
+            }
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(err),
+        }
+    }
 }
 
 /// `path` relative to `base`, `/`-separated.

@@ -58,6 +58,48 @@ const REQUIRED_FILES: [&str; 4] = [CHUNKS_FILE, HEADINGS_FILE, FILE_INDEX_FILE, 
 /// Separates the parts of a stored heading path.
 const HEADING_SEPARATOR: char = '\u{1f}';
 
+/// The headings above a chunk, outermost first, held joined by
+/// [`HEADING_SEPARATOR`] the way `headings.bin` stores them: a carried
+/// chunk's path is one copy of its stored bytes, and writing it is one
+/// more, where a list would take a string per heading both ways.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HeadingPath(String);
+
+impl HeadingPath {
+    /// The path of `headings`, outermost first.
+    pub fn new<S: AsRef<str>>(headings: &[S]) -> Self {
+        let mut joined = String::new();
+        for (i, heading) in headings.iter().enumerate() {
+            if i > 0 {
+                joined.push(HEADING_SEPARATOR);
+            }
+            joined.push_str(heading.as_ref());
+        }
+        Self(joined)
+    }
+
+    /// The headings, outermost first.
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        let none = self.0.is_empty();
+        self.0.split(HEADING_SEPARATOR).filter(move |_| !none)
+    }
+
+    /// How many headings there are.
+    pub fn len(&self) -> usize {
+        self.iter().count()
+    }
+
+    /// True when the chunk has no heading above it.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The headings joined for display: `A > B > C`.
+    pub fn display(&self) -> String {
+        self.0.replace(HEADING_SEPARATOR, " > ")
+    }
+}
+
 /// Position of a chunk in the chunk table; lists identify hits by it.
 ///
 /// Chunks are stored sorted by (file path, position in file), so ordinal
@@ -66,7 +108,7 @@ pub type ChunkOrd = u32;
 
 /// Every indexed file and chunk of one generation, in memory (as the
 /// indexer builds it).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ChunkTable {
     /// Indexed files, sorted by path.
     pub files: Vec<FileEntry>,
@@ -113,14 +155,14 @@ impl FileStamp {
 }
 
 /// One chunk: where it comes from and where its text is.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ChunkRecord {
     /// Index into [`ChunkTable::files`].
     pub file: u32,
     /// 1-based position of the chunk in its file (the `n` of `path#n`).
     pub n: u32,
     /// Headings above the chunk, outermost first.
-    pub heading_path: Vec<String>,
+    pub heading_path: HeadingPath,
     /// First and last line in the source file, 1-based, inclusive.
     pub lines: (u32, u32),
     /// Byte offset of the text in the uncompressed stream of all texts.
@@ -165,7 +207,7 @@ pub fn write_table(gen_dir: &Path, table: &ChunkTable) -> Result<()> {
     let mut raw = Vec::with_capacity(table.chunks.len());
     for c in &table.chunks {
         let heading_start = headings.len() as u32;
-        headings.push_str(&c.heading_path.join(&HEADING_SEPARATOR.to_string()));
+        headings.push_str(&c.heading_path.0);
         raw.push(RawChunk {
             text_start: c.text_start,
             file: c.file,
@@ -270,7 +312,7 @@ impl ChunkView {
 
     /// The heading path joined for display: `A > B > C`.
     pub fn heading(&self) -> String {
-        self.record.heading_path.join(" > ")
+        self.record.heading_path.display()
     }
 
     /// The text the lists index for this chunk (see [`searchable_text`]).
@@ -280,11 +322,11 @@ impl ChunkView {
 }
 
 /// The bytes `range` of a mapped file, or an error naming `path` as damaged.
-fn slice<'a>(map: &'a Option<Mmap>, range: Range<usize>, path: &Path) -> Result<&'a [u8]> {
+fn slice(map: &Option<Mmap>, range: Range<usize>, path: impl FnOnce() -> PathBuf) -> Result<&[u8]> {
     map.as_deref()
         .unwrap_or_default()
         .get(range)
-        .with_context(|| damaged(path, "is too short"))
+        .with_context(|| damaged(&path(), "is too short"))
 }
 
 impl Generation {
@@ -343,15 +385,16 @@ impl Generation {
 
     /// The file offsets (one per file, plus the end).
     fn file_offsets(&self) -> Result<&[u64]> {
-        let path = self.dir.join(FILE_INDEX_FILE);
+        // Called once per file entry read: the path is built only for an error.
+        let path = || self.dir.join(FILE_INDEX_FILE);
         let offsets: &[u64] = match self.file_index.as_deref() {
             None => &[],
             Some(bytes) => bytemuck::try_cast_slice(bytes)
-                .map_err(|_| anyhow::anyhow!(damaged(&path, "has a bad length")))?,
+                .map_err(|_| anyhow::anyhow!(damaged(&path(), "has a bad length")))?,
         };
         ensure!(
             !offsets.is_empty() || self.files.is_none(),
-            damaged(&path, "is empty")
+            damaged(&path(), "is empty")
         );
         Ok(offsets)
     }
@@ -403,7 +446,6 @@ impl Generation {
 
     /// The file entry at `index`, decoded.
     pub fn file(&self, index: u32) -> Result<FileEntry> {
-        let path = self.dir.join(FILES_FILE);
         let offsets = self.file_offsets()?;
         let (start, end) = match (offsets.get(index as usize), offsets.get(index as usize + 1)) {
             (Some(&s), Some(&e)) if s <= e => (s as usize, e as usize),
@@ -412,8 +454,9 @@ impl Generation {
                 "names a file it does not hold"
             )),
         };
-        let bytes = slice(&self.files, start..end, &path)?;
-        postcard::from_bytes(bytes).with_context(|| damaged(&path, "does not decode"))
+        let path = || self.dir.join(FILES_FILE);
+        let bytes = slice(&self.files, start..end, path)?;
+        postcard::from_bytes(bytes).with_context(|| damaged(&path(), "does not decode"))
     }
 
     /// Every file's document date in seconds, in file order: viewed in
@@ -451,22 +494,15 @@ impl Generation {
     pub fn record(&self, ord: ChunkOrd) -> Result<ChunkRecord> {
         let raw = self.raw(ord)?;
         let start = raw.heading_start as usize;
-        let headings_path = self.dir.join(HEADINGS_FILE);
+        let headings_path = || self.dir.join(HEADINGS_FILE);
         let bytes = slice(
             &self.headings,
             start..start + raw.heading_len as usize,
-            &headings_path,
+            headings_path,
         )?;
         let joined = std::str::from_utf8(bytes)
-            .with_context(|| damaged(&self.dir.join(HEADINGS_FILE), "holds invalid UTF-8"))?;
-        let heading_path = if joined.is_empty() {
-            Vec::new()
-        } else {
-            joined
-                .split(HEADING_SEPARATOR)
-                .map(str::to_string)
-                .collect()
-        };
+            .with_context(|| damaged(&headings_path(), "holds invalid UTF-8"))?;
+        let heading_path = HeadingPath(joined.to_string());
         Ok(ChunkRecord {
             file: raw.file,
             n: raw.n,
@@ -536,11 +572,11 @@ impl Generation {
 /// The path is added even when the text opens with the chunk's own heading,
 /// so heading words count twice — a deliberate boost: dropping the repeat
 /// measured lower (README, How it works).
-pub fn searchable_text(heading_path: &[String], text: &str) -> String {
+pub fn searchable_text(heading_path: &HeadingPath, text: &str) -> String {
     if heading_path.is_empty() {
         text.to_string()
     } else {
-        format!("{}\n{text}", heading_path.join(" > "))
+        format!("{}\n{text}", heading_path.display())
     }
 }
 
@@ -562,7 +598,7 @@ mod tests {
         let chunk = |file, n, start, len| ChunkRecord {
             file,
             n,
-            heading_path: vec!["H".into()],
+            heading_path: HeadingPath::new(&["H"]),
             lines: (1, 2),
             text_start: start,
             text_len: len,
@@ -633,7 +669,7 @@ mod tests {
         assert_eq!(generation.len(), 3);
         let view = generation.chunk(2).unwrap();
         assert_eq!((view.id().as_str(), view.text.as_str()), ("b/c.md#2", "ta"));
-        assert_eq!(view.record.heading_path, ["H"]);
+        assert_eq!(view.record.heading_path.iter().collect::<Vec<_>>(), ["H"]);
         assert_eq!(generation.file_count(), 2);
         assert_eq!(generation.chunks_of_file(1), 1..3);
         let flags = generation.vector_flags();
@@ -651,12 +687,15 @@ mod tests {
 
     #[test]
     fn searchable_text_puts_the_heading_path_first() {
-        let path = vec!["Runbook".to_string(), "Pool".to_string()];
+        let path = HeadingPath::new(&["Runbook", "Pool"]);
+        assert_eq!(path.len(), 2);
         assert_eq!(
             searchable_text(&path, "## Pool\nbody"),
             "Runbook > Pool\n## Pool\nbody"
         );
-        assert_eq!(searchable_text(&[], "body"), "body");
+        let none = HeadingPath::default();
+        assert_eq!((none.len(), none.iter().count()), (0, 0));
+        assert_eq!(searchable_text(&none, "body"), "body");
     }
 
     #[test]

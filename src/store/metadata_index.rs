@@ -13,17 +13,15 @@
 //! Every section is a run of little-endian `u32`, viewed in place with
 //! `bytemuck`; keys and values are found by binary search over their bytes
 //! (the order `String` sorts in). A bad offset or length is named as damage
-//! when it is read. `rustc-hash` gathers the values (a re-index writes the
-//! index whole).
+//! when it is read.
 
-use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, ensure};
 use bytemuck::{Pod, Zeroable};
 use memmap2::Mmap;
-use rustc_hash::FxHashMap;
+use rayon::slice::ParallelSliceMut;
 
 use super::{atomic, damaged};
 use crate::corpus::Metadata;
@@ -50,50 +48,58 @@ struct Entry {
 /// Writes the value index of the files whose metadata `files` yields (in
 /// file-index order) into `gen_dir`.
 pub fn write<'a>(gen_dir: &Path, files: impl IntoIterator<Item = &'a Metadata>) -> Result<()> {
-    // Hash maps while collecting (a re-index writes this for every file),
-    // sorted once when laid out.
-    let mut by_key: FxHashMap<&str, FxHashMap<&str, Vec<u32>>> = FxHashMap::default();
+    // Every (key, value, file) once, sorted: the layout is then one pass
+    // over runs (a re-index writes this for every file, and one sort of
+    // borrowed triples costs less than a map per key and a list per value).
+    let mut triples: Vec<(&str, &str, u32)> = Vec::new();
     for (index, metadata) in files.into_iter().enumerate() {
         let index = u32::try_from(index).context("too many files")?;
         for (key, values) in metadata {
-            let values_of_key = by_key.entry(key).or_default();
-            for value in values {
-                let holders = values_of_key.entry(value).or_default();
-                if holders.last() != Some(&index) {
-                    holders.push(index);
-                }
-            }
+            triples.extend(
+                values
+                    .iter()
+                    .map(|value| (key.as_str(), value.as_str(), index)),
+            );
         }
     }
-    let by_key: BTreeMap<&str, BTreeMap<&str, Vec<u32>>> = by_key
-        .into_iter()
-        .map(|(key, values)| (key, values.into_iter().collect()))
-        .collect();
+    triples.par_sort_unstable();
+    triples.dedup();
     let mut strings: Vec<u8> = Vec::new();
     let mut text = |s: &str| -> Result<(u32, u32)> {
         let start = u32::try_from(strings.len()).context("metadata too large")?;
         strings.extend_from_slice(s.as_bytes());
         Ok((start, u32::try_from(s.len()).context("metadata too large")?))
     };
-    let (mut keys, mut values, mut refs) = (Vec::new(), Vec::new(), Vec::<u32>::new());
-    for (key, values_of_key) in &by_key {
-        let (text_start, text_len) = text(key)?;
-        keys.push(Entry {
-            text_start,
-            text_len,
-            first: values.len() as u32,
-            count: values_of_key.len() as u32,
-        });
-        for (value, holders) in values_of_key {
+    let (mut keys, mut values) = (Vec::<Entry>::new(), Vec::<Entry>::new());
+    let mut refs = Vec::<u32>::with_capacity(triples.len());
+    let mut previous: Option<(&str, &str)> = None;
+    for &(key, value, index) in &triples {
+        if previous.is_none_or(|(k, _)| k != key) {
+            let (text_start, text_len) = text(key)?;
+            keys.push(Entry {
+                text_start,
+                text_len,
+                first: values.len() as u32,
+                count: 0,
+            });
+        }
+        if previous != Some((key, value)) {
             let (text_start, text_len) = text(value)?;
             values.push(Entry {
                 text_start,
                 text_len,
                 first: refs.len() as u32,
-                count: holders.len() as u32,
+                count: 0,
             });
-            refs.extend(holders);
+            if let Some(key) = keys.last_mut() {
+                key.count += 1;
+            }
         }
+        refs.push(index);
+        if let Some(value) = values.last_mut() {
+            value.count += 1;
+        }
+        previous = Some((key, value));
     }
     let header = [
         MAGIC,

@@ -88,7 +88,7 @@ pub fn fingerprint(file: &FileEntry, chunks: &[ChunkRecord]) -> u64 {
     hasher.update(&(chunks.len() as u64).to_le_bytes());
     for chunk in chunks {
         hasher.update(&(chunk.heading_path.len() as u64).to_le_bytes());
-        for heading in &chunk.heading_path {
+        for heading in chunk.heading_path.iter() {
             write_str(&mut hasher, heading);
         }
         hasher.update(&chunk.text_len.to_le_bytes());

@@ -35,6 +35,7 @@ use serde::{Deserialize, Serialize};
 use crate::corpus::Metadata;
 use crate::corpus::links::{Link, links};
 use crate::corpus::walk::is_markdown;
+use crate::store::generation::HeadingPath;
 use crate::text::tokenize::{Analyzer, Token};
 
 /// Front-matter values with more words than this are free text, not names.
@@ -171,7 +172,7 @@ pub struct FileEntities {
 #[derive(Debug, Clone, Copy)]
 pub struct ChunkText<'a> {
     /// Headings above the chunk, outermost first.
-    pub heading_path: &'a [String],
+    pub heading_path: &'a HeadingPath,
     /// The chunk's markdown text.
     pub text: &'a str,
 }
@@ -234,7 +235,7 @@ impl EntityExtractor {
     /// The entities of one chunk with their mention counts, sorted by key.
     pub fn chunk(&self, chunk: ChunkText<'_>) -> Vec<(EntityKey, u32)> {
         let mut counts: BTreeMap<EntityKey, u32> = BTreeMap::new();
-        for heading in chunk.heading_path {
+        for heading in chunk.heading_path.iter() {
             if let Some(name) = heading_name(heading) {
                 *counts
                     .entry(EntityKey::new(EntityKind::Heading, name))
@@ -509,7 +510,7 @@ mod tests {
     fn entities(text: &str) -> Vec<(EntityKind, String)> {
         EntityExtractor::new()
             .chunk(ChunkText {
-                heading_path: &[],
+                heading_path: &HeadingPath::default(),
                 text,
             })
             .into_iter()
@@ -579,7 +580,7 @@ mod tests {
     #[test]
     fn mentions_are_counted() {
         let found = EntityExtractor::new().chunk(ChunkText {
-            heading_path: &["Runbook".into(), "The `pg_ctl` tool".into()],
+            heading_path: &HeadingPath::new(&["Runbook", "The `pg_ctl` tool"]),
             text: "Run pg_ctl stop, then pg_ctl start.",
         });
         assert_eq!(
@@ -656,11 +657,11 @@ mod tests {
         let metadata: Metadata = [("owner".to_owned(), vec!["team-db".to_owned()])].into();
         let chunks = [
             ChunkText {
-                heading_path: &[],
+                heading_path: &HeadingPath::default(),
                 text: "Uses [[Failover]] and pg_ctl.",
             },
             ChunkText {
-                heading_path: &[],
+                heading_path: &HeadingPath::default(),
                 text: "Nothing named here.",
             },
         ];

@@ -17,7 +17,9 @@ use super::{
     GraphOptions, QueryOptions, build_generation, tables,
 };
 use crate::corpus::chunk::{ChunkOptions, parse_file};
-use crate::store::generation::{ChunkOrd, ChunkRecord, ChunkTable, FileEntry, FileStamp};
+use crate::store::generation::{
+    ChunkOrd, ChunkRecord, ChunkTable, FileEntry, FileStamp, HeadingPath,
+};
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/graph");
 
@@ -35,11 +37,17 @@ fn build_fixture() -> (Vec<String>, BuiltGraph) {
         let mut metadata = parsed.front_matter.metadata.clone();
         let dir = rel.rsplit_once('/').map_or(".", |(dir, _)| dir);
         metadata.insert("dir".into(), vec![dir.to_owned()]);
+        let heading_paths: Vec<HeadingPath> = parsed
+            .chunks
+            .iter()
+            .map(|c| HeadingPath::new(&c.heading_path))
+            .collect();
         let chunks: Vec<ChunkText<'_>> = parsed
             .chunks
             .iter()
-            .map(|c| ChunkText {
-                heading_path: &c.heading_path,
+            .zip(&heading_paths)
+            .map(|(c, heading_path)| ChunkText {
+                heading_path,
                 text: &c.text,
             })
             .collect();
@@ -373,7 +381,7 @@ fn fixture_table() -> (ChunkTable, Vec<String>) {
             table.chunks.push(ChunkRecord {
                 file: file as u32,
                 n: n as u32 + 1,
-                heading_path: chunk.heading_path.clone(),
+                heading_path: HeadingPath::new(&chunk.heading_path),
                 lines: (0, 0),
                 text_start: 0,
                 text_len: chunk.text.len() as u32,
