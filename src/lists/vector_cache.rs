@@ -19,11 +19,11 @@
 //! model, is ignored with a warning and never trusted — the run embeds
 //! instead, so a bad cache costs time, never results.
 
-use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, ensure};
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::store::checks::{self, Checksums};
@@ -61,7 +61,9 @@ struct CacheMeta {
 /// One model's stored vectors, looked up by key.
 pub struct ReusableVectors {
     vectors: StoredVectors,
-    by_key: HashMap<u64, ChunkOrd>,
+    /// Row by key; the keys are already hashes (xxh3), so `rustc-hash`'s
+    /// cheap hasher spreads them as well as the default one, faster.
+    by_key: FxHashMap<u64, ChunkOrd>,
 }
 
 impl ReusableVectors {
