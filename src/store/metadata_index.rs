@@ -65,32 +65,27 @@ pub fn write<'a>(gen_dir: &Path, files: impl IntoIterator<Item = &'a Metadata>) 
     triples.par_sort_unstable();
     triples.dedup();
     let mut strings: Vec<u8> = Vec::new();
-    let mut text = |s: &str| -> Result<(u32, u32)> {
-        let start = u32::try_from(strings.len()).context("metadata too large")?;
+    // A key or value entry: its text appended to the strings, listing
+    // from `first` on (counted as the runs go by).
+    let mut entry = |s: &str, first: usize| -> Result<Entry> {
+        let entry = Entry {
+            text_start: u32::try_from(strings.len()).context("metadata too large")?,
+            text_len: u32::try_from(s.len()).context("metadata too large")?,
+            first: u32::try_from(first).context("metadata too large")?,
+            count: 0,
+        };
         strings.extend_from_slice(s.as_bytes());
-        Ok((start, u32::try_from(s.len()).context("metadata too large")?))
+        Ok(entry)
     };
     let (mut keys, mut values) = (Vec::<Entry>::new(), Vec::<Entry>::new());
     let mut refs = Vec::<u32>::with_capacity(triples.len());
     let mut previous: Option<(&str, &str)> = None;
     for &(key, value, index) in &triples {
         if previous.is_none_or(|(k, _)| k != key) {
-            let (text_start, text_len) = text(key)?;
-            keys.push(Entry {
-                text_start,
-                text_len,
-                first: values.len() as u32,
-                count: 0,
-            });
+            keys.push(entry(key, values.len())?);
         }
         if previous != Some((key, value)) {
-            let (text_start, text_len) = text(value)?;
-            values.push(Entry {
-                text_start,
-                text_len,
-                first: refs.len() as u32,
-                count: 0,
-            });
+            values.push(entry(value, refs.len())?);
             if let Some(key) = keys.last_mut() {
                 key.count += 1;
             }
