@@ -22,6 +22,7 @@
 //! quick file checks of [`checks`]; each chunk's text also has its own CRC,
 //! checked when it is read.
 
+use std::borrow::Borrow;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -56,7 +57,7 @@ pub const SPARSE_DIR: &str = "sparse";
 const REQUIRED_FILES: [&str; 4] = [CHUNKS_FILE, HEADINGS_FILE, FILE_INDEX_FILE, FILES_FILE];
 
 /// Separates the parts of a stored heading path.
-const HEADING_SEPARATOR: char = '\u{1f}';
+const HEADING_SEPARATOR: &str = "\u{1f}";
 
 /// The headings above a chunk, outermost first, held joined by
 /// [`HEADING_SEPARATOR`] the way `headings.bin` stores them: a carried
@@ -67,15 +68,8 @@ pub struct HeadingPath(String);
 
 impl HeadingPath {
     /// The path of `headings`, outermost first.
-    pub fn new<S: AsRef<str>>(headings: &[S]) -> Self {
-        let mut joined = String::new();
-        for (i, heading) in headings.iter().enumerate() {
-            if i > 0 {
-                joined.push(HEADING_SEPARATOR);
-            }
-            joined.push_str(heading.as_ref());
-        }
-        Self(joined)
+    pub fn new<S: Borrow<str>>(headings: &[S]) -> Self {
+        Self(headings.join(HEADING_SEPARATOR))
     }
 
     /// The headings, outermost first.
