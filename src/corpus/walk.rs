@@ -134,28 +134,23 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<Walk> {
         {
             continue;
         }
-        let Some(rel_path) = rel_path_of(root, entry.path()) else {
-            // Lossy decoding would give two such names one path and one id.
-            let path = display_rel(root, entry.path());
-            let reason = if is_hidden(entry.file_name()) {
-                HIDDEN
-            } else {
-                "its path is not valid UTF-8 (shown with U+FFFD); rename it to index it"
-            };
-            found.push(Err(Skipped {
-                path,
-                reason: reason.into(),
-            }));
-            continue;
-        };
-        if is_hidden(entry.file_name()) {
-            found.push(Err(Skipped {
-                path: rel_path,
-                reason: HIDDEN.into(),
-            }));
-            continue;
+        let rel_path = rel_path_of(root, entry.path());
+        let hidden = is_hidden(entry.file_name());
+        match rel_path {
+            Some(rel_path) if !hidden => found.push(Ok((rel_path, entry))),
+            // Lossy decoding would give two names that are not UTF-8 one
+            // path and one id.
+            _ => found.push(Err(Skipped {
+                path: rel_path.unwrap_or_else(|| display_rel(root, entry.path())),
+                reason: match hidden {
+                    true => "hidden (its name starts with '.'); rename it to index it",
+                    false => {
+                        "its path is not valid UTF-8 (shown with U+FFFD); rename it to index it"
+                    }
+                }
+                .into(),
+            })),
         }
-        found.push(Ok((rel_path, entry)));
     }
     let stated: Vec<Result<SourceFile, Skipped>> = found
         .into_par_iter()
@@ -185,9 +180,6 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<Walk> {
     out.files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
     Ok(out)
 }
-
-/// Why a hidden markdown file is skipped.
-const HIDDEN: &str = "hidden (its name starts with '.'); rename it to index it";
 
 /// The device and inode of a walked entry (not followed if a link).
 fn identity(meta: &std::fs::Metadata) -> (u64, u64) {
