@@ -16,9 +16,10 @@
 //! map), and their vectors are copied by key. Only new and changed files
 //! are read, chunked, tokenized and embedded; a one-file edit still walks
 //! the folder and writes the table, vector and text files anew (copying
-//! the carried rows), a cost that grows with the corpus. When carrying over would leave
-//! more dead data than live (many files changed or removed), the run
-//! writes everything anew instead, which also drops the garbage.
+//! the carried rows), a cost that grows with the corpus. When carrying
+//! over would leave more dead data than live (many files changed or
+//! removed), the run writes everything anew instead, which also drops the
+//! garbage.
 //!
 //! The steps, one file each: `previous` (the last run's index and change
 //! detection), `batches` (the streaming pass) with `examine` (one file),

@@ -44,6 +44,15 @@ fn fresh_answers(corpus: &Corpus) -> Vec<Vec<u8>> {
     common::fresh_answers(corpus, &QUERIES, &["hybrid"])
 }
 
+/// The fixtures, and another static model in a temp folder (kept alive by
+/// the returned guard) at the returned path.
+fn fixtures_and_other_model() -> (Corpus, tempfile::TempDir, std::path::PathBuf) {
+    let models = tempfile::tempdir().unwrap();
+    let other = models.path().join("other-static");
+    other_static_model(&other);
+    (Corpus::fixtures(), models, other)
+}
+
 #[test]
 fn moved_and_copied_files_reuse_their_vectors_and_match_a_fresh_index() {
     let corpus = Corpus::fixtures();
@@ -74,10 +83,7 @@ fn moved_and_copied_files_reuse_their_vectors_and_match_a_fresh_index() {
 
 #[test]
 fn switching_models_and_back_embeds_nothing_twice() {
-    let corpus = Corpus::fixtures();
-    let models = tempfile::tempdir().unwrap();
-    let other = models.path().join("other-static");
-    other_static_model(&other);
+    let (corpus, _models, other) = fixtures_and_other_model();
     let other_arg = other.to_str().unwrap();
 
     assert_eq!(embedded(&corpus, &[]), 107);
@@ -110,10 +116,7 @@ fn switching_models_and_back_embeds_nothing_twice() {
 
 #[test]
 fn a_damaged_cache_is_ignored_with_a_warning_and_results_stay_right() {
-    let corpus = Corpus::fixtures();
-    let models = tempfile::tempdir().unwrap();
-    let other = models.path().join("other-static");
-    other_static_model(&other);
+    let (corpus, _models, other) = fixtures_and_other_model();
     corpus.index();
     let bundled_answers = answers(&corpus);
     let output = corpus
@@ -146,10 +149,7 @@ fn a_damaged_cache_is_ignored_with_a_warning_and_results_stay_right() {
 
 #[test]
 fn a_kept_model_that_is_gone_is_named_with_the_way_back() {
-    let corpus = Corpus::fixtures();
-    let models = tempfile::tempdir().unwrap();
-    let other = models.path().join("other-static");
-    other_static_model(&other);
+    let (corpus, models, other) = fixtures_and_other_model();
     assert_eq!(
         embedded(&corpus, &["--model", other.to_str().unwrap()]),
         107
