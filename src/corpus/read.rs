@@ -53,12 +53,23 @@ pub fn read_markdown(file: &SourceFile, limit: u64) -> Result<String, String> {
 /// level-1 heading, else the file stem) to the metadata of the file at
 /// `rel_path`. Built-in keys win over front matter.
 pub fn add_builtin_metadata(metadata: &mut Metadata, rel_path: &str, heading_title: Option<&str>) {
-    let (dir, name) = rel_path.rsplit_once('/').unwrap_or((".", rel_path));
+    let name = rel_path.rsplit_once('/').map_or(rel_path, |(_, name)| name);
     let stem = name.rsplit_once('.').map_or(name, |(stem, _)| stem);
     if metadata.get("title").is_none_or(|t| t.is_empty()) {
         let title = heading_title.unwrap_or(stem).to_string();
         metadata.insert("title".into(), vec![title]);
     }
+    add_path_metadata(metadata, rel_path);
+}
+
+/// The built-in keys a file's path alone gives: an index need not store
+/// them, since [`add_path_metadata`] puts them back from the path.
+pub const PATH_KEYS: [&str; 2] = ["path", "dir"];
+
+/// Sets the [`PATH_KEYS`] of the file at `rel_path`: `path` is the path,
+/// `dir` its folder (`.` at the root).
+pub fn add_path_metadata(metadata: &mut Metadata, rel_path: &str) {
+    let dir = rel_path.rsplit_once('/').map_or(".", |(dir, _)| dir);
     metadata.insert("path".into(), vec![rel_path.to_string()]);
     metadata.insert("dir".into(), vec![dir.to_string()]);
 }

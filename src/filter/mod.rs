@@ -19,7 +19,7 @@ use anyhow::{Result, bail};
 
 use crate::lists::AllowSet;
 use crate::store::generation::{FileEntry, Generation};
-use crate::store::metadata_index::MetadataIndex;
+use crate::store::metadata_index::{MetadataIndex, UNINDEXED_KEY};
 
 /// Validated filter conditions: key → accepted values.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -130,10 +130,7 @@ impl Filter {
         }
         let mut passing = match (self.reads_metadata(), generation.metadata_index()) {
             (false, _) => vec![true; generation.file_count()],
-            (true, Some(index)) => self.files_passing(&Indexed {
-                index,
-                files: generation.file_count(),
-            })?,
+            (true, Some(index)) => self.files_passing(&Indexed { index, generation })?,
             (true, None) => self.files_passing(&Entries(&generation.files()?))?,
         };
         if !self.time.is_empty() {
@@ -236,17 +233,18 @@ trait Holders {
     fn files_under(&self, folder: &str) -> Result<Vec<bool>>;
 }
 
-/// The value index of a generation of `files` files.
+/// A generation's value index, and its file table for the key the index
+/// leaves out ([`UNINDEXED_KEY`]: files are sorted by path).
 struct Indexed<'a> {
     index: &'a MetadataIndex,
-    files: usize,
+    generation: &'a Generation,
 }
 
 impl Indexed<'_> {
-    /// Per file, whether it is among `lists` (ascending file indices).
-    fn flags<'l>(&self, lists: impl IntoIterator<Item = &'l [u32]>) -> Vec<bool> {
-        let mut flags = vec![false; self.files];
-        for &file in lists.into_iter().flatten() {
+    /// Per file, whether it is among `files`.
+    fn flags(&self, files: impl IntoIterator<Item = u32>) -> Vec<bool> {
+        let mut flags = vec![false; self.file_count()];
+        for file in files {
             if let Some(flag) = flags.get_mut(file as usize) {
                 *flag = true;
             }
@@ -257,14 +255,29 @@ impl Indexed<'_> {
 
 impl Holders for Indexed<'_> {
     fn file_count(&self) -> usize {
-        self.files
+        self.generation.file_count()
     }
 
     fn keys(&self) -> Result<Vec<String>> {
-        Ok(self.index.keys()?.into_iter().map(str::to_string).collect())
+        let mut keys: Vec<String> = self.index.keys()?.into_iter().map(str::to_string).collect();
+        if self.file_count() > 0 {
+            keys.push(UNINDEXED_KEY.to_string());
+            keys.sort();
+            keys.dedup();
+        }
+        Ok(keys)
     }
 
     fn files_with(&self, key: &str, wanted: &[String]) -> Result<Option<Vec<bool>>> {
+        if key == UNINDEXED_KEY {
+            if self.file_count() == 0 {
+                return Ok(None);
+            }
+            let files = wanted
+                .iter()
+                .filter_map(|path| self.generation.file_index(path));
+            return Ok(Some(self.flags(files)));
+        }
         let Some(values) = self.index.key(key)? else {
             return Ok(None);
         };
@@ -272,10 +285,15 @@ impl Holders for Indexed<'_> {
             .iter()
             .map(|v| values.files_with(v))
             .collect::<Result<Vec<_>>>()?;
-        Ok(Some(self.flags(lists)))
+        Ok(Some(self.flags(lists.into_iter().flatten().copied())))
     }
 
     fn value_counts(&self, key: &str) -> Result<Vec<(String, usize)>> {
+        if key == UNINDEXED_KEY {
+            return (0..self.file_count() as u32)
+                .map(|file| Ok((self.generation.file_path(file)?.to_string(), 1)))
+                .collect();
+        }
         Ok(match self.index.key(key)? {
             Some(values) => values
                 .counts()?
@@ -287,10 +305,7 @@ impl Holders for Indexed<'_> {
     }
 
     fn files_under(&self, folder: &str) -> Result<Vec<bool>> {
-        Ok(match self.index.key("path")? {
-            Some(paths) => self.flags(paths.files_with_prefix(folder)?),
-            None => vec![false; self.files],
-        })
+        Ok(self.flags(self.generation.files_with_prefix(folder)?))
     }
 }
 
@@ -473,21 +488,26 @@ mod tests {
 
     #[test]
     fn the_value_index_and_the_file_entries_agree_answers_and_errors_included() {
-        let mut files = table().files;
-        files[1].path = "sub/both.md".into();
-        for file in &mut files {
-            file.metadata.insert("path".into(), vec![file.path.clone()]);
+        let mut table = table();
+        table.files[1].path = "sub/both.md".into();
+        table.files.sort_by(|a, b| a.path.cmp(&b.path));
+        for file in &mut table.files {
+            crate::corpus::read::add_path_metadata(&mut file.metadata, &file.path);
         }
+        let files = table.files.clone();
         let dir = tempfile::tempdir().unwrap();
-        crate::store::metadata_index::write(dir.path(), files.iter().map(|f| &f.metadata)).unwrap();
-        let path = dir
-            .path()
-            .join(crate::store::metadata_index::METADATA_INDEX_FILE);
-        let map = crate::store::map_file(&path).unwrap().unwrap();
-        let index = MetadataIndex::open(&path, map).unwrap();
+        let gen_dir = crate::store::generation_dir(dir.path(), 1);
+        std::fs::create_dir_all(&gen_dir).unwrap();
+        crate::store::generation::write_table(&gen_dir, &table).unwrap();
+        crate::store::texts::TextWriter::create(&gen_dir, None)
+            .unwrap()
+            .finish()
+            .unwrap();
+        let checksums = crate::store::checks::compute(&gen_dir, &Default::default()).unwrap();
+        let generation = Generation::open(dir.path(), 1, &checksums).unwrap();
         let indexed = Indexed {
-            index: &index,
-            files: files.len(),
+            index: generation.metadata_index().unwrap(),
+            generation: &generation,
         };
         let filters = [
             Filter::from_pairs([("environment", "staging")]),
@@ -498,6 +518,10 @@ mod tests {
             Filter::from_pairs([("enviroment", "production")]),
             Filter::from_pairs([("environment", "Production")]),
             Filter::from_pairs([("colour", "red")]),
+            Filter::from_pairs([("path", "sub/both.md")]),
+            Filter::from_pairs([("path", "prod.md"), ("path", "stage.md")]),
+            Filter::from_pairs([("path", "sub")]),
+            Filter::from_pairs([("paths", "prod.md")]),
         ];
         for filter in filters {
             let by_index = filter.files_passing(&indexed).map_err(|e| e.to_string());
@@ -506,6 +530,20 @@ mod tests {
                 .map_err(|e| e.to_string());
             assert_eq!(by_index, by_entries, "{filter:?}");
         }
+        // The key the value index leaves out is answered from the sorted paths.
+        let passing = |filter: Filter| filter.files_passing(&indexed).unwrap();
+        assert_eq!(
+            passing(Filter::from_pairs([("path", "sub/both.md")])),
+            [false, false, true]
+        );
+        assert_eq!(
+            passing(Filter::default().within_folder("sub")),
+            [false, false, true]
+        );
+        assert_eq!(
+            indexed.keys().unwrap(),
+            ["dir", "environment", "path", "service"]
+        );
     }
 
     #[test]

@@ -44,11 +44,13 @@ use crate::store::{MANIFEST_FILE, atomic, bounded, damaged};
 /// the metadata value index, `metadata.bin`, which older generations lack
 /// and work out from their file entries; 20 the rows' sign codes for the
 /// dense list, `codes.b1`, with their setting, `dense_index`, which older
-/// generations lack and scan without).
-pub const FORMAT_VERSION: u32 = 20;
+/// generations lack and scan without; 21 file entries without the
+/// metadata keys their path gives, `path` and `dir`, which decoding puts
+/// back and older entries still hold).
+pub const FORMAT_VERSION: u32 = 21;
 
 /// The on-disk formats this build can read.
-pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 16..=20;
+pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 16..=21;
 
 /// The last format without `fusion_source`.
 const UNSOURCED_FORMAT_VERSION: u32 = 17;

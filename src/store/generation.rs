@@ -4,9 +4,11 @@
 //!
 //! ```text
 //! chunks.bin    one fixed-size little-endian record per chunk (RawChunk)
-//! headings.bin  heading paths, UTF-8, parts separated by U+001F
+//! headings.bin  heading paths, UTF-8, parts separated by U+001F; each
+//!               distinct path once, shared by every chunk under it
 //! files.idx     u64 offsets into files.bin, one per file plus the end
-//! files.bin     one postcard-encoded FileEntry per file (decoded on demand)
+//! files.bin     one postcard-encoded FileEntry per file (decoded on demand),
+//!               without the metadata keys its path gives (from format 21)
 //! dates.bin     one little-endian i64 per file: its document date, seconds
 //!               since the epoch (see [`crate::corpus::date`]); absent
 //!               before format 19, when dates are worked out from files.bin
@@ -30,10 +32,12 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail, ensure};
 use bytemuck::{Pod, Zeroable};
 use memmap2::Mmap;
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::corpus::Metadata;
 use crate::corpus::date::{DocDate, document_date};
+use crate::corpus::read::{PATH_KEYS, add_path_metadata};
 
 use super::checks::{self, Checksums};
 use super::metadata_index::{self, METADATA_INDEX_FILE, MetadataIndex};
@@ -191,17 +195,55 @@ pub struct RawChunk {
     uid: u32,
 }
 
+/// A [`FileEntry`] as `files.bin` stores it (the same postcard shape):
+/// its metadata without the [`PATH_KEYS`], which repeat the path and
+/// which decoding puts back. Before format 21 they were stored.
+#[derive(Serialize)]
+struct StoredEntry<'a> {
+    path: &'a str,
+    metadata: WithoutPathKeys<'a>,
+    stamp: &'a FileStamp,
+}
+
+/// Metadata serialized without its [`PATH_KEYS`].
+struct WithoutPathKeys<'a>(&'a Metadata);
+
+impl Serialize for WithoutPathKeys<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let kept = || {
+            self.0
+                .iter()
+                .filter(|(key, _)| !PATH_KEYS.contains(&key.as_str()))
+        };
+        // postcard writes a map's length first, so it must be exact.
+        let mut map = serializer.serialize_map(Some(kept().count()))?;
+        for (key, values) in kept() {
+            map.serialize_entry(key, values)?;
+        }
+        map.end()
+    }
+}
+
 /// `RawChunk::flags` bit: the chunk has a non-zero vector.
 const HAS_VECTOR: u32 = 1;
 
 /// Writes the chunk table into `gen_dir`, fsynced (the texts are written
 /// by a [`TextWriter`]).
 pub fn write_table(gen_dir: &Path, table: &ChunkTable) -> Result<()> {
+    // A path is written once and shared: sections repeat their headings
+    // across chunks and files (a split section, the same outline in every
+    // page of a folder), and a record points at its path by offset.
     let mut headings = String::new();
+    let mut written: FxHashMap<&str, u32> = FxHashMap::default();
     let mut raw = Vec::with_capacity(table.chunks.len());
     for c in &table.chunks {
-        let heading_start = headings.len() as u32;
-        headings.push_str(&c.heading_path.0);
+        let path = c.heading_path.0.as_str();
+        let heading_start = *written.entry(path).or_insert_with(|| {
+            let start = headings.len() as u32;
+            headings.push_str(path);
+            start
+        });
         raw.push(RawChunk {
             text_start: c.text_start,
             file: c.file,
@@ -211,7 +253,7 @@ pub fn write_table(gen_dir: &Path, table: &ChunkTable) -> Result<()> {
             text_len: c.text_len,
             text_crc: c.text_crc,
             heading_start,
-            heading_len: headings.len() as u32 - heading_start,
+            heading_len: path.len() as u32,
             flags: if c.has_vector { HAS_VECTOR } else { 0 },
             uid: c.uid,
         });
@@ -219,7 +261,12 @@ pub fn write_table(gen_dir: &Path, table: &ChunkTable) -> Result<()> {
     let mut files = Vec::new();
     let mut offsets: Vec<u64> = vec![0];
     for entry in &table.files {
-        files.extend(postcard::to_stdvec(entry).context("cannot encode a file entry")?);
+        let stored = StoredEntry {
+            path: &entry.path,
+            metadata: WithoutPathKeys(&entry.metadata),
+            stamp: &entry.stamp,
+        };
+        files.extend(postcard::to_stdvec(&stored).context("cannot encode a file entry")?);
         offsets.push(files.len() as u64);
     }
     let offsets: Vec<u8> = offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
@@ -438,19 +485,26 @@ impl Generation {
         start as ChunkOrd..end as ChunkOrd
     }
 
-    /// The file entry at `index`, decoded.
-    pub fn file(&self, index: u32) -> Result<FileEntry> {
+    /// Where file `index`'s entry lies in `files.bin`.
+    fn file_range(&self, index: u32) -> Result<Range<usize>> {
         let offsets = self.file_offsets()?;
-        let (start, end) = match (offsets.get(index as usize), offsets.get(index as usize + 1)) {
-            (Some(&s), Some(&e)) if s <= e => (s as usize, e as usize),
+        match (offsets.get(index as usize), offsets.get(index as usize + 1)) {
+            (Some(&s), Some(&e)) if s <= e => Ok(s as usize..e as usize),
             _ => bail!(damaged(
                 &self.dir.join(FILE_INDEX_FILE),
                 "names a file it does not hold"
             )),
-        };
+        }
+    }
+
+    /// The file entry at `index`, decoded.
+    pub fn file(&self, index: u32) -> Result<FileEntry> {
         let path = || self.dir.join(FILES_FILE);
-        let bytes = slice(&self.files, start..end, path)?;
-        postcard::from_bytes(bytes).with_context(|| damaged(&path(), "does not decode"))
+        let bytes = slice(&self.files, self.file_range(index)?, path)?;
+        let mut entry: FileEntry =
+            postcard::from_bytes(bytes).with_context(|| damaged(&path(), "does not decode"))?;
+        add_path_metadata(&mut entry.metadata, &entry.path);
+        Ok(entry)
     }
 
     /// Every file's document date in seconds, in file order: viewed in
@@ -551,13 +605,47 @@ impl Generation {
         let (mut low, mut high) = (0u32, self.file_count() as u32);
         while low < high {
             let mid = low + (high - low) / 2;
-            match self.file(mid).ok()?.path.as_str().cmp(path) {
+            match self.file_path(mid).ok()?.cmp(path) {
                 std::cmp::Ordering::Less => low = mid + 1,
                 std::cmp::Ordering::Greater => high = mid,
                 std::cmp::Ordering::Equal => return Some(mid),
             }
         }
         None
+    }
+
+    /// The files whose path starts with `prefix`: one run, since files
+    /// are sorted by path, found by two binary searches.
+    pub fn files_with_prefix(&self, prefix: &str) -> Result<Range<u32>> {
+        let count = self.file_count() as u32;
+        let first = self.partition_files(0..count, |path| path < prefix)?;
+        let end = self.partition_files(first..count, |path| path.starts_with(prefix))?;
+        Ok(first..end)
+    }
+
+    /// The first file in `files` whose path fails `before`, which holds
+    /// for a leading run of them.
+    fn partition_files(&self, files: Range<u32>, before: impl Fn(&str) -> bool) -> Result<u32> {
+        let (mut low, mut high) = (files.start, files.end);
+        while low < high {
+            let mid = low + (high - low) / 2;
+            if before(self.file_path(mid)?) {
+                low = mid + 1;
+            } else {
+                high = mid;
+            }
+        }
+        Ok(low)
+    }
+
+    /// The path of file `index`, read without decoding the rest of its
+    /// entry (the path is the entry's first field).
+    pub fn file_path(&self, index: u32) -> Result<&str> {
+        let path = || self.dir.join(FILES_FILE);
+        let bytes = slice(&self.files, self.file_range(index)?, path)?;
+        let (file_path, _) = postcard::take_from_bytes::<&str>(bytes)
+            .with_context(|| damaged(&path(), "does not decode"))?;
+        Ok(file_path)
     }
 }
 
@@ -584,10 +672,14 @@ mod tests {
 
     fn sample_table() -> (ChunkTable, Vec<u8>) {
         let texts = b"alphabeta".to_vec();
-        let file = |path: &str| FileEntry {
-            path: path.into(),
-            metadata: Metadata::new(),
-            stamp: FileStamp::default(),
+        let file = |path: &str| {
+            let mut metadata = Metadata::new();
+            add_path_metadata(&mut metadata, path);
+            FileEntry {
+                path: path.into(),
+                metadata,
+                stamp: FileStamp::default(),
+            }
         };
         let chunk = |file, n, start, len| ChunkRecord {
             file,
@@ -609,9 +701,13 @@ mod tests {
 
     fn write_sample(index_dir: &Path) -> Manifest {
         let (table, texts) = sample_table();
+        write_generation(index_dir, &table, &texts)
+    }
+
+    fn write_generation(index_dir: &Path, table: &ChunkTable, texts: &[u8]) -> Manifest {
         let gen_dir = crate::store::generation_dir(index_dir, 1);
         fs::create_dir_all(&gen_dir).unwrap();
-        write_table(&gen_dir, &table).unwrap();
+        write_table(&gen_dir, table).unwrap();
         let mut writer = TextWriter::create(&gen_dir, None).unwrap();
         for chunk in &table.chunks {
             let text = &texts[chunk.text_start as usize..][..chunk.text_len as usize];
@@ -677,6 +773,39 @@ mod tests {
         assert_eq!(generation.find("a.md#2"), None);
         assert_eq!(generation.find("nope"), None);
         assert!(generation.chunk(3).is_err());
+    }
+
+    #[test]
+    fn paths_are_stored_once_and_read_back_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut table, texts) = sample_table();
+        for entry in &mut table.files {
+            entry.metadata.insert("team".into(), vec!["db".into()]);
+        }
+        table.chunks[2].heading_path = HeadingPath::new(&["H", "I"]);
+        let manifest = write_generation(dir.path(), &table, &texts);
+        let gen_dir = crate::store::generation_dir(dir.path(), 1);
+
+        // Three chunks, two distinct heading paths: "H" once, then "H\u{1f}I".
+        let headings = fs::read(gen_dir.join(HEADINGS_FILE)).unwrap();
+        assert_eq!(headings, "HH\u{1f}I".as_bytes());
+        // Each file's path once: not again as its `path` key, nor its folder as `dir`.
+        let files = fs::read(gen_dir.join(FILES_FILE)).unwrap();
+        let count = |needle: &[u8]| files.windows(needle.len()).filter(|w| *w == needle).count();
+        assert_eq!((count(b"b/c.md"), count(b"path"), count(b"dir")), (1, 0, 0));
+
+        let generation =
+            Generation::open(dir.path(), manifest.generation, &manifest.checksums).unwrap();
+        assert_eq!(generation.files().unwrap(), table.files);
+        let paths: Vec<HeadingPath> = (0..3)
+            .map(|ord| generation.record(ord).unwrap().heading_path)
+            .collect();
+        let expected: Vec<_> = table
+            .chunks
+            .iter()
+            .map(|c| c.heading_path.clone())
+            .collect();
+        assert_eq!(paths, expected);
     }
 
     #[test]

@@ -1,7 +1,7 @@
-//! The metadata value index (`metadata.bin`): for every metadata key, its
-//! values, and for every value, the files that have it — so a filter costs
-//! in proportion to what it selects, not to the number of files (it would
-//! otherwise decode every file entry).
+//! The metadata value index (`metadata.bin`): for every metadata key but
+//! [`UNINDEXED_KEY`], its values, and for every value, the files that have
+//! it — so a filter costs in proportion to what it selects, not to the
+//! number of files (it would otherwise decode every file entry).
 //!
 //! ```text
 //! header   5 × u32: magic, keys, values, file references, string bytes
@@ -35,6 +35,13 @@ const MAGIC: u32 = u32::from_le_bytes(*b"MDX1");
 /// Words in the header.
 const HEADER_WORDS: usize = 5;
 
+/// The key left out: each file's `path` is its own, and files are sorted
+/// by path, so the file table answers it in place
+/// ([`Generation::file_index`](super::generation::Generation::file_index),
+/// [`Generation::files_with_prefix`](super::generation::Generation::files_with_prefix)).
+/// Generations written before format 21 still hold it.
+pub const UNINDEXED_KEY: &str = "path";
+
 /// One key or one value: its text and the range of what it lists.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Pod, Zeroable)]
@@ -54,7 +61,10 @@ pub fn write<'a>(gen_dir: &Path, files: impl IntoIterator<Item = &'a Metadata>) 
     let mut triples: Vec<(&str, &str, u32)> = Vec::new();
     for (index, metadata) in files.into_iter().enumerate() {
         let index = u32::try_from(index).context("too many files")?;
-        for (key, values) in metadata {
+        for (key, values) in metadata
+            .iter()
+            .filter(|(key, _)| key.as_str() != UNINDEXED_KEY)
+        {
             triples.extend(
                 values
                     .iter()
@@ -225,23 +235,6 @@ impl<'a> KeyValues<'a> {
         }
     }
 
-    /// The files of every value that starts with `prefix`.
-    pub fn files_with_prefix(&self, prefix: &str) -> Result<Vec<&'a [u32]>> {
-        let first = self.values.partition_point(|v| {
-            self.index
-                .text(v)
-                .is_ok_and(|t| t.as_bytes() < prefix.as_bytes())
-        });
-        let mut found = Vec::new();
-        for value in &self.values[first..] {
-            if !self.index.text(value)?.starts_with(prefix) {
-                break;
-            }
-            found.push(self.index.files_of(value)?);
-        }
-        Ok(found)
-    }
-
     /// Every value with how many files have it, in value order.
     pub fn counts(&self) -> Result<Vec<(&'a str, usize)>> {
         self.values
@@ -293,15 +286,13 @@ mod tests {
         let path = dir.path().join(METADATA_INDEX_FILE);
         let map = crate::store::map_file(&path).unwrap().unwrap();
         let index = MetadataIndex::open(&path, map).unwrap();
-        assert_eq!(index.keys().unwrap(), ["env", "path"]);
+        assert_eq!(index.keys().unwrap(), ["env"]);
         let env = index.key("env").unwrap().unwrap();
         assert_eq!(env.files_with("prod").unwrap(), [0, 1]);
         assert_eq!(env.files_with("staging").unwrap(), [1]);
         assert!(env.files_with("qa").unwrap().is_empty());
         assert_eq!(env.counts().unwrap(), [("prod", 2), ("staging", 1)]);
         assert!(index.key("envv").unwrap().is_none());
-        let paths = index.key("path").unwrap().unwrap();
-        assert_eq!(paths.files_with_prefix("b/").unwrap(), [&[1][..], &[2]]);
         // A truncated file is named, not misread.
         let bytes = std::fs::read(&path).unwrap();
         std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
