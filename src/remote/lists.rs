@@ -113,8 +113,9 @@ impl Backend for Milvus {
         embedder: &'static dyn Embedder,
         options: DenseOptions,
     ) -> Result<Box<dyn List>> {
-        // Milvus ranks by its own index, so `options.exact` has no local
-        // meaning here.
+        // The collection's dense index is FLAT (see `collection`): Milvus
+        // already scans every vector, so `options.exact` holds as it is,
+        // and there are no sign codes for `options.rescore` to size.
         let feedback = options.feedback;
         let generation = reopen(index)?;
         let vectors = StoredVectors::open(generation.dir(), generation.len(), embedder.info().dim)?;
