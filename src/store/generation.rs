@@ -602,16 +602,9 @@ impl Generation {
 
     /// The index of the file at `path` (files are sorted by path).
     pub fn file_index(&self, path: &str) -> Option<u32> {
-        let (mut low, mut high) = (0u32, self.file_count() as u32);
-        while low < high {
-            let mid = low + (high - low) / 2;
-            match self.file_path(mid).ok()?.cmp(path) {
-                std::cmp::Ordering::Less => low = mid + 1,
-                std::cmp::Ordering::Greater => high = mid,
-                std::cmp::Ordering::Equal => return Some(mid),
-            }
-        }
-        None
+        let count = self.file_count() as u32;
+        let found = self.partition_files(0..count, |p| p < path).ok()?;
+        (found < count && self.file_path(found).ok()? == path).then_some(found)
     }
 
     /// The files whose path starts with `prefix`: one run, since files
