@@ -265,3 +265,29 @@ fn damaged_codes_are_named_and_exact_searches_skip_them() {
     let stderr = String::from_utf8_lossy(&verify.stderr);
     assert!(stderr.contains("codes.b1 has 1712 bytes"), "{stderr}");
 }
+
+#[test]
+fn zeroed_vectors_are_named_by_search_and_by_explain() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let path = corpus.path().join(".memidx/gen-1/vectors.i8");
+    let bytes = fs::read(&path).unwrap();
+    // Zeroed at the same length and modification time (so only a checksum
+    // would tell): every score is 0, within a cosine's range, but the
+    // chunks returned have vectors of length 0 where the table says 1.
+    let mtime = fs::metadata(&path).unwrap().modified().unwrap();
+    fs::write(&path, vec![0u8; bytes.len()]).unwrap();
+    crate::common::set_mtime(&path, mtime);
+    for args in [
+        &["search", QUERIES[0], "--mode", "dense"][..],
+        &["explain", QUERIES[0], "--mode", "dense", "-k", "3"],
+    ] {
+        let output = corpus.memidx().args(args).output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("vectors.i8") && stderr.contains("does not match its chunk"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
