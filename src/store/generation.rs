@@ -225,6 +225,15 @@ impl Serialize for WithoutPathKeys<'_> {
     }
 }
 
+/// A file entry decoded from `files.bin`, with its [`PATH_KEYS`] put back
+/// (an entry written before format 21 still holds them, with the same
+/// values).
+fn decode_entry(bytes: &[u8]) -> postcard::Result<FileEntry> {
+    let mut entry: FileEntry = postcard::from_bytes(bytes)?;
+    add_path_metadata(&mut entry.metadata, &entry.path);
+    Ok(entry)
+}
+
 /// `RawChunk::flags` bit: the chunk has a non-zero vector.
 const HAS_VECTOR: u32 = 1;
 
@@ -501,10 +510,7 @@ impl Generation {
     pub fn file(&self, index: u32) -> Result<FileEntry> {
         let path = || self.dir.join(FILES_FILE);
         let bytes = slice(&self.files, self.file_range(index)?, path)?;
-        let mut entry: FileEntry =
-            postcard::from_bytes(bytes).with_context(|| damaged(&path(), "does not decode"))?;
-        add_path_metadata(&mut entry.metadata, &entry.path);
-        Ok(entry)
+        decode_entry(bytes).with_context(|| damaged(&path(), "does not decode"))
     }
 
     /// Every file's document date in seconds, in file order: viewed in
@@ -799,6 +805,24 @@ mod tests {
             .map(|c| c.heading_path.clone())
             .collect();
         assert_eq!(paths, expected);
+    }
+
+    #[test]
+    fn entries_decode_the_same_with_or_without_their_path_keys() {
+        let (table, _) = sample_table();
+        let mut entry = table.files[1].clone();
+        entry.metadata.insert("team".into(), vec!["db".into()]);
+        let stored = StoredEntry {
+            path: &entry.path,
+            metadata: WithoutPathKeys(&entry.metadata),
+            stamp: &entry.stamp,
+        };
+        let new = postcard::to_stdvec(&stored).unwrap();
+        // Before format 21 the whole entry was stored.
+        let old = postcard::to_stdvec(&entry).unwrap();
+        assert!(new.len() < old.len());
+        assert_eq!(decode_entry(&new).unwrap(), entry);
+        assert_eq!(decode_entry(&old).unwrap(), entry);
     }
 
     #[test]
