@@ -225,6 +225,15 @@ impl Serialize for WithoutPathKeys<'_> {
     }
 }
 
+/// A file entry encoded for `files.bin`, without its [`PATH_KEYS`].
+fn encode_entry(entry: &FileEntry) -> postcard::Result<Vec<u8>> {
+    postcard::to_stdvec(&StoredEntry {
+        path: &entry.path,
+        metadata: WithoutPathKeys(&entry.metadata),
+        stamp: &entry.stamp,
+    })
+}
+
 /// A file entry decoded from `files.bin`, with its [`PATH_KEYS`] put back
 /// (an entry written before format 21 still holds them, with the same
 /// values).
@@ -270,12 +279,7 @@ pub fn write_table(gen_dir: &Path, table: &ChunkTable) -> Result<()> {
     let mut files = Vec::new();
     let mut offsets: Vec<u64> = vec![0];
     for entry in &table.files {
-        let stored = StoredEntry {
-            path: &entry.path,
-            metadata: WithoutPathKeys(&entry.metadata),
-            stamp: &entry.stamp,
-        };
-        files.extend(postcard::to_stdvec(&stored).context("cannot encode a file entry")?);
+        files.extend(encode_entry(entry).context("cannot encode a file entry")?);
         offsets.push(files.len() as u64);
     }
     let offsets: Vec<u8> = offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
@@ -506,11 +510,17 @@ impl Generation {
         }
     }
 
+    /// The bytes of file `index`'s entry in `files.bin`.
+    fn entry_bytes(&self, index: u32) -> Result<&[u8]> {
+        slice(&self.files, self.file_range(index)?, || {
+            self.dir.join(FILES_FILE)
+        })
+    }
+
     /// The file entry at `index`, decoded.
     pub fn file(&self, index: u32) -> Result<FileEntry> {
-        let path = || self.dir.join(FILES_FILE);
-        let bytes = slice(&self.files, self.file_range(index)?, path)?;
-        decode_entry(bytes).with_context(|| damaged(&path(), "does not decode"))
+        decode_entry(self.entry_bytes(index)?)
+            .with_context(|| damaged(&self.dir.join(FILES_FILE), "does not decode"))
     }
 
     /// Every file's document date in seconds, in file order: viewed in
@@ -640,10 +650,8 @@ impl Generation {
     /// The path of file `index`, read without decoding the rest of its
     /// entry (the path is the entry's first field).
     pub fn file_path(&self, index: u32) -> Result<&str> {
-        let path = || self.dir.join(FILES_FILE);
-        let bytes = slice(&self.files, self.file_range(index)?, path)?;
-        let (file_path, _) = postcard::take_from_bytes::<&str>(bytes)
-            .with_context(|| damaged(&path(), "does not decode"))?;
+        let (file_path, _) = postcard::take_from_bytes::<&str>(self.entry_bytes(index)?)
+            .with_context(|| damaged(&self.dir.join(FILES_FILE), "does not decode"))?;
         Ok(file_path)
     }
 }
@@ -812,12 +820,7 @@ mod tests {
         let (table, _) = sample_table();
         let mut entry = table.files[1].clone();
         entry.metadata.insert("team".into(), vec!["db".into()]);
-        let stored = StoredEntry {
-            path: &entry.path,
-            metadata: WithoutPathKeys(&entry.metadata),
-            stamp: &entry.stamp,
-        };
-        let new = postcard::to_stdvec(&stored).unwrap();
+        let new = encode_entry(&entry).unwrap();
         // Before format 21 the whole entry was stored.
         let old = postcard::to_stdvec(&entry).unwrap();
         assert!(new.len() < old.len());
