@@ -62,16 +62,22 @@ pub fn add_builtin_metadata(metadata: &mut Metadata, rel_path: &str, heading_tit
     add_path_metadata(metadata, rel_path);
 }
 
+/// The built-in key holding a file's path.
+pub const PATH_KEY: &str = "path";
+
+/// The built-in key holding a file's folder.
+pub const DIR_KEY: &str = "dir";
+
 /// The built-in keys a file's path alone gives: an index need not store
 /// them, since [`add_path_metadata`] puts them back from the path.
-pub const PATH_KEYS: [&str; 2] = ["path", "dir"];
+pub const PATH_KEYS: [&str; 2] = [PATH_KEY, DIR_KEY];
 
 /// Sets the [`PATH_KEYS`] of the file at `rel_path`: `path` is the path,
 /// `dir` its folder (`.` at the root).
 pub fn add_path_metadata(metadata: &mut Metadata, rel_path: &str) {
     let dir = rel_path.rsplit_once('/').map_or(".", |(dir, _)| dir);
-    metadata.insert("path".into(), vec![rel_path.to_string()]);
-    metadata.insert("dir".into(), vec![dir.to_string()]);
+    metadata.insert(PATH_KEY.into(), vec![rel_path.to_string()]);
+    metadata.insert(DIR_KEY.into(), vec![dir.to_string()]);
 }
 
 /// Opens `file` without following a final symlink or blocking, and checks

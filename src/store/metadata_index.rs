@@ -25,6 +25,7 @@ use rayon::slice::ParallelSliceMut;
 
 use super::{atomic, damaged};
 use crate::corpus::Metadata;
+use crate::corpus::read::PATH_KEY;
 
 /// The file's name in a generation.
 pub const METADATA_INDEX_FILE: &str = "metadata.bin";
@@ -40,7 +41,7 @@ const HEADER_WORDS: usize = 5;
 /// ([`Generation::file_index`](super::generation::Generation::file_index),
 /// [`Generation::files_with_prefix`](super::generation::Generation::files_with_prefix)).
 /// Generations written before format 21 still hold it.
-pub const UNINDEXED_KEY: &str = "path";
+pub const UNINDEXED_KEY: &str = PATH_KEY;
 
 /// One key or one value: its text and the range of what it lists.
 #[repr(C)]
