@@ -30,7 +30,7 @@ use crate::text::tokenize::Analyzer;
 use crate::error::IndexError;
 use crate::fusion;
 use crate::lists::dense;
-use crate::lists::dense::codes::DenseIndexSetting;
+use crate::lists::dense::codes::{CODES_FILE, DenseIndexSetting};
 use crate::store::checks::Checksums;
 use crate::store::{MANIFEST_FILE, atomic, bounded, damaged};
 
@@ -46,11 +46,13 @@ use crate::store::{MANIFEST_FILE, atomic, bounded, damaged};
 /// dense list, `codes.b1`, with their setting, `dense_index`, which older
 /// generations lack and scan without; 21 file entries without the
 /// metadata keys their path gives, `path` and `dir`, which decoding puts
-/// back and older entries still hold).
-pub const FORMAT_VERSION: u32 = 21;
+/// back and older entries still hold; 22 the sign codes in blocks of 32
+/// rows, byte by byte, `codes.b32`, in place of 20 and 21's row-by-row
+/// `codes.b1`, which this build leaves unread and scans without).
+pub const FORMAT_VERSION: u32 = 22;
 
 /// The on-disk formats this build can read.
-pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 16..=21;
+pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 16..=22;
 
 /// The last format without `fusion_source`.
 const UNSOURCED_FORMAT_VERSION: u32 = 17;
@@ -145,7 +147,7 @@ pub struct Manifest {
 }
 
 /// What the manifest records about the dense list's approximate index,
-/// the rows' sign codes (`codes.b1`).
+/// the rows' sign codes (`codes.b32`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DenseIndexManifest {
@@ -220,6 +222,15 @@ fn seal_suffix(crc: u32) -> String {
 }
 
 impl Manifest {
+    /// The rows the generation's sign codes cover, `None` when it has none
+    /// this build reads (formats 20 and 21 kept them in `codes.b1`: such a
+    /// generation's searches scan every vector).
+    pub fn sign_code_rows(&self) -> Option<u64> {
+        self.dense_index
+            .rows
+            .filter(|_| self.checksums.contains_key(CODES_FILE))
+    }
+
     /// Reads `index_dir/meta.json`; `Ok(None)` when there is none yet.
     ///
     /// A manifest that is not a regular file of at most

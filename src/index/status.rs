@@ -80,7 +80,7 @@ pub struct DenseIndexStatus {
     pub rescore_per_window: usize,
     /// …and at least one row in this many.
     pub rescore_share: usize,
-    /// Bytes of `codes.b1` (0 without codes).
+    /// Bytes of the codes' file (0 without codes).
     pub bytes: u64,
 }
 
@@ -220,7 +220,7 @@ impl StatusReport {
             dense_index: DenseIndexStatus {
                 setting: manifest.dense_index.setting,
                 auto_min_chunks: AUTO_MIN_ROWS,
-                rows: manifest.dense_index.rows,
+                rows: manifest.sign_code_rows(),
                 rescore_per_window: RESCORE_PER_WINDOW,
                 rescore_share: RESCORE_SHARE,
                 bytes: manifest.checksums.get(CODES_FILE).map_or(0, |c| c.size),

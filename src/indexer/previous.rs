@@ -169,8 +169,8 @@ impl Previous {
     /// Whether the previous generation's dense index (sign codes) is what
     /// this run's setting asks for: the same setting, and codes exactly
     /// when the setting writes them at its count of chunks with a vector
-    /// (an index of an older format, which had none, gets them once it
-    /// qualifies).
+    /// (an index of an older format, which had none or kept them in a
+    /// file this build does not read, gets them once it qualifies).
     fn dense_index_current(&self, options: &IndexOptions, manifest: &Manifest) -> bool {
         let Some(generation) = &self.generation else {
             return false;
@@ -181,7 +181,7 @@ impl Previous {
             .count();
         let setting = options.dense_index_setting(Some(manifest));
         setting == manifest.dense_index.setting
-            && setting.builds(rows) == manifest.dense_index.rows.is_some()
+            && setting.builds(rows) == manifest.sign_code_rows().is_some()
     }
 
     /// Whether this run carries the previous generation's chunks over (their

@@ -219,7 +219,7 @@ fn damaged_codes_are_named_and_exact_searches_skip_them() {
         .map(|e| e.unwrap().path())
         .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("gen-"))
         .unwrap();
-    let path = gen_dir.join("codes.b1");
+    let path = gen_dir.join("codes.b32");
     let bytes = fs::read(&path).unwrap();
     // Zeroed codes of the same length and modification time (so only a
     // checksum would tell): the returned chunks' codes disagree with their
@@ -241,7 +241,7 @@ fn damaged_codes_are_named_and_exact_searches_skip_them() {
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("codes.b1") && stderr.contains("does not match"),
+        stderr.contains("codes.b32") && stderr.contains("does not match"),
         "{stderr}"
     );
     // The exact scan reads no code.
@@ -255,7 +255,7 @@ fn damaged_codes_are_named_and_exact_searches_skip_them() {
     let output = corpus.memidx().args(search).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("codes.b1"), "{stderr}");
+    assert!(stderr.contains("codes.b32"), "{stderr}");
     let verify = corpus
         .memidx()
         .args(["status", "--verify"])
@@ -263,7 +263,8 @@ fn damaged_codes_are_named_and_exact_searches_skip_them() {
         .unwrap();
     assert_eq!(verify.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&verify.stderr);
-    assert!(stderr.contains("codes.b1 has 1712 bytes"), "{stderr}");
+    // 107 rows fill four blocks of 32 (the file's whole length, 4096).
+    assert!(stderr.contains("codes.b32 has 2048 bytes"), "{stderr}");
 }
 
 #[test]

@@ -1,13 +1,14 @@
 //! The dense list's approximate index: one sign bit per dimension of every
-//! row (`codes.b1`), scanned first, so that only the best few thousand rows
+//! row (`codes.b32`), scanned first, so that only the best few thousand rows
 //! are scored exactly.
 //!
 //! A row's code is the signs of its int8 values, 32 bytes for 256
 //! dimensions: an eighth of the row. A search scores every allowed row's
 //! code against the query as it is (asymmetric: the query keeps its
 //! values, quantized to int8 like the rows', `Σ qᵢ · sign(xᵢ)`, which ranks
-//! far better than comparing signs with signs), through one table of 256
-//! integer partial sums per code byte, and
+//! far better than comparing signs with signs), in exact integers, a block
+//! of 32 rows at a time ([`code_scan`](super::code_scan): the file keeps
+//! each block's codes byte by byte for it), and
 //! rescores the best `max(20 × window, rows / 64)` rows with the exact
 //! scan's integer dot product. So a returned chunk's score is its exact
 //! cosine; only recall is approximate, and it is measured
@@ -20,7 +21,7 @@
 //! for either to reach 0.99 recall cheaply, and a graph took longer to
 //! build than the rest of an index run. Codes cost one pass over the rows
 //! to write and nothing to update, and a filter costs nothing extra: rows
-//! it removes are skipped before their codes are scored.
+//! it removes are skipped before their codes compete.
 
 use std::fs::File;
 use std::io::Read;
@@ -31,13 +32,16 @@ use memmap2::Mmap;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use super::code_scan::{BLOCK_ROWS, QueryTables};
 use super::vectors::{VECTORS_FILE, map_exact};
 use crate::lists::AllowSet;
 use crate::store::generation::ChunkOrd;
 use crate::store::{atomic, damaged};
 
-/// The codes' file in a generation folder.
-pub const CODES_FILE: &str = "codes.b1";
+/// The codes' file in a generation folder. (Formats 20 and 21 kept the
+/// codes row by row in `codes.b1`, which this build does not read: such an
+/// index scans every row until its next index run.)
+pub const CODES_FILE: &str = "codes.b32";
 
 /// Rows with a vector from which `auto` writes codes: below it an exact
 /// scan takes a few milliseconds, and a small index keeps exact recall
@@ -50,8 +54,8 @@ pub const RESCORE_PER_WINDOW: usize = 20;
 /// At least one row in this many is rescored.
 pub const RESCORE_SHARE: usize = 64;
 
-/// Fewest rows whose codes one parallel task scores.
-const CODE_BLOCK: usize = 8192;
+/// Fewest blocks of codes one parallel task scores.
+const TASK_BLOCKS: usize = 256;
 
 /// When an index run writes the codes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,16 +95,31 @@ pub fn default_rescored(window: usize, rows: usize) -> usize {
     (RESCORE_PER_WINDOW * window).max(rows / RESCORE_SHARE)
 }
 
-/// Bytes of one row's code.
+/// Bytes of one row's code (at least one, so blocks are never empty).
 fn code_len(dim: usize) -> usize {
-    dim.div_ceil(8)
+    dim.div_ceil(8).max(1)
 }
 
-/// The code of one row: bit `b` of byte `j` is set when value `8j + b` is
-/// positive.
-fn encode(values: &[i8], code: &mut [u8]) {
-    for (byte, values) in code.iter_mut().zip(values.chunks(8)) {
-        *byte = code_byte(values);
+/// Bytes of the codes of `rows` rows, whole blocks (the last one's rows
+/// past the end are zeros).
+fn file_len(rows: usize, len: usize) -> usize {
+    rows.div_ceil(BLOCK_ROWS) * BLOCK_ROWS * len
+}
+
+/// Where byte `byte` of row `ord`'s code lies in the file.
+fn byte_offset(ord: ChunkOrd, byte: usize, len: usize) -> usize {
+    let ord = ord as usize;
+    (ord / BLOCK_ROWS) * BLOCK_ROWS * len + byte * BLOCK_ROWS + ord % BLOCK_ROWS
+}
+
+/// The codes of up to [`BLOCK_ROWS`] rows of `dim` int8 `values` into
+/// `block`, byte by byte: bit `b` of row `r`'s byte `j`, at
+/// `j × BLOCK_ROWS + r`, is set when the row's value `8j + b` is positive.
+fn encode_block(values: &[i8], dim: usize, block: &mut [u8]) {
+    for (row, values) in values.chunks(dim.max(1)).enumerate() {
+        for (byte, values) in values.chunks(8).enumerate() {
+            block[byte * BLOCK_ROWS + row] = code_byte(values);
+        }
     }
 }
 
@@ -113,7 +132,7 @@ fn code_byte(values: &[i8]) -> u8 {
         .fold(0, |byte, (b, value)| byte | (u8::from(*value > 0) << b))
 }
 
-/// Rows read at a time when writing the codes.
+/// Rows read at a time when writing the codes (whole blocks).
 const WRITE_BLOCK: usize = 1 << 16;
 
 /// Writes the codes of the `rows` int8 vectors of dimension `dim` in `dir`
@@ -123,17 +142,20 @@ pub fn write(dir: &Path, rows: usize, dim: usize) -> Result<()> {
     let path = dir.join(VECTORS_FILE);
     let mut file = File::open(&path).with_context(|| damaged(&path, "cannot be opened"))?;
     let len = code_len(dim);
-    let mut codes = vec![0u8; rows * len];
-    let mut block = vec![0u8; WRITE_BLOCK * dim];
-    for codes in codes.chunks_mut(WRITE_BLOCK * len.max(1)) {
-        let values = &mut block[..codes.len() / len.max(1) * dim];
+    let mut codes = vec![0u8; file_len(rows, len)];
+    let mut values = vec![0u8; WRITE_BLOCK * dim];
+    for (first, codes) in (0..rows)
+        .step_by(WRITE_BLOCK)
+        .zip(codes.chunks_mut(WRITE_BLOCK * len))
+    {
+        let values = &mut values[..(rows - first).min(WRITE_BLOCK) * dim];
         file.read_exact(values)
             .with_context(|| damaged(&path, "is shorter than its rows"))?;
         let values: &[i8] = bytemuck::cast_slice(values);
         codes
-            .par_chunks_mut(len.max(1))
-            .zip(values.par_chunks(dim.max(1)))
-            .for_each(|(code, row)| encode(row, code));
+            .par_chunks_mut(BLOCK_ROWS * len)
+            .zip(values.par_chunks(BLOCK_ROWS * dim.max(1)))
+            .for_each(|(block, values)| encode_block(values, dim, block));
     }
     atomic::write_synced(&dir.join(CODES_FILE), &codes)
 }
@@ -146,51 +168,6 @@ pub struct SignCodes {
     len: usize,
 }
 
-/// The query's partial sums, in integers: per code byte, per byte value,
-/// the sum of the int8-quantized query's values at the byte's dimensions,
-/// added where the bit is set and subtracted where it is not (at most
-/// 8 × 127 in size, so a whole code's sum fits an `i32` with room).
-struct Tables(Vec<[i16; 256]>);
-
-impl Tables {
-    /// The tables of the int8-quantized `query`, for codes of `len` bytes.
-    fn new(query: &[i8], len: usize) -> Self {
-        let mut tables = vec![[0i16; 256]; len];
-        for (j, table) in tables.iter_mut().enumerate() {
-            let values: Vec<i16> = (0..8)
-                .map(|b| query.get(8 * j + b).map_or(0, |q| i16::from(*q)))
-                .collect();
-            for (byte, sum) in table.iter_mut().enumerate() {
-                *sum = values
-                    .iter()
-                    .enumerate()
-                    .map(|(b, q)| if byte >> b & 1 == 1 { *q } else { -q })
-                    .sum();
-            }
-        }
-        Self(tables)
-    }
-
-    /// The quantized query's dot product with the signs `code` stands for,
-    /// summed in four independent lanes (one chain of dependent additions
-    /// would take four times as long).
-    #[inline(always)]
-    fn score(&self, code: &[u8]) -> i32 {
-        let mut lanes = [0i32; 4];
-        let (codes, tables) = (code.chunks_exact(4), self.0.chunks_exact(4));
-        let (code_rest, table_rest) = (codes.remainder(), tables.remainder());
-        for (bytes, tables) in codes.zip(tables) {
-            for lane in 0..4 {
-                lanes[lane] += i32::from(tables[lane][bytes[lane] as usize]);
-            }
-        }
-        for (byte, table) in code_rest.iter().zip(table_rest) {
-            lanes[0] += i32::from(table[*byte as usize]);
-        }
-        lanes.iter().sum()
-    }
-}
-
 /// A row and its code's score, ordered best first (ties: lower row first).
 #[derive(Clone, Copy)]
 struct Scored(i32, ChunkOrd);
@@ -199,50 +176,121 @@ fn best_first(a: &Scored, b: &Scored) -> std::cmp::Ordering {
     b.0.cmp(&a.0).then(a.1.cmp(&b.1))
 }
 
-/// Keeps the `depth` best of `scored`, in no particular order.
-fn keep_best(scored: &mut Vec<Scored>, depth: usize) {
-    if scored.len() > depth && depth > 0 {
-        scored.select_nth_unstable_by(depth - 1, best_first);
-    }
-    scored.truncate(depth);
+/// Most buckets of a histogram of code scores (see [`Buckets`]).
+const MAX_BUCKETS: usize = 4096;
+
+/// The buckets of a histogram over every score a query can give a code:
+/// from `-bound` to `bound` (`Σ |qᵢ|`) in steps of `2^shift`, at most
+/// [`MAX_BUCKETS`] of them.
+struct Buckets {
+    bound: i32,
+    shift: u32,
 }
 
-/// The `depth` best rows offered, kept in a buffer of twice that which is
-/// cut back to the best `depth` when full: a row that cannot beat the
-/// last cut's worst is not even stored.
-struct Best {
+impl Buckets {
+    fn new(query: &[i8]) -> Self {
+        let bound: i32 = query.iter().map(|q| i32::from(*q).abs()).sum();
+        let mut shift = 0;
+        while ((2 * bound) >> shift) as usize >= MAX_BUCKETS {
+            shift += 1;
+        }
+        Self { bound, shift }
+    }
+
+    fn count(&self) -> usize {
+        ((2 * self.bound) >> self.shift) as usize + 1
+    }
+
+    fn of(&self, score: i32) -> usize {
+        ((score + self.bound) >> self.shift) as usize
+    }
+
+    /// The lowest score of bucket `bucket`.
+    fn floor(&self, bucket: usize) -> i32 {
+        ((bucket as i32) << self.shift) - self.bound
+    }
+}
+
+/// Cuts `rows` to those in or above the bucket where their count from the
+/// top reaches `depth` (all of them, when fewer), and gives that bucket's
+/// lowest score: a row below it has `depth` rows scoring better, so it can
+/// never be among the `depth` best. Linear, where a selection of the
+/// `depth`-th best would partition the rows again and again.
+fn cut_below_depth(rows: &mut Vec<Scored>, depth: usize, buckets: &Buckets) -> i32 {
+    let mut histogram = vec![0u32; buckets.count()];
+    for row in rows.iter() {
+        histogram[buckets.of(row.0)] += 1;
+    }
+    let mut above = 0;
+    let edge = (0..histogram.len())
+        .rev()
+        .find(|&bucket| {
+            above += histogram[bucket] as usize;
+            above >= depth
+        })
+        .unwrap_or(0);
+    let floor = buckets.floor(edge);
+    rows.retain(|row| row.0 >= floor);
+    floor
+}
+
+// A block's rows are the bits of a `u32`.
+const _: () = assert!(BLOCK_ROWS == u32::BITS as usize);
+
+/// The rows of a block whose scores are at least `floor`, one bit each.
+#[inline]
+fn at_or_above(scores: &[i32; BLOCK_ROWS], floor: i32) -> u32 {
+    scores.iter().enumerate().fold(0, |rows, (row, &score)| {
+        rows | u32::from(score >= floor) << row
+    })
+}
+
+/// The first `rows` rows of a block, one bit each.
+fn rows_below(rows: usize) -> u32 {
+    match rows {
+        0..BLOCK_ROWS => (1 << rows) - 1,
+        _ => u32::MAX,
+    }
+}
+
+/// The rows offered that may still be among the `depth` best: every row
+/// until the buffer fills, then those at or above the floor of the last
+/// cut ([`cut_below_depth`]), which only rises.
+struct Best<'a> {
     depth: usize,
+    buckets: &'a Buckets,
     kept: Vec<Scored>,
-    /// The worst score kept at the last cut (`i32::MIN` before one).
+    /// The buffer's size at which it is cut next.
+    limit: usize,
     floor: i32,
 }
 
-impl Best {
-    fn new(depth: usize) -> Self {
+impl<'a> Best<'a> {
+    fn new(depth: usize, buckets: &'a Buckets) -> Self {
+        let limit = 2 * depth.max(1);
         Self {
             depth,
-            kept: Vec::with_capacity(2 * depth.max(1)),
+            buckets,
+            kept: Vec::with_capacity(limit),
+            limit,
             floor: i32::MIN,
         }
     }
 
     #[inline]
     fn offer(&mut self, score: i32, ord: ChunkOrd) {
-        // A row tying the floor may still win on its ordinal only if it is
-        // lower than the kept one's, never true for rows offered in order.
-        if score <= self.floor {
+        if score < self.floor {
             return;
         }
         self.kept.push(Scored(score, ord));
-        if self.kept.len() == self.kept.capacity() {
-            keep_best(&mut self.kept, self.depth);
-            self.floor = self.kept.iter().map(|s| s.0).min().unwrap_or(i32::MIN);
+        if self.kept.len() == self.limit {
+            self.floor = cut_below_depth(&mut self.kept, self.depth, self.buckets);
+            // A bucket holding most of the buffer leaves it nearly full:
+            // grow it rather than cut it at every row.
+            if self.kept.len() > self.limit / 4 * 3 {
+                self.limit *= 2;
+            }
         }
-    }
-
-    fn into_kept(mut self) -> Vec<Scored> {
-        keep_best(&mut self.kept, self.depth);
-        self.kept
     }
 }
 
@@ -258,7 +306,7 @@ impl SignCodes {
             return Ok(None);
         }
         let len = code_len(dim);
-        let map = map_exact(&path, (rows * len) as u64, true)?;
+        let map = map_exact(&path, file_len(rows, len) as u64, true)?;
         Ok(Some(Self {
             path,
             map,
@@ -271,8 +319,11 @@ impl SignCodes {
         self.map.as_deref().unwrap_or_default()
     }
 
-    fn code(&self, ord: ChunkOrd) -> &[u8] {
-        &self.bytes()[ord as usize * self.len..][..self.len]
+    /// Row `ord`'s code, gathered from its block.
+    fn code(&self, ord: ChunkOrd) -> Vec<u8> {
+        (0..self.len)
+            .map(|byte| self.bytes()[byte_offset(ord, byte, self.len)])
+            .collect()
     }
 
     /// How many rows there are.
@@ -284,53 +335,57 @@ impl SignCodes {
     /// (a unit vector's int8 values, as [`super::quantize`] gives them), best
     /// first (ties: lower row first).
     pub fn candidates(&self, query: &[i8], depth: usize, allow: &AllowSet) -> Vec<ChunkOrd> {
-        let tables = Tables::new(query, self.len);
-        // A few blocks per thread: each keeps its own best, then they merge.
-        let block = self
-            .rows
-            .div_ceil(4 * rayon::current_num_threads())
-            .max(CODE_BLOCK);
-        let blocks: Vec<Vec<Scored>> = (0..self.rows.div_ceil(block))
+        let tables = QueryTables::new(query, self.len);
+        let buckets = Buckets::new(query);
+        // A few tasks per thread: each keeps its own best, then they merge.
+        let blocks = self.rows.div_ceil(BLOCK_ROWS);
+        let task = blocks
+            .div_ceil(rayon::current_num_threads())
+            .max(TASK_BLOCKS);
+        let tasks: Vec<Vec<Scored>> = (0..blocks.div_ceil(task))
             .into_par_iter()
             .map(|index| {
-                let first = index * block;
-                let rows = first..self.rows.min(first + block);
-                // The common code lengths (256 and 384 dimensions) get loops
-                // compiled for them: a known length unrolls.
-                match self.len {
-                    32 => self.best_of::<32>(&tables, rows, depth, allow),
-                    48 => self.best_of::<48>(&tables, rows, depth, allow),
-                    _ => self.best_of::<0>(&tables, rows, depth, allow),
-                }
+                let first = index * task;
+                let mut best = Best::new(depth, &buckets);
+                self.offer_blocks(&tables, first..blocks.min(first + task), allow, &mut best);
+                best.kept
             })
             .collect();
-        let mut scored: Vec<Scored> = blocks.into_iter().flatten().collect();
-        keep_best(&mut scored, depth);
+        let mut scored: Vec<Scored> = tasks.into_iter().flatten().collect();
+        cut_below_depth(&mut scored, depth, &buckets);
         scored.sort_unstable_by(best_first);
+        scored.truncate(depth);
         scored.into_iter().map(|Scored(_, ord)| ord).collect()
     }
 
-    /// The `depth` best of `rows` that `allow` lets through, for codes of
-    /// `LEN` bytes (0: of the codes' own length).
-    fn best_of<const LEN: usize>(
+    /// Offers `best` the rows of the blocks `blocks` that `allow` lets
+    /// through, with their codes' scores.
+    fn offer_blocks(
         &self,
-        tables: &Tables,
-        rows: std::ops::Range<usize>,
-        depth: usize,
+        tables: &QueryTables,
+        blocks: std::ops::Range<usize>,
         allow: &AllowSet,
-    ) -> Vec<Scored> {
-        let len = if LEN == 0 { self.len } else { LEN };
-        let codes = self.bytes()[rows.start * len..rows.end * len].chunks_exact(len);
-        let rows = (rows.start as ChunkOrd..).zip(codes);
-        let mut best = Best::new(depth);
-        match allow {
-            // Without a filter the loop tests nothing per row.
-            AllowSet::All => rows.for_each(|(ord, code)| best.offer(tables.score(code), ord)),
-            _ => rows
-                .filter(|(ord, _)| allow.allows(*ord))
-                .for_each(|(ord, code)| best.offer(tables.score(code), ord)),
+        best: &mut Best<'_>,
+    ) {
+        let block_bytes = BLOCK_ROWS * self.len;
+        let codes = &self.bytes()[blocks.start * block_bytes..blocks.end * block_bytes];
+        let mut scores = [0i32; BLOCK_ROWS];
+        for (index, block) in (blocks.start..).zip(codes.chunks_exact(block_bytes)) {
+            tables.block_scores(block, &mut scores);
+            let first = index * BLOCK_ROWS;
+            // Only rows at or above the floor are visited (a row in a few
+            // dozen, soon): a test per row would cost more than the scores.
+            // The last block's rows past the end are padding.
+            let mut rows = at_or_above(&scores, best.floor) & rows_below(self.rows - first);
+            while rows != 0 {
+                let row = rows.trailing_zeros() as usize;
+                rows &= rows - 1;
+                let ord = (first + row) as ChunkOrd;
+                if allow.allows(ord) {
+                    best.offer(scores[row], ord);
+                }
+            }
         }
-        best.into_kept()
     }
 
     /// Checks that row `ord`'s code is the signs of its int8 `values`.
@@ -339,7 +394,7 @@ impl SignCodes {
         ensure!(
             values
                 .chunks(8)
-                .zip(code)
+                .zip(&code)
                 .all(|(v, byte)| code_byte(v) == *byte),
             damaged(&self.path, "holds a code that does not match its vector")
         );
@@ -380,28 +435,36 @@ mod tests {
         StoredVectors::open(dir, rows, DIM).unwrap()
     }
 
-    #[test]
-    fn a_code_scores_the_query_against_the_signs_of_the_row() {
-        let query = vector(7);
-        let values: Vec<i8> = (0..DIM as i8)
-            .map(|i| if i % 3 == 0 { 5 } else { -2 })
-            .collect();
-        let mut code = vec![0u8; code_len(DIM)];
-        encode(&values, &mut code);
-        assert_eq!(code.len(), 3);
-        let (quantized, _) = quantize(&query);
-        let expected: i32 = quantized
+    /// `Σ qᵢ · sᵢ` for a code, bit by bit.
+    fn code_score(query: &[i8], code: &[u8]) -> i32 {
+        query
             .iter()
-            .zip(&values)
-            .map(|(q, v)| {
-                if *v > 0 {
-                    i32::from(*q)
-                } else {
-                    -i32::from(*q)
-                }
+            .enumerate()
+            .map(|(i, q)| match code[i / 8] >> (i % 8) & 1 {
+                1 => i32::from(*q),
+                _ => -i32::from(*q),
             })
-            .sum();
-        assert_eq!(Tables::new(&quantized, code.len()).score(&code), expected);
+            .sum()
+    }
+
+    #[test]
+    fn the_file_holds_every_row_s_signs_in_whole_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        // Three full blocks and four rows of a fourth.
+        let rows = 3 * BLOCK_ROWS + 4;
+        let vectors = written(dir.path(), rows);
+        let len = std::fs::metadata(dir.path().join(CODES_FILE))
+            .unwrap()
+            .len();
+        assert_eq!(len as usize, 4 * BLOCK_ROWS * code_len(DIM));
+        let codes = SignCodes::open(dir.path(), rows, DIM).unwrap().unwrap();
+        for ord in 0..rows as ChunkOrd {
+            let (values, _) = vectors.quantized_row(ord).unwrap();
+            let code = codes.code(ord);
+            let signs: Vec<bool> = (0..DIM).map(|i| code[i / 8] >> (i % 8) & 1 == 1).collect();
+            assert_eq!(signs, values.iter().map(|v| *v > 0).collect::<Vec<_>>());
+            codes.check(ord, values).unwrap();
+        }
     }
 
     #[test]
@@ -411,9 +474,8 @@ mod tests {
         let vectors = written(dir.path(), rows);
         let codes = SignCodes::open(dir.path(), rows, DIM).unwrap().unwrap();
         let (query, _) = quantize(&vector(123));
-        let tables = Tables::new(&query, code_len(DIM));
         let mut all: Vec<Scored> = (0..rows as ChunkOrd)
-            .map(|ord| Scored(tables.score(codes.code(ord)), ord))
+            .map(|ord| Scored(code_score(&query, &codes.code(ord)), ord))
             .collect();
         all.sort_unstable_by(best_first);
         let best: Vec<ChunkOrd> = all.iter().take(300).map(|s| s.1).collect();
@@ -443,13 +505,13 @@ mod tests {
         let vectors = written(dir.path(), 100);
         let path = dir.path().join(CODES_FILE);
         let mut bytes = std::fs::read(&path).unwrap();
-        bytes[3 * 3] ^= 0xff;
+        bytes[byte_offset(3, 1, code_len(DIM))] ^= 0xff;
         std::fs::write(&path, &bytes).unwrap();
         let codes = SignCodes::open(dir.path(), 100, DIM).unwrap().unwrap();
         let err = codes
             .check(3, vectors.quantized_row(3).unwrap().0)
             .unwrap_err();
-        assert!(format!("{err:#}").contains("codes.b1"), "{err:#}");
+        assert!(format!("{err:#}").contains("codes.b32"), "{err:#}");
         std::fs::write(&path, &bytes[1..]).unwrap();
         assert!(SignCodes::open(dir.path(), 100, DIM).is_err());
         std::fs::remove_file(&path).unwrap();

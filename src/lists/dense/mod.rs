@@ -26,6 +26,7 @@
 //! embedding is kept from the first scan for the second (a few recent
 //! queries, for a transformer's forward pass costs more than a scan).
 
+mod code_scan;
 pub mod codes;
 mod vectors;
 
