@@ -211,27 +211,17 @@ impl Buckets {
     }
 }
 
-/// Cuts `rows` to those in or above the bucket where their count from the
-/// top reaches `depth` (all of them, when fewer), and gives that bucket's
-/// lowest score: a row below it has `depth` rows scoring better, so it can
-/// never be among the `depth` best. Linear, where a selection of the
-/// `depth`-th best would partition the rows again and again.
-fn cut_below_depth(rows: &mut Vec<Scored>, depth: usize, buckets: &Buckets) -> i32 {
-    let mut histogram = vec![0u32; buckets.count()];
-    for row in rows.iter() {
-        histogram[buckets.of(row.0)] += 1;
-    }
+/// The bucket where the count of `histogram` from the top reaches
+/// `depth` (the lowest, when the histogram holds fewer rows).
+fn depth_bucket(histogram: &[u32], depth: usize) -> usize {
     let mut above = 0;
-    let edge = (0..histogram.len())
+    (0..histogram.len())
         .rev()
         .find(|&bucket| {
             above += histogram[bucket] as usize;
             above >= depth
         })
-        .unwrap_or(0);
-    let floor = buckets.floor(edge);
-    rows.retain(|row| row.0 >= floor);
-    floor
+        .unwrap_or(0)
 }
 
 // A block's rows are the bits of a `u32`.
@@ -253,43 +243,21 @@ fn rows_below(rows: usize) -> u32 {
     }
 }
 
-/// The rows offered that may still be among the `depth` best: every row
-/// until the buffer fills, then those at or above the floor of the last
-/// cut ([`cut_below_depth`]), which only rises.
-struct Best<'a> {
-    depth: usize,
-    buckets: &'a Buckets,
-    kept: Vec<Scored>,
-    /// The buffer's size at which it is cut next.
-    limit: usize,
-    floor: i32,
-}
-
-impl<'a> Best<'a> {
-    fn new(depth: usize, buckets: &'a Buckets) -> Self {
-        let limit = 2 * depth.max(1);
-        Self {
-            depth,
-            buckets,
-            kept: Vec::with_capacity(limit),
-            limit,
-            floor: i32::MIN,
-        }
-    }
-
-    #[inline]
-    fn offer(&mut self, score: i32, ord: ChunkOrd) {
-        if score < self.floor {
-            return;
-        }
-        self.kept.push(Scored(score, ord));
-        if self.kept.len() == self.limit {
-            self.floor = cut_below_depth(&mut self.kept, self.depth, self.buckets);
-            // A bucket holding most of the buffer leaves it nearly full:
-            // grow it rather than cut it at every row.
-            if self.kept.len() > self.limit / 4 * 3 {
-                self.limit *= 2;
-            }
+/// Calls `visit` with each row of `rows` (a block's, one bit each) that
+/// `allow` lets through, as its ordinal and its place in the block.
+#[inline]
+fn for_each_allowed(
+    mut rows: u32,
+    first: usize,
+    allow: &AllowSet,
+    mut visit: impl FnMut(ChunkOrd, usize),
+) {
+    while rows != 0 {
+        let row = rows.trailing_zeros() as usize;
+        rows &= rows - 1;
+        let ord = (first + row) as ChunkOrd;
+        if allow.allows(ord) {
+            visit(ord, row);
         }
     }
 }
@@ -332,40 +300,98 @@ impl SignCodes {
     }
 
     /// The `depth` rows of `allow` whose codes score best against `query`
-    /// (a unit vector's int8 values, as [`super::quantize`] gives them), best
-    /// first (ties: lower row first).
+    /// (a unit vector's int8 values, as [`super::quantize`] gives them; ties:
+    /// lower rows first), in row order.
+    ///
+    /// Two passes over the codes, each split over the cores: the first
+    /// counts the scores in a histogram, which gives the score the depth's
+    /// worst row has at least, and notes each block's best; the second
+    /// scores again the blocks whose best reaches it and keeps their rows
+    /// that do, a few more than `depth`. (A running best of thousands, cut
+    /// as it fills, cost more than a second pass over codes still in the
+    /// cache.)
     pub fn candidates(&self, query: &[i8], depth: usize, allow: &AllowSet) -> Vec<ChunkOrd> {
         let tables = QueryTables::new(query, self.len);
         let buckets = Buckets::new(query);
-        // A few tasks per thread: each keeps its own best, then they merge.
+        // A few tasks per thread: work for a thread whose core is free.
         let blocks = self.rows.div_ceil(BLOCK_ROWS);
         let task = blocks
-            .div_ceil(rayon::current_num_threads())
+            .div_ceil(4 * rayon::current_num_threads())
             .max(TASK_BLOCKS);
-        let tasks: Vec<Vec<Scored>> = (0..blocks.div_ceil(task))
-            .into_par_iter()
-            .map(|index| {
-                let first = index * task;
-                let mut best = Best::new(depth, &buckets);
-                self.offer_blocks(&tables, first..blocks.min(first + task), allow, &mut best);
-                best.kept
+        let tasks: Vec<std::ops::Range<usize>> = (0..blocks)
+            .step_by(task)
+            .map(|first| first..blocks.min(first + task))
+            .collect();
+        // Pass one: the histogram, and each block's best score.
+        let counted: Vec<(Vec<u32>, Vec<i32>)> = tasks
+            .par_iter()
+            .map(|blocks| {
+                let mut histogram = vec![0u32; buckets.count()];
+                let mut block_best = Vec::with_capacity(blocks.len());
+                let mut count = |score: i32| histogram[buckets.of(score)] += 1;
+                // With no floor, `rows` are the block's first rows.
+                self.score_blocks(&tables, blocks.clone(), i32::MIN, |first, rows, scores| {
+                    let valid = &scores[..rows.count_ones() as usize];
+                    block_best.push(valid.iter().copied().max().unwrap_or(i32::MIN));
+                    match allow {
+                        AllowSet::All => valid.iter().for_each(|&score| count(score)),
+                        _ => for_each_allowed(rows, first, allow, |_, row| count(scores[row])),
+                    }
+                });
+                (histogram, block_best)
             })
             .collect();
-        let mut scored: Vec<Scored> = tasks.into_iter().flatten().collect();
-        cut_below_depth(&mut scored, depth, &buckets);
-        scored.sort_unstable_by(best_first);
-        scored.truncate(depth);
-        scored.into_iter().map(|Scored(_, ord)| ord).collect()
+        let mut histogram = vec![0u32; buckets.count()];
+        for (counts, _) in &counted {
+            histogram
+                .iter_mut()
+                .zip(counts)
+                .for_each(|(sum, n)| *sum += n);
+        }
+        let edge = depth_bucket(&histogram, depth);
+        let floor = buckets.floor(edge);
+        // Pass two: the rows at or above the floor, in the blocks that
+        // have any.
+        let kept: Vec<Vec<Scored>> = tasks
+            .par_iter()
+            .zip(&counted)
+            .map(|(blocks, (_, block_best))| {
+                let mut kept = Vec::new();
+                for (block, _) in blocks.clone().zip(block_best).filter(|(_, b)| **b >= floor) {
+                    self.score_blocks(&tables, block..block + 1, floor, |first, rows, scores| {
+                        for_each_allowed(rows, first, allow, |ord, row| {
+                            kept.push(Scored(scores[row], ord));
+                        });
+                    });
+                }
+                kept
+            })
+            .collect();
+        // The rows above the edge bucket are among the best for sure;
+        // those in it compete for the rest, best first.
+        let (mut sure, mut competing): (Vec<Scored>, Vec<Scored>) = kept
+            .into_iter()
+            .flatten()
+            .partition(|row| buckets.of(row.0) > edge);
+        let rest = depth.saturating_sub(sure.len()).min(competing.len());
+        if rest > 0 && rest < competing.len() {
+            competing.select_nth_unstable_by(rest - 1, best_first);
+        }
+        sure.extend_from_slice(&competing[..rest]);
+        let mut rows: Vec<ChunkOrd> = sure.into_iter().map(|Scored(_, ord)| ord).collect();
+        rows.sort_unstable();
+        rows
     }
 
-    /// Offers `best` the rows of the blocks `blocks` that `allow` lets
-    /// through, with their codes' scores.
-    fn offer_blocks(
+    /// Scores the blocks `blocks` and calls `visit` with each block's first
+    /// row, its rows scoring at least `floor` (one bit each; the padding
+    /// past the last row never) and the block's scores.
+    fn score_blocks(
         &self,
         tables: &QueryTables,
         blocks: std::ops::Range<usize>,
-        allow: &AllowSet,
-        best: &mut Best<'_>,
+        floor: i32,
+        mut visit: impl FnMut(usize, u32, &[i32; BLOCK_ROWS]),
     ) {
         let block_bytes = BLOCK_ROWS * self.len;
         let codes = &self.bytes()[blocks.start * block_bytes..blocks.end * block_bytes];
@@ -373,18 +399,8 @@ impl SignCodes {
         for (index, block) in (blocks.start..).zip(codes.chunks_exact(block_bytes)) {
             tables.block_scores(block, &mut scores);
             let first = index * BLOCK_ROWS;
-            // Only rows at or above the floor are visited (a row in a few
-            // dozen, soon): a test per row would cost more than the scores.
-            // The last block's rows past the end are padding.
-            let mut rows = at_or_above(&scores, best.floor) & rows_below(self.rows - first);
-            while rows != 0 {
-                let row = rows.trailing_zeros() as usize;
-                rows &= rows - 1;
-                let ord = (first + row) as ChunkOrd;
-                if allow.allows(ord) {
-                    best.offer(scores[row], ord);
-                }
-            }
+            let rows = at_or_above(&scores, floor) & rows_below(self.rows - first);
+            visit(first, rows, &scores);
         }
     }
 
@@ -478,20 +494,22 @@ mod tests {
             .map(|ord| Scored(code_score(&query, &codes.code(ord)), ord))
             .collect();
         all.sort_unstable_by(best_first);
-        let best: Vec<ChunkOrd> = all.iter().take(300).map(|s| s.1).collect();
-        assert_eq!(codes.candidates(&query, 300, &AllowSet::All), best);
         // The row itself, whose code matches the query's signs, comes first.
-        assert_eq!(best[0], 123);
+        assert_eq!(all[0].1, 123);
+        // The best 300 that `keep` keeps, in row order.
+        let best = |keep: fn(&ChunkOrd) -> bool| {
+            let mut best: Vec<ChunkOrd> = all.iter().map(|s| s.1).filter(keep).take(300).collect();
+            best.sort_unstable();
+            best
+        };
+        assert_eq!(
+            codes.candidates(&query, 300, &AllowSet::All),
+            best(|_| true)
+        );
         // A filter removes rows before they compete.
         let flags: Vec<bool> = (0..rows).map(|i| i % 2 == 1).collect();
         let odd = codes.candidates(&query, 300, &AllowSet::Only(flags.into()));
-        let expected: Vec<ChunkOrd> = all
-            .iter()
-            .map(|s| s.1)
-            .filter(|o| o % 2 == 1)
-            .take(300)
-            .collect();
-        assert_eq!(odd, expected);
+        assert_eq!(odd, best(|o| o % 2 == 1));
         for ord in [0, 5, 19_999] {
             codes
                 .check(ord, vectors.quantized_row(ord).unwrap().0)

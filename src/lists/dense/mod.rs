@@ -210,7 +210,7 @@ impl DenseList {
 
     /// The best `window` chunks of `allow` (`allowed` rows) among the
     /// `depth` rows whose codes score best against `query`, rescored
-    /// exactly.
+    /// exactly (in row order, which reads the mapped rows forward).
     fn rescore_best(
         &self,
         codes: &SignCodes,

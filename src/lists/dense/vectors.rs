@@ -33,6 +33,9 @@ pub const KEYS_FILE: &str = "keys.u64";
 /// Rows scored per parallel task.
 const SCAN_BLOCK: usize = 8192;
 
+/// Fewest rows one parallel task rescores.
+const RESCORE_TASK: usize = 1024;
+
 /// Quantizes one vector: its int8 values and its scale.
 pub fn quantize(vector: &[f32]) -> (Vec<i8>, f32) {
     let max = vector.iter().fold(0.0f32, |m, x| m.max(x.abs()));
@@ -303,7 +306,11 @@ impl StoredVectors {
         };
         scores.clear();
         scores.resize(ords.len(), 0.0);
-        score_ords(query, query_scale, rows, ords, scores);
+        // Split over the cores: the rows are scattered reads of the map.
+        scores
+            .par_chunks_mut(RESCORE_TASK)
+            .zip(ords.par_chunks(RESCORE_TASK))
+            .for_each(|(scores, ords)| score_ords(query, query_scale, rows, ords, scores));
         Ok(())
     }
 
