@@ -68,8 +68,12 @@ fn a_rescored_window_scores_every_chunk_as_the_exact_scan_and_says_what_it_scann
     let dense = &status["dense_index"];
     assert_eq!(dense["setting"], "always");
     assert_eq!(dense["rows"].as_u64(), Some(chunks as u64), "{status}");
-    // One bit per dimension: 256 dimensions make 32 bytes a row.
-    assert_eq!(dense["bytes"].as_u64(), Some(32 * chunks as u64));
+    // One bit per dimension: 256 dimensions make 32 bytes a row, in
+    // blocks of 32 rows (the last one padded).
+    assert_eq!(
+        dense["bytes"].as_u64(),
+        Some(32 * 32 * chunks.div_ceil(32) as u64)
+    );
     assert_eq!(dense["rescore_per_window"], 20);
 
     for filter in [&[][..], &["--filter", "environment=production"][..]] {
