@@ -511,18 +511,9 @@ impl SparseList {
             dead: Vec::new(),
             bounds: SegmentBounds::open(&dir.join(bounds::file_name(&id)))?,
         };
-        // Every ordinal must name a chunk or be DEAD, so that a search can
-        // trust them.
+        // An ordinal past the chunk table is caught as a search reaches it
+        // (`score::chunk_of`).
         let ords = self.ords_of(&part)?;
-        if ords
-            .iter()
-            .any(|&o| o != DEAD && u64::from(o) >= self.stats.docs)
-        {
-            bail!(crate::store::damaged(
-                &self.ords_path,
-                "names a chunk past the end"
-            ));
-        }
         if map.dead > 0 {
             part.dead = (0..ords.len() as u32)
                 .filter(|&doc| ords[doc as usize] == DEAD)
@@ -575,9 +566,15 @@ impl List for SparseList {
                 matched: 0,
                 filtered_out: 0,
                 scored: 0,
+                chunks: self.stats.docs,
+                past_the_end: false,
             };
             self.collect(&weighed, allow, &mut out)
                 .map_err(|err| self.named_as_damage(err))?;
+            ensure!(
+                !out.past_the_end,
+                crate::store::damaged(&self.ords_path, "names a chunk past the end")
+            );
             list.matched = out.matched;
             list.filtered_out = out.filtered_out;
             list.postings = Some(PostingCounts {

@@ -197,3 +197,20 @@ fn pruning_matches_scoring_every_posting_on_random_fixture_queries() {
         .collect();
     check_collection(&docs, &queries);
 }
+
+#[test]
+fn both_walks_name_an_ordinal_past_the_chunk_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = [(0, "alpha beta"), (1, "beta gamma"), (2, "gamma delta")];
+    // Three live chunks, the last one's ordinal past them: a damaged map.
+    let stats = write(tmp.path(), None, &docs, &[0, 1, 7]);
+    for prune in [true, false] {
+        let list = open(tmp.path(), stats, prune);
+        // A query that never reaches the bad ordinal is answered…
+        assert_eq!(hits(&list, "alpha", 10, &AllowSet::All).len(), 1);
+        // …one that does names the file.
+        let err = list.search("delta", 10, &AllowSet::All).unwrap_err();
+        assert!(format!("{err:#}").contains(ORDS_FILE), "{err:#}");
+        assert!(format!("{err:#}").contains("past the end"), "{err:#}");
+    }
+}

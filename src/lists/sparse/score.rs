@@ -84,6 +84,10 @@ pub(super) struct Collected {
     pub(super) filtered_out: usize,
     /// Postings whose contribution was computed.
     pub(super) scored: u64,
+    /// The chunk table's length: an ordinal at or past it is damage.
+    pub(super) chunks: u64,
+    /// Whether a document's ordinal was at or past [`Self::chunks`].
+    pub(super) past_the_end: bool,
 }
 
 /// Scores every live posting of `terms` in `segment`.
@@ -106,7 +110,7 @@ pub(super) fn exhaustive(
         };
         let mut doc = postings.doc();
         while doc != TERMINATED {
-            if chunk_of(ords, doc) != DEAD {
+            if chunk_of(ords, doc, out) != DEAD {
                 let dl = segment.lengths.first(doc).unwrap_or(0);
                 let slot = &mut scores[doc as usize];
                 if *slot == 0.0 {
@@ -125,9 +129,18 @@ pub(super) fn exhaustive(
 }
 
 /// The chunk of document `doc` ([`DEAD`] also for a document past the
-/// map, which only damaged postings could name).
-fn chunk_of(ords: &[u32], doc: u32) -> ChunkOrd {
-    ords.get(doc as usize).copied().unwrap_or(DEAD)
+/// map, which only damaged postings could name, and for an ordinal past
+/// the chunk table, which only a damaged map could hold: noted in `out`).
+/// Checked here, as the postings reach them, rather than every ordinal
+/// when the list opens, which cost every search a pass over the map.
+#[inline]
+fn chunk_of(ords: &[u32], doc: u32, out: &mut Collected) -> ChunkOrd {
+    let chunk = ords.get(doc as usize).copied().unwrap_or(DEAD);
+    if chunk != DEAD && u64::from(chunk) >= out.chunks {
+        out.past_the_end = true;
+        return DEAD;
+    }
+    chunk
 }
 
 /// Offers one reached chunk to the window, counting it.
@@ -202,7 +215,7 @@ pub(super) fn max_score(
     let mut sum = Sum::new(terms.len());
     let mut doc = next_doc(&cursors[essential..]);
     while doc != TERMINATED {
-        let chunk = chunk_of(ords, doc);
+        let chunk = chunk_of(ords, doc, out);
         let live_and_allowed = chunk != DEAD && allow.allows(chunk);
         if chunk != DEAD && !live_and_allowed {
             out.filtered_out += 1;
