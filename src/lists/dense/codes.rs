@@ -134,7 +134,7 @@ fn code_byte(values: &[i8]) -> u8 {
 
 /// Rows read at a time when writing the codes (whole blocks).
 const WRITE_BLOCK: usize = 1 << 16;
-const _: () = assert!(WRITE_BLOCK % BLOCK_ROWS == 0);
+const _: () = assert!(WRITE_BLOCK.is_multiple_of(BLOCK_ROWS));
 
 /// Writes the codes of the `rows` int8 vectors of dimension `dim` in `dir`
 /// (durably), reading the vector file a block at a time rather than mapping
