@@ -95,6 +95,14 @@ pub fn block_of(index: &[[u64; 2]], offset: u64) -> Option<usize> {
         .checked_sub(1)
 }
 
+thread_local! {
+    /// One decompression context per thread, kept between blocks: creating
+    /// one per block cost a search returning ten texts more than
+    /// decompressing them (`None` if zstd could not allocate one).
+    static DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+        std::cell::RefCell::new(zstd::bulk::Decompressor::new().ok());
+}
+
 /// Decompresses block `block` of the stream whose compressed bytes are
 /// `compressed`: its uncompressed start and bytes, or `None` when the index
 /// or the block is damaged.
@@ -104,7 +112,8 @@ pub fn decompress(index: &[[u64; 2]], compressed: &[u8], block: usize) -> Option
     let bytes = compressed
         .get(usize::try_from(compressed_start).ok()?..usize::try_from(compressed_end).ok()?)?;
     let capacity = usize::try_from(end.checked_sub(start)?).ok()?;
-    let block = zstd::bulk::decompress(bytes, capacity).ok()?;
+    let block = DECOMPRESSOR
+        .with_borrow_mut(|decompressor| decompressor.as_mut()?.decompress(bytes, capacity).ok())?;
     (block.len() as u64 == end - start).then_some((start, block))
 }
 
