@@ -280,10 +280,16 @@ fn killing_index_at_any_point_keeps_the_previous_index_and_the_next_run_equals_a
         let child = spawn_full_index(b.path());
         std::thread::sleep(delay);
         let (finished, stderr) = kill_or_reap(child);
-        assert!(
-            finished.is_none(),
-            "the first run finished within {delay:?} (full index takes {full:?}): {stderr}"
-        );
+        if let Some(status) = finished {
+            // Only at the later delays, on a machine less loaded than when
+            // `full` was measured: the run must have succeeded, and its
+            // index is checked below like the one a later run builds.
+            assert!(
+                delay >= full / 4 && status.success(),
+                "the first run finished within {delay:?} (full index takes {full:?}): {stderr}"
+            );
+            break;
+        }
         let output = search(b.path(), QUERIES[0]);
         let line = assert_one_line_error(
             &output,
