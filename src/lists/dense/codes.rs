@@ -25,6 +25,7 @@
 
 use std::fs::File;
 use std::io::Read;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, ensure};
@@ -263,6 +264,14 @@ fn for_each_allowed(
     }
 }
 
+/// What pass one of a search learns of a run of blocks.
+struct Counted {
+    /// Its allowed rows, by [`Buckets`] of their scores.
+    histogram: Vec<u32>,
+    /// Each block's best score (of all its rows, allowed or not).
+    block_best: Vec<i32>,
+}
+
 impl SignCodes {
     /// Maps `dir`'s codes of `rows` rows of dimension `dim`, or `None` when
     /// the generation has none. A file of another length is damaged.
@@ -319,61 +328,33 @@ impl SignCodes {
         let task = blocks
             .div_ceil(4 * rayon::current_num_threads())
             .max(TASK_BLOCKS);
-        let tasks: Vec<std::ops::Range<usize>> = (0..blocks)
+        let tasks: Vec<Range<usize>> = (0..blocks)
             .step_by(task)
             .map(|first| first..blocks.min(first + task))
             .collect();
-        // Pass one: the histogram, and each block's best score.
-        let counted: Vec<(Vec<u32>, Vec<i32>)> = tasks
+        let counted: Vec<Counted> = tasks
             .par_iter()
-            .map(|blocks| {
-                let mut histogram = vec![0u32; buckets.count()];
-                let mut block_best = Vec::with_capacity(blocks.len());
-                let mut count = |score: i32| histogram[buckets.of(score)] += 1;
-                // With no floor, `rows` are the block's first rows.
-                self.score_blocks(&tables, blocks.clone(), i32::MIN, |first, rows, scores| {
-                    let valid = &scores[..rows.count_ones() as usize];
-                    block_best.push(valid.iter().copied().max().unwrap_or(i32::MIN));
-                    match allow {
-                        AllowSet::All => valid.iter().for_each(|&score| count(score)),
-                        _ => for_each_allowed(rows, first, allow, |_, row| count(scores[row])),
-                    }
-                });
-                (histogram, block_best)
-            })
+            .map(|blocks| self.count(&tables, &buckets, blocks.clone(), allow))
             .collect();
         let mut histogram = vec![0u32; buckets.count()];
-        for (counts, _) in &counted {
-            histogram
-                .iter_mut()
-                .zip(counts)
-                .for_each(|(sum, n)| *sum += n);
+        for counted in &counted {
+            let counts = histogram.iter_mut().zip(&counted.histogram);
+            counts.for_each(|(sum, n)| *sum += n);
         }
         let edge = depth_bucket(&histogram, depth);
         let floor = buckets.floor(edge);
-        // Pass two: the rows at or above the floor, in the blocks that
-        // have any.
-        let kept: Vec<Vec<Scored>> = tasks
+        let kept: Vec<Scored> = tasks
             .par_iter()
             .zip(&counted)
-            .map(|(blocks, (_, block_best))| {
-                let mut kept = Vec::new();
-                for (block, _) in blocks.clone().zip(block_best).filter(|(_, b)| **b >= floor) {
-                    self.score_blocks(&tables, block..block + 1, floor, |first, rows, scores| {
-                        for_each_allowed(rows, first, allow, |ord, row| {
-                            kept.push(Scored(scores[row], ord));
-                        });
-                    });
-                }
-                kept
+            .map(|(blocks, counted)| {
+                self.at_or_above(&tables, blocks.clone(), &counted.block_best, floor, allow)
             })
+            .flatten_iter()
             .collect();
         // The rows above the edge bucket are among the best for sure;
         // those in it compete for the rest, best first.
-        let (mut sure, mut competing): (Vec<Scored>, Vec<Scored>) = kept
-            .into_iter()
-            .flatten()
-            .partition(|row| buckets.of(row.0) > edge);
+        let (mut sure, mut competing): (Vec<Scored>, Vec<Scored>) =
+            kept.into_iter().partition(|row| buckets.of(row.0) > edge);
         let rest = depth.saturating_sub(sure.len()).min(competing.len());
         if rest > 0 && rest < competing.len() {
             competing.select_nth_unstable_by(rest - 1, best_first);
@@ -384,13 +365,62 @@ impl SignCodes {
         rows
     }
 
+    /// Pass one over the blocks `blocks`: the histogram of their allowed
+    /// rows' scores, and each block's best score.
+    fn count(
+        &self,
+        tables: &QueryTables,
+        buckets: &Buckets,
+        blocks: Range<usize>,
+        allow: &AllowSet,
+    ) -> Counted {
+        let mut histogram = vec![0u32; buckets.count()];
+        let mut block_best = Vec::with_capacity(blocks.len());
+        let mut count = |score: i32| histogram[buckets.of(score)] += 1;
+        // With no floor, `rows` are the block's first rows.
+        self.score_blocks(tables, blocks, i32::MIN, |first, rows, scores| {
+            let valid = &scores[..rows.count_ones() as usize];
+            block_best.push(valid.iter().copied().max().unwrap_or(i32::MIN));
+            match allow {
+                AllowSet::All => valid.iter().for_each(|&score| count(score)),
+                _ => for_each_allowed(rows, first, allow, |_, row| count(scores[row])),
+            }
+        });
+        Counted {
+            histogram,
+            block_best,
+        }
+    }
+
+    /// Pass two over the blocks `blocks` (whose best scores pass one noted):
+    /// the allowed rows scoring at least `floor`, scored again in the
+    /// blocks whose best reaches it.
+    fn at_or_above(
+        &self,
+        tables: &QueryTables,
+        blocks: Range<usize>,
+        block_best: &[i32],
+        floor: i32,
+        allow: &AllowSet,
+    ) -> Vec<Scored> {
+        let mut kept = Vec::new();
+        for (block, _) in blocks.zip(block_best).filter(|(_, best)| **best >= floor) {
+            self.score_blocks(tables, block..block + 1, floor, |first, rows, scores| {
+                for_each_allowed(rows, first, allow, |ord, row| {
+                    kept.push(Scored(scores[row], ord));
+                });
+            });
+        }
+        kept
+    }
+
     /// Scores the blocks `blocks` and calls `visit` with each block's first
     /// row, its rows scoring at least `floor` (one bit each; the padding
     /// past the last row never) and the block's scores.
     fn score_blocks(
         &self,
         tables: &QueryTables,
-        blocks: std::ops::Range<usize>,
+        blocks: Range<usize>,
         floor: i32,
         mut visit: impl FnMut(usize, u32, &[i32; BLOCK_ROWS]),
     ) {
