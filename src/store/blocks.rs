@@ -97,8 +97,9 @@ pub fn block_of(index: &[[u64; 2]], offset: u64) -> Option<usize> {
 
 thread_local! {
     /// One decompression context per thread, kept between blocks: creating
-    /// one per block cost a search returning ten texts more than
-    /// decompressing them (`None` if zstd could not allocate one).
+    /// one for every block read showed in every search's profile (`None`
+    /// if zstd could not allocate one; each read then fails as a damaged
+    /// block, as a failed allocation did before).
     static DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
         std::cell::RefCell::new(zstd::bulk::Decompressor::new().ok());
 }

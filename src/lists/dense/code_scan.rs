@@ -62,7 +62,7 @@ impl QueryTables {
         if len > MAX_KERNEL_LEN || !std::arch::is_x86_feature_detected!("avx2") {
             return None;
         }
-        let value = |dim: usize| query.get(dim).map_or(0, |q| i32::from(*q));
+        let value = |dim: usize| value_at(query, dim);
         let nibbles = (0..len)
             .map(|byte| {
                 // Dimensions of the byte's low and high half bytes.
@@ -97,7 +97,7 @@ impl QueryTables {
 
     /// The portable loop's full tables.
     fn portable(query: &[i8], len: usize) -> Self {
-        let value = |dim: usize| query.get(dim).map_or(0, |q| i32::from(*q));
+        let value = |dim: usize| value_at(query, dim);
         let full = (0..len)
             .map(|byte| {
                 let mut table = [0i16; 256];
@@ -127,12 +127,18 @@ impl QueryTables {
             #[cfg(target_arch = "x86_64")]
             Kernel::Avx2 { nibbles, total } => {
                 // SAFETY: the tables are only built for the AVX2 kernel when
-                // the CPU supports AVX2, and `block` holds `nibbles.len()`
-                // rows of 32 bytes, checked above.
+                // the CPU supports AVX2 (the kernel's loads are of checked
+                // 32-byte slices).
                 unsafe { avx2_scores(nibbles, *total, block, scores) }
             }
         }
     }
+}
+
+/// The query's value at dimension `dim`, zero past its end (the bits of a
+/// code's last byte beyond the dimensions).
+fn value_at(query: &[i8], dim: usize) -> i32 {
+    query.get(dim).map_or(0, |q| i32::from(*q))
 }
 
 /// Sums each row's full-table entries, code byte by code byte.

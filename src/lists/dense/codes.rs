@@ -347,7 +347,7 @@ impl SignCodes {
             .par_iter()
             .zip(&counted)
             .map(|(blocks, counted)| {
-                self.at_or_above(&tables, blocks.clone(), &counted.block_best, floor, allow)
+                self.rows_reaching(&tables, blocks.clone(), &counted.block_best, floor, allow)
             })
             .flatten_iter()
             .collect();
@@ -395,7 +395,7 @@ impl SignCodes {
     /// Pass two over the blocks `blocks` (whose best scores pass one noted):
     /// the allowed rows scoring at least `floor`, scored again in the
     /// blocks whose best reaches it.
-    fn at_or_above(
+    fn rows_reaching(
         &self,
         tables: &QueryTables,
         blocks: Range<usize>,
