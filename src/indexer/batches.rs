@@ -111,9 +111,9 @@ pub(super) fn stream(
         let (batch, elapsed) = batch?;
         embed_time += elapsed;
         embedded += batch.embedded;
-        vectors.append(&batch.vectors, &batch.keys)?;
-        for (offset, chunk) in built.table.chunks[first..].iter_mut().enumerate() {
-            chunk.has_vector = batch.vectors.has_vector(offset);
+        vectors.append(batch.rows(), &batch.keys)?;
+        for (chunk, (_, scale)) in built.table.chunks[first..].iter_mut().zip(batch.rows()) {
+            chunk.has_vector = scale != 0.0;
         }
         progress.advance(files.len());
         progress.note(&format!("{embedded} chunks embedded"));

@@ -13,25 +13,41 @@ use crate::store::generation::{ChunkRecord, searchable_text};
 /// Texts embedded per call of the embedder.
 const EMBED_BATCH: usize = 256;
 
-/// One batch's vectors and keys, in ordinal order.
-pub(super) struct BatchVectors {
-    /// One row per chunk.
-    pub(super) vectors: dense::QuantizedVectors,
+/// One batch's vectors and keys, in ordinal order. A reused vector stays
+/// borrowed from where it is stored (`'p`, the previous index), so it is
+/// copied once, into the new vector file.
+pub(super) struct BatchVectors<'p> {
+    /// Per chunk, its vector as stored when it is reused, `None` when it
+    /// was embedded (its row is then the next row of `embedded_rows`).
+    reused: Vec<Option<(&'p [i8], f32)>>,
+    /// The embedded vectors, in order.
+    embedded_rows: dense::QuantizedVectors,
     /// Per chunk, the key of its vector ([`dense::vector_key`]).
     pub(super) keys: Vec<u64>,
     /// How many were embedded (the rest were reused).
     pub(super) embedded: usize,
 }
 
+impl BatchVectors<'_> {
+    /// Each chunk's vector in order: its int8 values and scale (a zero
+    /// vector, whose text the model did not know, has scale 0).
+    pub(super) fn rows(&self) -> impl Iterator<Item = (&[i8], f32)> {
+        let mut embedded = self.embedded_rows.rows();
+        self.reused
+            .iter()
+            .filter_map(move |reused| reused.or_else(|| embedded.next()))
+    }
+}
+
 /// Vectors for one batch of `chunks` (with their `sources`): reused when
 /// this model embedded the same text before (see [`crate::lists::vector_cache`]),
 /// embedded otherwise.
-pub(super) fn embed_batch(
+pub(super) fn embed_batch<'p>(
     chunks: &[ChunkRecord],
     sources: &[ChunkOrigin],
-    previous: &Previous,
+    previous: &'p Previous,
     embedder: &dyn Embedder,
-) -> Result<BatchVectors> {
+) -> Result<BatchVectors<'p>> {
     let dim = embedder.info().dim;
     let old_keys = previous.carried.as_ref().map(|c| &c.keys);
     let keys: Vec<u64> = sources
@@ -44,30 +60,33 @@ pub(super) fn embed_batch(
             },
         )
         .collect::<Result<_>>()?;
-    let mut vectors = dense::QuantizedVectors::zeros(keys.len(), dim);
-    let mut todo = Vec::new();
-    for (row, key) in keys.iter().enumerate() {
-        let known = match &previous.vectors {
-            Some(reusable) => reusable.get(*key)?,
-            None => None,
-        };
-        match known {
-            Some((values, scale)) => vectors.set_quantized(row, values, scale),
-            None => todo.push(row),
-        }
-    }
-    for batch in todo.chunks(EMBED_BATCH) {
+    let reused: Vec<Option<(&[i8], f32)>> = keys
+        .iter()
+        .map(|key| match &previous.vectors {
+            Some(reusable) => reusable.get(*key),
+            None => Ok(None),
+        })
+        .collect::<Result<_>>()?;
+    let todo: Vec<usize> = (0..keys.len())
+        .filter(|&row| reused[row].is_none())
+        .collect();
+    let mut embedded_rows = dense::QuantizedVectors::zeros(todo.len(), dim);
+    for (first, batch) in (0..todo.len())
+        .step_by(EMBED_BATCH)
+        .zip(todo.chunks(EMBED_BATCH))
+    {
         let texts: Vec<String> = batch
             .iter()
             .map(|&row| searchable(&chunks[row], &sources[row], previous))
             .collect::<Result<_>>()?;
         let flat = embedder.embed(&texts)?;
-        for (&row, values) in batch.iter().zip(flat.chunks_exact(dim)) {
-            vectors.set(row, values);
+        for (offset, values) in flat.chunks_exact(dim).enumerate() {
+            embedded_rows.set(first + offset, values);
         }
     }
     Ok(BatchVectors {
-        vectors,
+        reused,
+        embedded_rows,
         keys,
         embedded: todo.len(),
     })

@@ -261,7 +261,7 @@ mod tests {
         vectors.set(0, &[1.0, 0.0]);
         vectors.set(1, &[0.0, 1.0]);
         let mut writer = dense::VectorWriter::create(dir).unwrap();
-        writer.append(&vectors, &keys).unwrap();
+        writer.append(vectors.rows(), &keys).unwrap();
         writer.finish().unwrap();
         checks::compute(dir, &Checksums::new()).unwrap()
     }

@@ -476,7 +476,7 @@ mod tests {
             vectors.set(row, &vector(row));
         }
         let mut writer = VectorWriter::create(dir).unwrap();
-        writer.append(&vectors, &vec![0; rows]).unwrap();
+        writer.append(vectors.rows(), &vec![0; rows]).unwrap();
         writer.finish().unwrap();
         write(dir, rows, DIM).unwrap();
         StoredVectors::open(dir, rows, DIM).unwrap()

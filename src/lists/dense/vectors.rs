@@ -101,9 +101,11 @@ impl QuantizedVectors {
         self.scales[row] = scale;
     }
 
-    /// True when row `row` is not the zero vector (a zero row has scale 0).
-    pub fn has_vector(&self, row: usize) -> bool {
-        self.scales[row] != 0.0
+    /// Each row in order: its int8 values and its scale.
+    pub fn rows(&self) -> impl Iterator<Item = (&[i8], f32)> {
+        self.values
+            .chunks_exact(self.dim.max(1))
+            .zip(self.scales.iter().copied())
     }
 }
 
@@ -139,19 +141,37 @@ impl VectorWriter {
         })
     }
 
-    /// Appends `rows` and their `keys` (one per row).
-    pub fn append(&mut self, rows: &QuantizedVectors, keys: &[u64]) -> Result<()> {
-        ensure!(
-            keys.len() == rows.scales.len(),
-            "one key per vector is needed"
-        );
-        let scales: Vec<u8> = rows.scales.iter().flat_map(|s| s.to_le_bytes()).collect();
+    /// Appends `rows` (each its int8 values and scale) and their `keys`,
+    /// one per row. A row may be borrowed from a mapped vector file: a
+    /// re-index writes its carried rows straight from the previous
+    /// generation's, with no copy in between.
+    pub fn append<'r>(
+        &mut self,
+        rows: impl IntoIterator<Item = (&'r [i8], f32)>,
+        keys: &[u64],
+    ) -> Result<()> {
+        let rows = self
+            .write_rows(rows, keys)
+            .with_context(|| format!("cannot write the vectors in {}", self.dir.display()))?;
+        ensure!(rows == keys.len(), "one key per vector is needed");
+        Ok(())
+    }
+
+    /// Writes `rows` and `keys`; returns how many rows there were.
+    fn write_rows<'r>(
+        &mut self,
+        rows: impl IntoIterator<Item = (&'r [i8], f32)>,
+        keys: &[u64],
+    ) -> std::io::Result<usize> {
+        let mut count = 0;
+        for (values, scale) in rows {
+            self.values.write_all(bytemuck::cast_slice(values))?;
+            self.scales.write_all(&scale.to_le_bytes())?;
+            count += 1;
+        }
         let keys: Vec<u8> = keys.iter().flat_map(|k| k.to_le_bytes()).collect();
-        self.values
-            .write_all(bytemuck::cast_slice(&rows.values))
-            .and_then(|()| self.scales.write_all(&scales))
-            .and_then(|()| self.keys.write_all(&keys))
-            .with_context(|| format!("cannot write the vectors in {}", self.dir.display()))
+        self.keys.write_all(&keys)?;
+        Ok(count)
     }
 
     /// Flushes and fsyncs the files.
@@ -453,7 +473,8 @@ mod tests {
         assert_eq!(quantize(&back).0, q);
         let mut rows = QuantizedVectors::zeros(2, 256);
         rows.set(1, &unit);
-        assert!(!rows.has_vector(0) && rows.has_vector(1));
+        let scales: Vec<f32> = rows.rows().map(|(_, scale)| scale).collect();
+        assert!(scales[0] == 0.0 && scales[1] != 0.0);
         assert_eq!(rows.values[256..], q[..]);
         assert_eq!(quantize(&[0.0, 0.0]), (vec![0, 0], 0.0));
     }
