@@ -22,6 +22,7 @@ use anyhow::{Context, Result, ensure};
 use bytemuck::{Pod, Zeroable};
 use memmap2::Mmap;
 use rayon::slice::ParallelSliceMut;
+use rustc_hash::FxHashMap;
 
 use super::{atomic, damaged};
 use crate::corpus::Metadata;
@@ -57,24 +58,36 @@ struct Entry {
 /// file-index order) into `gen_dir`.
 pub fn write<'a>(gen_dir: &Path, files: impl IntoIterator<Item = &'a Metadata>) -> Result<()> {
     // Every (key, value, file) once, sorted: the layout is then one pass
-    // over runs (a re-index writes this for every file, and one sort of
-    // borrowed triples costs less than a map per key and a list per value).
-    let mut triples: Vec<(&str, &str, u32)> = Vec::new();
+    // over runs (a re-index writes this for every file). The pairs are
+    // gathered per key and sorted within it, so a comparison never looks
+    // at the key, which most share with their neighbours.
+    let mut slots: FxHashMap<&str, usize> = FxHashMap::default();
+    let mut pairs_by_key: Vec<(&str, Vec<(&str, u32)>)> = Vec::new();
     for (index, metadata) in files.into_iter().enumerate() {
         let index = u32::try_from(index).context("too many files")?;
         for (key, values) in metadata
             .iter()
             .filter(|(key, _)| key.as_str() != UNINDEXED_KEY)
         {
-            triples.extend(
-                values
-                    .iter()
-                    .map(|value| (key.as_str(), value.as_str(), index)),
-            );
+            let slot = *slots.entry(key.as_str()).or_insert_with(|| {
+                pairs_by_key.push((key.as_str(), Vec::new()));
+                pairs_by_key.len() - 1
+            });
+            let pairs = &mut pairs_by_key[slot].1;
+            pairs.extend(values.iter().map(|value| (value.as_str(), index)));
         }
     }
-    triples.par_sort_unstable();
-    triples.dedup();
+    pairs_by_key.sort_unstable_by_key(|(key, _)| *key);
+    for (_, pairs) in &mut pairs_by_key {
+        pairs.par_sort_unstable();
+        pairs.dedup();
+    }
+    let triples = pairs_by_key.iter().flat_map(|(key, pairs)| {
+        pairs
+            .iter()
+            .map(move |&(value, index)| (*key, value, index))
+    });
+    let references: usize = pairs_by_key.iter().map(|(_, pairs)| pairs.len()).sum();
     let mut strings: Vec<u8> = Vec::new();
     // A key or value entry: its text appended to the strings, listing
     // from `first` on (counted as the runs go by).
@@ -89,9 +102,9 @@ pub fn write<'a>(gen_dir: &Path, files: impl IntoIterator<Item = &'a Metadata>) 
         Ok(entry)
     };
     let (mut keys, mut values) = (Vec::<Entry>::new(), Vec::<Entry>::new());
-    let mut refs = Vec::<u32>::with_capacity(triples.len());
+    let mut refs = Vec::<u32>::with_capacity(references);
     let mut previous: Option<(&str, &str)> = None;
-    for &(key, value, index) in &triples {
+    for (key, value, index) in triples {
         if previous.is_none_or(|(k, _)| k != key) {
             keys.push(entry(key, values.len())?);
         }
