@@ -1,7 +1,6 @@
 //! Committing a run: the new generation's folder, checksums and manifest,
 //! the switch to it, and the clean-up of what older runs left.
 
-use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -155,16 +154,17 @@ pub(super) fn clean_up(
 /// The record of what a run skipped: each file with the stamp it was
 /// walked with (found in `walked`), each walk-level skip without one.
 pub(super) fn skipped_files(skipped: &[Skipped], walked: &[SourceFile]) -> Vec<SkippedFile> {
-    let stamps: HashMap<&str, (u64, i128)> = walked
-        .iter()
-        .map(|f| (f.rel_path.as_str(), (f.size, f.mtime_ns)))
-        .collect();
+    // The walk is sorted by path: each skipped file is found by a binary
+    // search (the walk's own skips, unreadable folders, have no stamp).
     skipped
         .iter()
         .map(|s| SkippedFile {
             path: s.path.clone(),
             reason: s.reason.clone(),
-            stamp: stamps.get(s.path.as_str()).copied(),
+            stamp: walked
+                .binary_search_by(|f| f.rel_path.as_str().cmp(s.path.as_str()))
+                .ok()
+                .map(|i| (walked[i].size, walked[i].mtime_ns)),
         })
         .collect()
 }
