@@ -15,6 +15,7 @@
 //! (the order `String` sorts in). A bad offset or length is named as damage
 //! when it is read.
 
+use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -22,7 +23,6 @@ use anyhow::{Context, Result, ensure};
 use bytemuck::{Pod, Zeroable};
 use memmap2::Mmap;
 use rayon::slice::ParallelSliceMut;
-use rustc_hash::FxHashMap;
 
 use super::{atomic, damaged};
 use crate::corpus::Metadata;
@@ -61,24 +61,18 @@ pub fn write<'a>(gen_dir: &Path, files: impl IntoIterator<Item = &'a Metadata>) 
     // over runs (a re-index writes this for every file). The pairs are
     // gathered per key and sorted within it, so a comparison never looks
     // at the key, which most share with their neighbours.
-    let mut slots: FxHashMap<&str, usize> = FxHashMap::default();
-    let mut pairs_by_key: Vec<(&str, Vec<(&str, u32)>)> = Vec::new();
+    let mut pairs_by_key: BTreeMap<&str, Vec<(&str, u32)>> = BTreeMap::new();
     for (index, metadata) in files.into_iter().enumerate() {
         let index = u32::try_from(index).context("too many files")?;
         for (key, values) in metadata
             .iter()
             .filter(|(key, _)| key.as_str() != UNINDEXED_KEY)
         {
-            let slot = *slots.entry(key.as_str()).or_insert_with(|| {
-                pairs_by_key.push((key.as_str(), Vec::new()));
-                pairs_by_key.len() - 1
-            });
-            let pairs = &mut pairs_by_key[slot].1;
+            let pairs = pairs_by_key.entry(key.as_str()).or_default();
             pairs.extend(values.iter().map(|value| (value.as_str(), index)));
         }
     }
-    pairs_by_key.sort_unstable_by_key(|(key, _)| *key);
-    for (_, pairs) in &mut pairs_by_key {
+    for pairs in pairs_by_key.values_mut() {
         pairs.par_sort_unstable();
         pairs.dedup();
     }
@@ -87,7 +81,7 @@ pub fn write<'a>(gen_dir: &Path, files: impl IntoIterator<Item = &'a Metadata>) 
             .iter()
             .map(move |&(value, index)| (*key, value, index))
     });
-    let references: usize = pairs_by_key.iter().map(|(_, pairs)| pairs.len()).sum();
+    let references: usize = pairs_by_key.values().map(Vec::len).sum();
     let mut strings: Vec<u8> = Vec::new();
     // A key or value entry: its text appended to the strings, listing
     // from `first` on (counted as the runs go by).
