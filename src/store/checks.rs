@@ -147,10 +147,9 @@ pub fn verify_matching(
     checks: &Checksums,
     select: impl Fn(&str) -> bool + Sync,
 ) -> Vec<IndexError> {
-    let selected: Vec<(&String, &FileCheck)> =
-        checks.iter().filter(|(name, _)| select(name)).collect();
-    selected
-        .into_par_iter()
+    checks
+        .par_iter()
+        .filter(|(name, _)| select(name))
         .filter_map(|(name, check)| verify_one(&gen_dir.join(name), check))
         .collect()
 }
