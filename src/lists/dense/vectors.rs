@@ -92,12 +92,7 @@ impl QuantizedVectors {
     /// Quantizes `vector` into row `row`.
     pub fn set(&mut self, row: usize, vector: &[f32]) {
         let (values, scale) = quantize(vector);
-        self.set_quantized(row, &values, scale);
-    }
-
-    /// Copies an already quantized row into row `row`.
-    pub fn set_quantized(&mut self, row: usize, values: &[i8], scale: f32) {
-        self.values[row * self.dim..][..self.dim].copy_from_slice(values);
+        self.values[row * self.dim..][..self.dim].copy_from_slice(&values);
         self.scales[row] = scale;
     }
 
