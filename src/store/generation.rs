@@ -247,8 +247,24 @@ fn decode_entry(bytes: &[u8]) -> postcard::Result<FileEntry> {
 const HAS_VECTOR: u32 = 1;
 
 /// Writes the chunk table into `gen_dir`, fsynced (the texts are written
-/// by a [`TextWriter`]).
+/// by a [`TextWriter`]). Its three parts — the chunk records with their
+/// headings, the file entries, and the dates and metadata index — are
+/// built and written at once, on any core (`rayon::join`).
 pub fn write_table(gen_dir: &Path, table: &ChunkTable) -> Result<()> {
+    let (chunks, (files, dates)) = rayon::join(
+        || write_chunks(gen_dir, table),
+        || {
+            rayon::join(
+                || write_files(gen_dir, table),
+                || write_dates_and_metadata(gen_dir, table),
+            )
+        },
+    );
+    chunks.and(files).and(dates)
+}
+
+/// Writes `table`'s chunk records and their heading paths.
+fn write_chunks(gen_dir: &Path, table: &ChunkTable) -> Result<()> {
     // A path is written once and shared: sections repeat their headings
     // across chunks and files (a split section, the same outline in every
     // page of a folder), and a record points at its path by offset.
@@ -276,6 +292,12 @@ pub fn write_table(gen_dir: &Path, table: &ChunkTable) -> Result<()> {
             uid: c.uid,
         });
     }
+    atomic::write_synced(&gen_dir.join(CHUNKS_FILE), bytemuck::cast_slice(&raw))?;
+    atomic::write_synced(&gen_dir.join(HEADINGS_FILE), headings.as_bytes())
+}
+
+/// Writes `table`'s file entries and their offsets.
+fn write_files(gen_dir: &Path, table: &ChunkTable) -> Result<()> {
     let mut files = Vec::new();
     let mut offsets: Vec<u64> = vec![0];
     for entry in &table.files {
@@ -283,17 +305,19 @@ pub fn write_table(gen_dir: &Path, table: &ChunkTable) -> Result<()> {
         offsets.push(files.len() as u64);
     }
     let offsets: Vec<u8> = offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
+    atomic::write_synced(&gen_dir.join(FILE_INDEX_FILE), &offsets)?;
+    atomic::write_synced(&gen_dir.join(FILES_FILE), &files)
+}
+
+/// Writes each of `table`'s files' document date and the metadata index.
+fn write_dates_and_metadata(gen_dir: &Path, table: &ChunkTable) -> Result<()> {
     let dates: Vec<u8> = table
         .files
         .iter()
         .flat_map(|f| f.date().seconds.to_le_bytes())
         .collect();
     atomic::write_synced(&gen_dir.join(DATES_FILE), &dates)?;
-    metadata_index::write(gen_dir, table.files.iter().map(|f| &f.metadata))?;
-    atomic::write_synced(&gen_dir.join(CHUNKS_FILE), bytemuck::cast_slice(&raw))?;
-    atomic::write_synced(&gen_dir.join(HEADINGS_FILE), headings.as_bytes())?;
-    atomic::write_synced(&gen_dir.join(FILE_INDEX_FILE), &offsets)?;
-    atomic::write_synced(&gen_dir.join(FILES_FILE), &files)
+    metadata_index::write(gen_dir, table.files.iter().map(|f| &f.metadata))
 }
 
 /// The chunk records of a mapped `chunks.bin` (empty for an unmapped one).
