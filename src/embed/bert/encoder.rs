@@ -5,7 +5,7 @@ use rayon::prelude::*;
 use tokenizers::Encoding;
 
 use super::kernels::{self, Backend, Rhs};
-use super::weights::{BertConfig, HiddenAct, Weights};
+use super::weights::{BertConfig, HiddenAct, MappedRows, Weights};
 
 /// A fully connected layer, `x · Wᵀ + b`, with `W` (`n × k`) packed for
 /// the backend's product.
@@ -21,29 +21,29 @@ struct Linear {
 }
 
 impl Linear {
-    /// Packs the row-major `n × k` `weight`.
-    fn new(weight: &[f32], bias: Vec<f32>, n: usize, k: usize, backend: Backend) -> Self {
-        let width = backend.panel_width(n);
-        Self {
-            n,
-            k,
-            packed: kernels::pack_transposed(weight, n, k, width),
-            width,
-            bias,
-        }
-    }
-
     /// Loads `{prefix}.weight` and `{prefix}.bias` of the layers named
-    /// in `parts`, concatenated along the output (one fused product).
+    /// in `parts`, concatenated along the output (one fused product), and
+    /// packs the weights as they are decoded.
     fn load(vb: &Weights, parts: &[&str], n: usize, k: usize, backend: Backend) -> Result<Self> {
-        let mut weight = Vec::with_capacity(parts.len() * n * k);
+        let mut weights = Vec::with_capacity(parts.len());
         let mut bias = Vec::with_capacity(parts.len() * n);
         for part in parts {
             let vb = vb.pp(part);
-            weight.extend(vb.get(&[n, k], "weight")?);
+            weights.push(vb.rows(&[n, k], "weight")?);
             bias.extend(vb.get(&[n], "bias")?);
         }
-        Ok(Self::new(&weight, bias, parts.len() * n, k, backend))
+        let total = parts.len() * n;
+        let width = backend.panel_width(total);
+        let packed = kernels::pack_transposed(total, k, width, |j, row| {
+            weights[j / n].row(j % n, row);
+        });
+        Ok(Self {
+            n: total,
+            k,
+            packed,
+            width,
+            bias,
+        })
     }
 
     /// `out` (`t × n`) = `x` (`t × k`) · Wᵀ + b, plus `residual`
@@ -102,7 +102,8 @@ struct Layer {
 /// A BERT encoder's weights and sizes.
 pub(super) struct Encoder {
     backend: Backend,
-    word: Vec<f32>,
+    /// Read a token at a time from the mapped checkpoint.
+    word: MappedRows,
     position: Vec<f32>,
     token_type: Vec<f32>,
     embedding_norm: Norm,
@@ -138,6 +139,7 @@ impl Encoder {
         let i = config.intermediate_size;
         let embeddings = vb.pp("embeddings");
         let layers = (0..config.num_hidden_layers)
+            .into_par_iter()
             .map(|l| -> Result<Layer> {
                 let vb = vb.pp(format!("encoder.layer.{l}"));
                 let attention = vb.pp("attention");
@@ -165,7 +167,7 @@ impl Encoder {
             .collect::<Result<_>>()?;
         Ok(Self {
             backend,
-            word: embeddings.get(&[config.vocab_size, h], "word_embeddings.weight")?,
+            word: embeddings.mapped_rows(&[config.vocab_size, h], "word_embeddings.weight")?,
             position: embeddings.get(
                 &[config.max_position_embeddings, h],
                 "position_embeddings.weight",
@@ -245,12 +247,13 @@ impl Encoder {
     /// normalised, into its `len × h` rows.
     fn embed_tokens(&self, enc: &Encoding, rows: &mut [f32]) {
         let h = self.hidden;
+        let mut word = vec![0f32; h];
         let tokens = enc.get_ids().iter().zip(enc.get_type_ids());
         for (position, (row, (&id, &ty))) in rows.chunks_exact_mut(h).zip(tokens).enumerate() {
-            let word = &self.word[id as usize * h..][..h];
+            self.word.row(id as usize, &mut word);
             let pos = &self.position[position * h..][..h];
             let ty = &self.token_type[ty as usize * h..][..h];
-            kernels::add(row, word, pos);
+            kernels::add(row, &word, pos);
             kernels::add_assign(row, ty);
             kernels::layer_norm(
                 row,

@@ -86,13 +86,21 @@ impl<'a> Rhs<'a> {
     }
 }
 
-/// `Wᵀ` of the row-major `n × k` matrix `w`, as panels of `width`
-/// columns (the last one padded with zeros) for [`Rhs::panels`].
-pub(super) fn pack_transposed(w: &[f32], n: usize, k: usize, width: usize) -> Vec<f32> {
+/// `Wᵀ` of the `n × k` matrix `W` whose row `j` `row(j, dst)` writes
+/// into `dst`, as panels of `width` columns (the last one padded with
+/// zeros) for [`Rhs::panels`].
+pub(super) fn pack_transposed(
+    n: usize,
+    k: usize,
+    width: usize,
+    mut row: impl FnMut(usize, &mut [f32]),
+) -> Vec<f32> {
     let mut out = vec![0f32; n.div_ceil(width) * k * width];
-    for (j, row) in w[..n * k].chunks_exact(k).enumerate() {
+    let mut values = vec![0f32; k];
+    for j in 0..n {
+        row(j, &mut values);
         let base = (j / width) * k * width + j % width;
-        for (p, &x) in row.iter().enumerate() {
+        for (p, &x) in values.iter().enumerate() {
             out[base + p * width] = x;
         }
     }
@@ -528,7 +536,9 @@ mod tests {
                 let a = values(m * lda, 1);
                 let w = values(n * k, 2);
                 let start = values(m * ldc, 3);
-                let packed = pack_transposed(&w, n, k, backend.panel_width(n));
+                let packed = pack_transposed(n, k, backend.panel_width(n), |j, row| {
+                    row.copy_from_slice(&w[j * k..][..k])
+                });
                 let w_t: Vec<f32> = (0..k)
                     .flat_map(|p| (0..n + 1).map(move |j| (p, j)))
                     .map(|(p, j)| if j < n { w[j * k + p] } else { 0.0 })

@@ -17,8 +17,12 @@
 //!   epsilon, and `model.safetensors` with the `safetensors` crate,
 //!   checking every tensor's shape and converting f16/bf16 checkpoints to
 //!   f32 (`half`).
+//! - `model.safetensors` is mapped (`memmap2`), not read: the layers'
+//!   weights are decoded straight into their packed panels at load, and
+//!   the word embeddings, half of a small model's bytes, stay in the map
+//!   and are decoded a token at a time.
 //! - The forward pass is this module's own ([`encoder`]), on plain `f32`
-//!   buffers the weights are copied into at load. candle's `BertModel`
+//!   buffers. candle's `BertModel`
 //!   pads every batch to its longest text, allocates a tensor per
 //!   operation, and its elementwise operations are separate passes
 //!   compiled for the baseline target (SSE2 on x86-64); it reached 0.6–0.75×
@@ -43,8 +47,10 @@ mod kernels;
 mod weights;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
+use memmap2::Mmap;
 use serde::Deserialize;
 use tokenizers::{Encoding, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
@@ -233,7 +239,8 @@ impl BertEmbedder {
 
         let config_bytes = read("config.json")?;
         let tokenizer_bytes = read("tokenizer.json")?;
-        let weights = read("model.safetensors")?;
+        let safetensors = dir.join("model.safetensors");
+        let weights = map(&safetensors)?;
         let pooling_bytes = read_optional(OPTIONAL_FILES[0])?;
         let sbert_bytes = read_optional(OPTIONAL_FILES[1])?;
         let modules_bytes = read_optional(OPTIONAL_FILES[2])?;
@@ -278,38 +285,31 @@ impl BertEmbedder {
         let max_positions = config.max_position_embeddings.max(2);
         let max_seq_length = sbert.max_seq_length.unwrap_or(512).clamp(2, max_positions);
 
-        let mut tokenizer = Tokenizer::from_bytes(&tokenizer_bytes).map_err(|e| {
-            anyhow::anyhow!("parsing {}: {e}", dir.join("tokenizer.json").display())
-        })?;
-        // tokenizer.json may carry its own fixed padding and truncation
-        // (all-MiniLM-L6-v2's pads and truncates to 128): texts run
-        // unpadded, and truncation follows max_seq_length.
-        tokenizer.with_padding(None);
-        tokenizer
-            .with_truncation(Some(TruncationParams {
-                direction: TruncationDirection::Right,
-                max_length: max_seq_length,
-                strategy: TruncationStrategy::LongestFirst,
-                stride: 0,
-            }))
-            .map_err(|e| anyhow::anyhow!("setting truncation to {max_seq_length} tokens: {e}"))?;
-
-        let fingerprint = fingerprint(&[
-            Some(&tokenizer_bytes),
-            Some(&weights),
-            Some(&config_bytes),
-            pooling_bytes.as_deref(),
-            sbert_bytes.as_deref(),
-        ]);
-
-        let safetensors = dir.join("model.safetensors");
-        let tensors = weights::parse(&weights, &safetensors.display().to_string())?;
-        let encoder = Encoder::load(&Weights::new(&tensors), &config).with_context(|| {
-            format!(
-                "loading BERT weights from {}",
-                dir.join("model.safetensors").display()
-            )
-        })?;
+        // Parsing the tokenizer, hashing every byte of the weights and
+        // packing the layers' weights are independent: they run side by side.
+        let (tokenizer, (fingerprint, encoder)) = rayon::join(
+            || tokenizer(dir, &tokenizer_bytes, max_seq_length),
+            || {
+                rayon::join(
+                    || {
+                        fingerprint(&[
+                            Some(&tokenizer_bytes),
+                            Some(&weights),
+                            Some(&config_bytes),
+                            pooling_bytes.as_deref(),
+                            sbert_bytes.as_deref(),
+                        ])
+                    },
+                    || -> Result<Encoder> {
+                        let tensors = weights::parse(&weights, &safetensors.display().to_string())?;
+                        Encoder::load(&Weights::new(&tensors, &weights), &config).with_context(
+                            || format!("loading BERT weights from {}", safetensors.display()),
+                        )
+                    },
+                )
+            },
+        );
+        let (tokenizer, encoder) = (tokenizer?, encoder?);
 
         let info = EmbedderInfo {
             id: model_id(dir, &config_json),
@@ -447,6 +447,38 @@ fn pool(mode: PoolingMode, tokens: &[f32], h: usize, dst: &mut [f32]) {
             }
         }
     }
+}
+
+/// `dir/tokenizer.json` (`bytes`) parsed, set to run texts unpadded and to
+/// truncate them to `max_seq_length` tokens.
+fn tokenizer(dir: &Path, bytes: &[u8], max_seq_length: usize) -> Result<Tokenizer> {
+    let mut tokenizer = Tokenizer::from_bytes(bytes)
+        .map_err(|e| anyhow::anyhow!("parsing {}: {e}", dir.join("tokenizer.json").display()))?;
+    // tokenizer.json may carry its own fixed padding and truncation
+    // (all-MiniLM-L6-v2's pads and truncates to 128): texts run
+    // unpadded, and truncation follows max_seq_length.
+    tokenizer.with_padding(None);
+    tokenizer
+        .with_truncation(Some(TruncationParams {
+            direction: TruncationDirection::Right,
+            max_length: max_seq_length,
+            strategy: TruncationStrategy::LongestFirst,
+            stride: 0,
+        }))
+        .map_err(|e| anyhow::anyhow!("setting truncation to {max_seq_length} tokens: {e}"))?;
+    Ok(tokenizer)
+}
+
+/// `path` mapped read-only: the weights are decoded from the page cache
+/// as they are needed, never read into a copy first. Like every reader
+/// of a mapped file, a process whose model file is truncated under it
+/// stops with SIGBUS; a file changed in place is refused by the next
+/// fingerprint check.
+fn map(path: &Path) -> Result<Arc<Mmap>> {
+    let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    // SAFETY: the map is only read; see above for a file changed under it.
+    let map = unsafe { Mmap::map(&file) }.with_context(|| format!("mapping {}", path.display()))?;
+    Ok(Arc::new(map))
 }
 
 /// Fails, listing the expected files, when `dir` lacks a required one.

@@ -1,12 +1,21 @@
 //! A BERT checkpoint's settings (`config.json`) and tensors
-//! (`model.safetensors`), read into plain `f32` buffers.
+//! (`model.safetensors`, memory-mapped), decoded to `f32` as they are read.
 //!
 //! `safetensors` (the format's reference crate, already read for the
 //! bundled model) parses the file and checks its layout; `half` converts
 //! f16 and bf16 checkpoints. Each tensor is found by its dotted name under
-//! a prefix and must have exactly the shape the settings give it.
+//! a prefix and must have exactly the shape the settings give it. Small
+//! tensors are decoded whole ([`Weights::get`]); a product's weight is
+//! decoded a row at a time straight into its packed layout
+//! ([`Weights::rows`]); the word embeddings, the largest table of a small
+//! model, stay in the mapped file and are decoded per token
+//! ([`MappedRows`]), so a process that embeds one query reads only the
+//! rows of its tokens.
+
+use std::sync::Arc;
 
 use anyhow::{Context, Result, bail, ensure};
+use memmap2::Mmap;
 use safetensors::{Dtype, SafeTensors};
 use serde::Deserialize;
 
@@ -70,14 +79,17 @@ fn bert_epsilon() -> f64 {
 #[derive(Clone)]
 pub(super) struct Weights<'a> {
     tensors: &'a SafeTensors<'a>,
+    /// The mapped file `tensors` was parsed from.
+    file: &'a Arc<Mmap>,
     prefix: String,
 }
 
 impl<'a> Weights<'a> {
-    /// All tensors of `tensors`, with no prefix.
-    pub(super) fn new(tensors: &'a SafeTensors<'a>) -> Self {
+    /// All tensors of `tensors` (parsed from `file`), with no prefix.
+    pub(super) fn new(tensors: &'a SafeTensors<'a>, file: &'a Arc<Mmap>) -> Self {
         Self {
             tensors,
+            file,
             prefix: String::new(),
         }
     }
@@ -86,6 +98,7 @@ impl<'a> Weights<'a> {
     pub(super) fn pp(&self, part: impl AsRef<str>) -> Self {
         Self {
             tensors: self.tensors,
+            file: self.file,
             prefix: self.name(part.as_ref()),
         }
     }
@@ -105,6 +118,15 @@ impl<'a> Weights<'a> {
     /// The tensor `name` under this prefix, which must have `shape`, as
     /// row-major f32s.
     pub(super) fn get(&self, shape: &[usize], name: &str) -> Result<Vec<f32>> {
+        let rows = self.rows(shape, name)?;
+        let mut values = vec![0f32; shape.iter().product()];
+        decode(rows.dtype, rows.bytes, &mut values);
+        Ok(values)
+    }
+
+    /// The tensor `name` under this prefix, which must have `shape`, as
+    /// rows of its last dimension, decoded when read.
+    pub(super) fn rows(&self, shape: &[usize], name: &str) -> Result<Rows<'a>> {
         let full = self.name(name);
         let view = self
             .tensors
@@ -115,27 +137,160 @@ impl<'a> Weights<'a> {
             "tensor {full} has shape {:?}, expected {shape:?}",
             view.shape()
         );
-        let bytes = view.data();
-        let values = match view.dtype() {
-            Dtype::F32 => bytes
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes")))
-                .collect(),
-            Dtype::F16 => bytes
-                .chunks_exact(2)
-                .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
-                .collect(),
-            Dtype::BF16 => bytes
-                .chunks_exact(2)
-                .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
-                .collect(),
-            other => bail!("tensor {full} is {other:?}; f32, f16 or bf16 is needed"),
-        };
-        Ok(values)
+        if value_bytes(view.dtype()).is_none() {
+            bail!(
+                "tensor {full} is {:?}; f32, f16 or bf16 is needed",
+                view.dtype()
+            );
+        }
+        Ok(Rows {
+            dtype: view.dtype(),
+            bytes: view.data(),
+            width: shape.last().copied().unwrap_or(1),
+        })
+    }
+
+    /// The tensor `name` under this prefix, which must have `shape`, left
+    /// in the mapped file and decoded a row at a time.
+    pub(super) fn mapped_rows(&self, shape: &[usize], name: &str) -> Result<MappedRows> {
+        let rows = self.rows(shape, name)?;
+        // `rows.bytes` is a slice of the mapped file: its offset there.
+        let start = rows.bytes.as_ptr() as usize - self.file.as_ptr() as usize;
+        Ok(MappedRows {
+            file: Arc::clone(self.file),
+            start,
+            len: rows.bytes.len(),
+            dtype: rows.dtype,
+            width: rows.width,
+        })
+    }
+}
+
+/// A tensor's bytes as rows of `width` values of one dtype.
+pub(super) struct Rows<'a> {
+    dtype: Dtype,
+    bytes: &'a [u8],
+    width: usize,
+}
+
+impl Rows<'_> {
+    /// Decodes row `i` into `out` (`width` floats).
+    ///
+    /// # Panics
+    /// When `i` is past the last row or `out` is not `width` long.
+    pub(super) fn row(&self, i: usize, out: &mut [f32]) {
+        let row_bytes = self.width * value_bytes(self.dtype).expect("a checked dtype");
+        decode(self.dtype, &self.bytes[i * row_bytes..][..row_bytes], out);
+    }
+}
+
+/// A tensor left in the mapped checkpoint: its rows are decoded when
+/// read, and only the rows read are ever paged in.
+pub(super) struct MappedRows {
+    file: Arc<Mmap>,
+    start: usize,
+    len: usize,
+    dtype: Dtype,
+    width: usize,
+}
+
+impl MappedRows {
+    /// Decodes row `i` into `out` (`width` floats).
+    ///
+    /// # Panics
+    /// When `i` is past the last row or `out` is not `width` long.
+    pub(super) fn row(&self, i: usize, out: &mut [f32]) {
+        Rows {
+            dtype: self.dtype,
+            bytes: &self.file[self.start..][..self.len],
+            width: self.width,
+        }
+        .row(i, out);
+    }
+}
+
+/// Bytes per value of the dtypes the encoder reads (`None` for others).
+fn value_bytes(dtype: Dtype) -> Option<usize> {
+    match dtype {
+        Dtype::F32 => Some(4),
+        Dtype::F16 | Dtype::BF16 => Some(2),
+        _ => None,
+    }
+}
+
+/// Decodes little-endian `dtype` values (f32, f16 or bf16) from `bytes`
+/// into `out`, one per value.
+///
+/// # Panics
+/// When `out` does not hold exactly one float per value, or for another
+/// dtype ([`Weights::rows`] admits only these three).
+fn decode(dtype: Dtype, bytes: &[u8], out: &mut [f32]) {
+    let size = value_bytes(dtype).expect("a checked dtype");
+    assert_eq!(bytes.len(), out.len() * size, "one float per value");
+    let values = bytes.chunks_exact(size).zip(out);
+    match dtype {
+        Dtype::F32 => values.for_each(|(b, o)| *o = f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+        Dtype::F16 => {
+            values.for_each(|(b, o)| *o = half::f16::from_le_bytes([b[0], b[1]]).to_f32())
+        }
+        Dtype::BF16 => {
+            values.for_each(|(b, o)| *o = half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
+        }
+        other => unreachable!("{other:?} is refused by Weights::rows"),
     }
 }
 
 /// Parses `model.safetensors`, naming `what` in the error.
 pub(super) fn parse<'a>(bytes: &'a [u8], what: &str) -> Result<SafeTensors<'a>> {
     SafeTensors::deserialize(bytes).with_context(|| format!("{what} is not a safetensors file"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_decode_f32_f16_and_bf16_alike() {
+        // Values every one of the three dtypes holds exactly.
+        let values = [1.0f32, -2.5, 0.0, 1024.0, 0.125, -0.75];
+        let encodings: [(Dtype, Vec<u8>); 3] = [
+            (
+                Dtype::F32,
+                values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            ),
+            (
+                Dtype::F16,
+                values
+                    .iter()
+                    .flat_map(|&v| half::f16::from_f32(v).to_le_bytes())
+                    .collect(),
+            ),
+            (
+                Dtype::BF16,
+                values
+                    .iter()
+                    .flat_map(|&v| half::bf16::from_f32(v).to_le_bytes())
+                    .collect(),
+            ),
+        ];
+        for (dtype, bytes) in encodings {
+            let rows = Rows {
+                dtype,
+                bytes: &bytes,
+                width: 3,
+            };
+            let mut row = [0f32; 3];
+            rows.row(1, &mut row);
+            assert_eq!(row, [1024.0, 0.125, -0.75], "{dtype:?}");
+            let mut all = [0f32; 6];
+            decode(dtype, &bytes, &mut all);
+            assert_eq!(all, values, "{dtype:?}");
+        }
+    }
+
+    #[test]
+    fn other_dtypes_have_no_decoder() {
+        assert_eq!(value_bytes(Dtype::I64), None);
+        assert_eq!(value_bytes(Dtype::F16), Some(2));
+    }
 }
