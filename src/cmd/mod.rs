@@ -19,6 +19,7 @@ pub mod watch;
 use std::io::{self, Write};
 
 use anyhow::{Context, Result};
+use memidx::embed::{self, Residency};
 
 use crate::cli::{Cli, ColorWhen, Command};
 use crate::config::{self, EvalConfig, ExplainConfig, SearchConfig};
@@ -84,11 +85,15 @@ pub fn run(cli: Cli) -> Result<Status> {
             }
         }
         Command::Search(args) => {
+            // A search embeds its query and exits: its transformer need not
+            // copy what it reads a few rows of (see `embed::Residency`).
+            embed::set_residency(Residency::Mapped);
             let cwd = std::env::current_dir().context("cannot read the current folder")?;
             let config = SearchConfig::from_args(&args, &cwd, io::stdin().lock())?;
             search::run(&config, &mut out, &mut Stderr, width)
         }
         Command::Explain(args) => {
+            embed::set_residency(Residency::Mapped);
             let cwd = std::env::current_dir().context("cannot read the current folder")?;
             explain::run(&ExplainConfig::from_args(&args, &cwd)?, &mut out)
         }

@@ -14,6 +14,7 @@ pub mod static_model;
 mod wordpiece;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;
 
@@ -57,6 +58,30 @@ pub trait Embedder: Send + Sync {
     /// nothing the model knows. Fails only when the model itself does
     /// (e.g. a transformer's inference error).
     fn embed(&self, texts: &[String]) -> Result<Vec<f32>>;
+}
+
+/// How a transformer's word embeddings (half of a small model's bytes)
+/// are held once it is loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Residency {
+    /// Copied into memory at load, so that nothing depends on the model
+    /// file afterwards: a long-running process (a server, an index run)
+    /// keeps embedding correctly when the file is replaced or shrinks. The
+    /// default.
+    Copied,
+    /// Left in the mapped model file and decoded a token at a time: a
+    /// process that embeds a query and exits skips the copy, but stops with
+    /// SIGBUS if the file is truncated while it runs.
+    Mapped,
+}
+
+/// Whether this process asked for [`Residency::Mapped`].
+static MAPPED: AtomicBool = AtomicBool::new(false);
+
+/// Sets how the transformers [`load`] loads from now on hold their word
+/// embeddings (a process sets it once, before its first load).
+pub fn set_residency(residency: Residency) {
+    MAPPED.store(residency == Residency::Mapped, Ordering::Relaxed);
 }
 
 /// The embedder for a model folder (`--model DIR`: a model2vec folder, or
@@ -131,7 +156,14 @@ fn is_model2vec_folder(dir: &Path) -> bool {
 
 #[cfg(feature = "bert")]
 fn load_folder(dir: &Path) -> Result<&'static dyn Embedder> {
-    Ok(Box::leak(Box::new(bert::BertEmbedder::load(dir)?)))
+    let residency = if MAPPED.load(Ordering::Relaxed) {
+        Residency::Mapped
+    } else {
+        Residency::Copied
+    };
+    Ok(Box::leak(Box::new(bert::BertEmbedder::load(
+        dir, residency,
+    )?)))
 }
 
 #[cfg(not(feature = "bert"))]

@@ -24,3 +24,27 @@ fn minilm_matches_sentence_transformers() {
     assert!(embedder.info().fingerprint.starts_with("xxh3:"));
     assert!(assert_matches_reference(embedder, "minilm-reference.json") >= 6);
 }
+
+#[cfg(feature = "bert")]
+#[test]
+fn minilm_embeds_the_same_with_its_word_embeddings_mapped_or_copied() {
+    use memidx::embed::bert::BertEmbedder;
+    use memidx::embed::{Embedder, Residency};
+    let Some(dir) = common::minilm_dir() else {
+        return;
+    };
+    let mapped = BertEmbedder::load(&dir, Residency::Mapped).unwrap();
+    let copied = BertEmbedder::load(&dir, Residency::Copied).unwrap();
+    assert!(assert_matches_reference(&mapped, "minilm-reference.json") >= 6);
+    let texts = [
+        "disk full error on the build agent",
+        "INC-2023-Q4-011 billing month-end timeouts",
+        "",
+    ]
+    .map(String::from);
+    let (a, b) = (mapped.embed(&texts).unwrap(), copied.embed(&texts).unwrap());
+    assert_eq!(a.len(), 3 * 384);
+    // Bit for bit: the two hold the same decoded floats.
+    assert!(a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()));
+    assert_eq!(mapped.info(), copied.info());
+}

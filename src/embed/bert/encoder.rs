@@ -5,7 +5,8 @@ use rayon::prelude::*;
 use tokenizers::Encoding;
 
 use super::kernels::{self, Backend, Rhs};
-use super::weights::{BertConfig, HiddenAct, MappedRows, Weights};
+use super::weights::{BertConfig, HiddenAct, RowTable, Weights};
+use crate::embed::Residency;
 
 /// A fully connected layer, `x · Wᵀ + b`, with `W` (`n × k`) packed for
 /// the backend's product.
@@ -102,8 +103,8 @@ struct Layer {
 /// A BERT encoder's weights and sizes.
 pub(super) struct Encoder {
     backend: Backend,
-    /// Read a token at a time from the mapped checkpoint.
-    word: MappedRows,
+    /// Read a token at a time.
+    word: RowTable,
     position: Vec<f32>,
     token_type: Vec<f32>,
     embedding_norm: Norm,
@@ -120,8 +121,9 @@ pub(super) struct Encoder {
 
 impl Encoder {
     /// Reads the weights from `vb` (a checkpoint with or without the
-    /// `bert.` prefix), sized by `config`.
-    pub(super) fn load(vb: &Weights, config: &BertConfig) -> Result<Self> {
+    /// `bert.` prefix), sized by `config`; the word embeddings are held as
+    /// `residency` says.
+    pub(super) fn load(vb: &Weights, config: &BertConfig, residency: Residency) -> Result<Self> {
         let h = config.hidden_size;
         let heads = config.num_attention_heads;
         ensure!(
@@ -167,7 +169,11 @@ impl Encoder {
             .collect::<Result<_>>()?;
         Ok(Self {
             backend,
-            word: embeddings.mapped_rows(&[config.vocab_size, h], "word_embeddings.weight")?,
+            word: embeddings.row_table(
+                &[config.vocab_size, h],
+                "word_embeddings.weight",
+                residency,
+            )?,
             position: embeddings.get(
                 &[config.max_position_embeddings, h],
                 "position_embeddings.weight",

@@ -18,9 +18,11 @@
 //!   checking every tensor's shape and converting f16/bf16 checkpoints to
 //!   f32 (`half`).
 //! - `model.safetensors` is mapped (`memmap2`), not read: the layers'
-//!   weights are decoded straight into their packed panels at load, and
-//!   the word embeddings, half of a small model's bytes, stay in the map
-//!   and are decoded a token at a time.
+//!   weights are decoded straight into their packed panels at load. The
+//!   word embeddings, half of a small model's bytes, are copied out too,
+//!   unless the process asked for [`Residency::Mapped`](super::Residency)
+//!   (a one-shot search): then they stay in the map and are decoded a
+//!   token at a time.
 //! - The forward pass is this module's own ([`encoder`]), on plain `f32`
 //!   buffers. candle's `BertModel`
 //!   pads every batch to its longest text, allocates a tensor per
@@ -55,7 +57,7 @@ use serde::Deserialize;
 use tokenizers::{Encoding, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
 use super::fingerprint::fingerprint;
-use super::{Embedder, EmbedderInfo, ModelKind, normalize};
+use super::{Embedder, EmbedderInfo, ModelKind, Residency, normalize};
 use encoder::Encoder;
 use weights::{BertConfig, Weights};
 
@@ -221,8 +223,10 @@ impl BertEmbedder {
     ///
     /// Fails with a message listing the expected files when the folder is
     /// not such a model, and when `modules.json` names a module this
-    /// embedder does not run (a `Dense` projection, say).
-    pub fn load(dir: &Path) -> Result<Self> {
+    /// embedder does not run (a `Dense` projection, say). `residency`
+    /// says whether the word embeddings are copied or read from the
+    /// mapped file.
+    pub fn load(dir: &Path, residency: Residency) -> Result<Self> {
         check_folder(dir)?;
         let read = |name: &str| -> Result<Vec<u8>> {
             std::fs::read(dir.join(name))
@@ -302,9 +306,10 @@ impl BertEmbedder {
                     },
                     || -> Result<Encoder> {
                         let tensors = weights::parse(&weights, &safetensors.display().to_string())?;
-                        Encoder::load(&Weights::new(&tensors, &weights), &config).with_context(
-                            || format!("loading BERT weights from {}", safetensors.display()),
-                        )
+                        Encoder::load(&Weights::new(&tensors, &weights), &config, residency)
+                            .with_context(|| {
+                                format!("loading BERT weights from {}", safetensors.display())
+                            })
                     },
                 )
             },
@@ -470,9 +475,12 @@ fn tokenizer(dir: &Path, bytes: &[u8], max_seq_length: usize) -> Result<Tokenize
 }
 
 /// `path` mapped read-only: the weights are decoded from the page cache
-/// as they are needed, never read into a copy first. Like every reader
-/// of a mapped file, a process whose model file is truncated under it
-/// stops with SIGBUS; a file changed in place is refused by the next
+/// as they are needed, never read into a copy first. The map outlives
+/// the load only when the word embeddings stay in it
+/// ([`Residency::Mapped`]); like every reader of a mapped file, a process
+/// whose model file is truncated under its map stops with SIGBUS, which
+/// is why only a command that embeds a query or two and exits asks for
+/// that. A file changed in place is refused by the next load's
 /// fingerprint check.
 fn map(path: &Path) -> Result<Arc<Mmap>> {
     let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;

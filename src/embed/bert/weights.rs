@@ -8,16 +8,19 @@
 //! tensors are decoded whole ([`Weights::get`]); a product's weight is
 //! decoded a row at a time straight into its packed layout
 //! ([`Weights::rows`]); the word embeddings, the largest table of a small
-//! model, stay in the mapped file and are decoded per token
-//! ([`MappedRows`]), so a process that embeds one query reads only the
-//! rows of its tokens.
+//! model, can stay in the mapped file and be decoded per token
+//! ([`RowTable`]), so a process that embeds one query reads only the rows
+//! of its tokens.
 
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail, ensure};
 use memmap2::Mmap;
+use rayon::prelude::*;
 use safetensors::{Dtype, SafeTensors};
 use serde::Deserialize;
+
+use crate::embed::Residency;
 
 /// The activation between a layer's two feed-forward products.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -150,18 +153,39 @@ impl<'a> Weights<'a> {
         })
     }
 
-    /// The tensor `name` under this prefix, which must have `shape`, left
-    /// in the mapped file and decoded a row at a time.
-    pub(super) fn mapped_rows(&self, shape: &[usize], name: &str) -> Result<MappedRows> {
+    /// The tensor `name` under this prefix, which must have `shape`, read
+    /// a row at a time: left in the mapped file or decoded into memory now,
+    /// as `residency` says.
+    pub(super) fn row_table(
+        &self,
+        shape: &[usize],
+        name: &str,
+        residency: Residency,
+    ) -> Result<RowTable> {
         let rows = self.rows(shape, name)?;
-        // `rows.bytes` is a slice of the mapped file: its offset there.
-        let start = rows.bytes.as_ptr() as usize - self.file.as_ptr() as usize;
-        Ok(MappedRows {
-            file: Arc::clone(self.file),
-            start,
-            len: rows.bytes.len(),
-            dtype: rows.dtype,
-            width: rows.width,
+        Ok(match residency {
+            Residency::Mapped => RowTable::Mapped {
+                file: Arc::clone(self.file),
+                // `rows.bytes` is a slice of the mapped file: its offset there.
+                start: rows.bytes.as_ptr() as usize - self.file.as_ptr() as usize,
+                len: rows.bytes.len(),
+                dtype: rows.dtype,
+                width: rows.width,
+            },
+            Residency::Copied => {
+                let mut values = vec![0f32; shape.iter().product()];
+                // Decoded in pieces of whole rows, on every core.
+                let piece = rows.width * 1024;
+                let size = value_bytes(rows.dtype).expect("a checked dtype");
+                values
+                    .par_chunks_mut(piece)
+                    .zip(rows.bytes.par_chunks(piece * size))
+                    .for_each(|(out, bytes)| decode(rows.dtype, bytes, out));
+                RowTable::Copied {
+                    values,
+                    width: rows.width,
+                }
+            }
         })
     }
 }
@@ -184,28 +208,42 @@ impl Rows<'_> {
     }
 }
 
-/// A tensor left in the mapped checkpoint: its rows are decoded when
-/// read, and only the rows read are ever paged in.
-pub(super) struct MappedRows {
-    file: Arc<Mmap>,
-    start: usize,
-    len: usize,
-    dtype: Dtype,
-    width: usize,
+/// A tensor read a row at a time ([`Weights::row_table`]).
+pub(super) enum RowTable {
+    /// Left in the mapped checkpoint: rows are decoded when read, and only
+    /// the rows read are ever paged in.
+    Mapped {
+        file: Arc<Mmap>,
+        start: usize,
+        len: usize,
+        dtype: Dtype,
+        width: usize,
+    },
+    /// Decoded into memory at load.
+    Copied { values: Vec<f32>, width: usize },
 }
 
-impl MappedRows {
-    /// Decodes row `i` into `out` (`width` floats).
+impl RowTable {
+    /// Row `i` into `out` (`width` floats).
     ///
     /// # Panics
     /// When `i` is past the last row or `out` is not `width` long.
     pub(super) fn row(&self, i: usize, out: &mut [f32]) {
-        Rows {
-            dtype: self.dtype,
-            bytes: &self.file[self.start..][..self.len],
-            width: self.width,
+        match self {
+            Self::Mapped {
+                file,
+                start,
+                len,
+                dtype,
+                width,
+            } => Rows {
+                dtype: *dtype,
+                bytes: &file[*start..][..*len],
+                width: *width,
+            }
+            .row(i, out),
+            Self::Copied { values, width } => out.copy_from_slice(&values[i * width..][..*width]),
         }
-        .row(i, out);
     }
 }
 
