@@ -48,11 +48,16 @@
 //!   rules Lucene's standard tokenizer follows) and grapheme clusters, which
 //!   keep combining accents attached to their letters.
 //! - `rust-stemmers` provides the Snowball English stemmer, so `connections`
-//!   and `connection` meet at `connect`.
+//!   and `connection` meet at `connect`. Words repeat (a few thousand
+//!   make up most of any text), so each thread keeps the stems it has
+//!   found, in a bounded `rustc-hash` map, and stems a word once rather
+//!   than at every occurrence.
 
+use std::cell::RefCell;
 use std::ops::Range;
 
 use rust_stemmers::{Algorithm, Stemmer};
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use unicode_segmentation::UnicodeSegmentation;
 
@@ -61,6 +66,30 @@ const MAX_TERM_BYTES: usize = 64;
 
 /// Characters that join two alphanumeric words into one identifier.
 const JOINERS: [char; 6] = ['-', '_', '.', '/', ':', '@'];
+
+/// How many words a thread's stem cache holds before it starts afresh.
+const STEM_CACHE_WORDS: usize = 1 << 16;
+
+thread_local! {
+    /// This thread's stems, by the lowercase word they were found for.
+    static STEMS: RefCell<FxHashMap<Box<str>, Box<str>>> = RefCell::default();
+}
+
+/// The Snowball English stem of `word`, from this thread's cache when it
+/// has stemmed `word` before.
+fn stem(stemmer: &Stemmer, word: &str) -> String {
+    STEMS.with_borrow_mut(|stems| {
+        if let Some(stem) = stems.get(word) {
+            return stem.to_string();
+        }
+        let stem = stemmer.stem(word).into_owned();
+        if stems.len() >= STEM_CACHE_WORDS {
+            stems.clear();
+        }
+        stems.insert(word.into(), stem.as_str().into());
+        stem
+    })
+}
 
 /// Lucene's English stop set, sorted for binary search.
 const STOP_WORDS: [&str; 33] = [
@@ -384,17 +413,18 @@ impl Normalizer {
     /// Lowercases, strips a possessive, applies the length bound and the stop
     /// set (when asked), then stems a purely alphabetic word (when enabled).
     fn normalize(&self, raw: &str, drop_stop_words: bool) -> Option<String> {
-        let lower = normalize_case(raw);
+        let mut lower = normalize_case(raw);
         let word = strip_possessive(&lower);
         if word.len() > MAX_TERM_BYTES || (drop_stop_words && is_stop_word(word)) {
             return None;
         }
         // Snowball English only ever shortens a word, so the bound still holds.
-        Some(if self.analyzer.stem && is_alphabetic_word(word) {
-            self.stemmer.stem(word).into_owned()
-        } else {
-            word.to_owned()
-        })
+        if self.analyzer.stem && is_alphabetic_word(word) {
+            return Some(stem(&self.stemmer, word));
+        }
+        // The possessive is a suffix: the word is the start of `lower`.
+        lower.truncate(word.len());
+        Some(lower)
     }
 }
 
@@ -655,6 +685,31 @@ mod tests {
             terms("Running QUICKLY through Connections"),
             ["run", "quick", "through", "connect"]
         );
+    }
+
+    #[test]
+    fn cached_stems_equal_fresh_ones_before_and_after_the_cache_starts_afresh() {
+        let stemmer = Stemmer::create(Algorithm::English);
+        let words = [
+            "connections",
+            "running",
+            "quickly",
+            "databases",
+            "généralement",
+        ];
+        let fresh: Vec<String> = words.iter().map(|w| stemmer.stem(w).into_owned()).collect();
+        // The second round is served from the cache.
+        for _ in 0..2 {
+            let cached: Vec<String> = words.iter().map(|w| stem(&stemmer, w)).collect();
+            assert_eq!(cached, fresh);
+        }
+        // Filling the cache past its bound clears it; stems stay the same.
+        for i in 0..=STEM_CACHE_WORDS {
+            stem(&stemmer, &format!("word{i}s"));
+        }
+        STEMS.with_borrow(|stems| assert!(stems.len() <= STEM_CACHE_WORDS));
+        let cached: Vec<String> = words.iter().map(|w| stem(&stemmer, w)).collect();
+        assert_eq!(cached, fresh);
     }
 
     #[test]
