@@ -68,7 +68,7 @@ const MAX_TERM_BYTES: usize = 64;
 const JOINERS: [char; 6] = ['-', '_', '.', '/', ':', '@'];
 
 /// How many words a thread's stem cache holds before it starts afresh.
-const STEM_CACHE_WORDS: usize = 1 << 16;
+const STEM_CACHE_WORDS: usize = 1 << 14;
 
 thread_local! {
     /// This thread's stems, by the lowercase word they were found for.
