@@ -16,7 +16,6 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail, ensure};
 use memmap2::Mmap;
-use rayon::prelude::*;
 use safetensors::{Dtype, SafeTensors};
 use serde::Deserialize;
 
@@ -121,10 +120,7 @@ impl<'a> Weights<'a> {
     /// The tensor `name` under this prefix, which must have `shape`, as
     /// row-major f32s.
     pub(super) fn get(&self, shape: &[usize], name: &str) -> Result<Vec<f32>> {
-        let rows = self.rows(shape, name)?;
-        let mut values = vec![0f32; shape.iter().product()];
-        decode(rows.dtype, rows.bytes, &mut values);
-        Ok(values)
+        Ok(self.rows(shape, name)?.all())
     }
 
     /// The tensor `name` under this prefix, which must have `shape`, as
@@ -172,20 +168,10 @@ impl<'a> Weights<'a> {
                 dtype: rows.dtype,
                 width: rows.width,
             },
-            Residency::Copied => {
-                let mut values = vec![0f32; shape.iter().product()];
-                // Decoded in pieces of whole rows, on every core.
-                let piece = rows.width * 1024;
-                let size = value_bytes(rows.dtype).expect("a checked dtype");
-                values
-                    .par_chunks_mut(piece)
-                    .zip(rows.bytes.par_chunks(piece * size))
-                    .for_each(|(out, bytes)| decode(rows.dtype, bytes, out));
-                RowTable::Copied {
-                    values,
-                    width: rows.width,
-                }
-            }
+            Residency::Copied => RowTable::Copied {
+                values: rows.all(),
+                width: rows.width,
+            },
         })
     }
 }
@@ -198,6 +184,14 @@ pub(super) struct Rows<'a> {
 }
 
 impl Rows<'_> {
+    /// Every row, decoded, end to end.
+    fn all(&self) -> Vec<f32> {
+        let size = value_bytes(self.dtype).expect("a checked dtype");
+        let mut values = vec![0f32; self.bytes.len() / size];
+        decode(self.dtype, self.bytes, &mut values);
+        values
+    }
+
     /// Decodes row `i` into `out` (`width` floats).
     ///
     /// # Panics
