@@ -178,52 +178,23 @@ fn best_first(a: &Scored, b: &Scored) -> std::cmp::Ordering {
     b.0.cmp(&a.0).then(a.1.cmp(&b.1))
 }
 
-/// Most buckets of a histogram of code scores (see [`Buckets`]).
-const MAX_BUCKETS: usize = 4096;
+/// One block in this many is scored first to learn where the depth's
+/// worst row scores (see [`SignCodes::candidates`]).
+const SAMPLE_STRIDE: usize = 16;
 
-/// The buckets of a histogram over every score a query can give a code:
-/// from `-bound` to `bound` (`Σ |qᵢ|`) in steps of `2^shift`, at most
-/// [`MAX_BUCKETS`] of them.
-struct Buckets {
-    bound: i32,
-    shift: u32,
-}
-
-impl Buckets {
-    fn new(query: &[i8]) -> Self {
-        let bound: i32 = query.iter().map(|q| i32::from(*q).abs()).sum();
-        let mut shift = 0;
-        while ((2 * bound) >> shift) as usize >= MAX_BUCKETS {
-            shift += 1;
-        }
-        Self { bound, shift }
+/// The score a pass keeps rows from: one that the sample `scores` (the
+/// allowed rows of every [`SAMPLE_STRIDE`]-th block, of `allowed` allowed
+/// rows in all) says about `1.25 × depth` rows reach, three standard
+/// deviations of the sample's count more than `depth`; the lowest score
+/// when the sample is too small to say.
+fn sampled_floor(scores: &mut [i32], depth: usize, allowed: usize) -> i32 {
+    let expected = (scores.len() * depth) as f64 / allowed.max(1) as f64;
+    let rank = (1.25 * expected + 3.0 * expected.sqrt()).ceil() as usize + 1;
+    if rank >= scores.len() {
+        return i32::MIN;
     }
-
-    fn count(&self) -> usize {
-        ((2 * self.bound) >> self.shift) as usize + 1
-    }
-
-    fn of(&self, score: i32) -> usize {
-        ((score + self.bound) >> self.shift) as usize
-    }
-
-    /// The lowest score of bucket `bucket`.
-    fn floor(&self, bucket: usize) -> i32 {
-        ((bucket as i32) << self.shift) - self.bound
-    }
-}
-
-/// The bucket where the count of `histogram` from the top reaches
-/// `depth` (the lowest, when the histogram holds fewer rows).
-fn depth_bucket(histogram: &[u32], depth: usize) -> usize {
-    let mut above = 0;
-    (0..histogram.len())
-        .rev()
-        .find(|&bucket| {
-            above += histogram[bucket] as usize;
-            above >= depth
-        })
-        .unwrap_or(0)
+    let (_, floor, _) = scores.select_nth_unstable_by(rank - 1, |a, b| b.cmp(a));
+    *floor
 }
 
 // A block's rows are the bits of a `u32`.
@@ -262,14 +233,6 @@ fn for_each_allowed(
             visit(ord, row);
         }
     }
-}
-
-/// What pass one of a search learns of a run of blocks.
-struct Counted {
-    /// Its allowed rows, by [`Buckets`] of their scores.
-    histogram: Vec<u32>,
-    /// Each block's best score (of all its rows, allowed or not).
-    block_best: Vec<i32>,
 }
 
 impl SignCodes {
@@ -313,16 +276,18 @@ impl SignCodes {
     /// (a unit vector's int8 values, as [`super::quantize`] gives them; ties:
     /// lower rows first), in row order.
     ///
-    /// Two passes over the codes, each split over the cores: the first
-    /// counts the scores in a histogram, which gives the score the depth's
-    /// worst row has at least, and notes each block's best; the second
-    /// scores again the blocks whose best reaches it and keeps their rows
-    /// that do, a few more than `depth`. (A running best of thousands, cut
-    /// as it fills, cost more than a second pass over codes still in the
-    /// cache.)
+    /// One pass over the codes, split over the cores, keeps the allowed
+    /// rows that reach a floor, and the best `depth` of them are chosen.
+    /// The floor comes from a sample, every [`SAMPLE_STRIDE`]-th block
+    /// scored first, which a quarter more than `depth` rows reach in
+    /// expectation; when fewer than `depth` rows reach it, which the
+    /// margin makes rare, the pass is repeated with every allowed row
+    /// competing, so the choice is always exact. (Before, a first pass
+    /// counted every row's score in a histogram and a second scored again
+    /// the blocks reaching its floor: the counting cost as much as the
+    /// scoring saved.)
     pub fn candidates(&self, query: &[i8], depth: usize, allow: &AllowSet) -> Vec<ChunkOrd> {
         let tables = QueryTables::new(query, self.len);
-        let buckets = Buckets::new(query);
         // A few tasks per thread: work for a thread whose core is free.
         let blocks = self.rows.div_ceil(BLOCK_ROWS);
         let task = blocks
@@ -332,85 +297,46 @@ impl SignCodes {
             .step_by(task)
             .map(|first| first..blocks.min(first + task))
             .collect();
-        let counted: Vec<Counted> = tasks
-            .par_iter()
-            .map(|blocks| self.count(&tables, &buckets, blocks.clone(), allow))
+        let mut sample: Vec<i32> = (0..blocks)
+            .into_par_iter()
+            .step_by(SAMPLE_STRIDE)
+            .flat_map_iter(|block| self.rows_reaching(&tables, block..block + 1, i32::MIN, allow))
+            .map(|Scored(score, _)| score)
             .collect();
-        let mut histogram = vec![0u32; buckets.count()];
-        for counted in &counted {
-            let counts = histogram.iter_mut().zip(&counted.histogram);
-            counts.for_each(|(sum, n)| *sum += n);
+        let floor = sampled_floor(&mut sample, depth, allow.count(self.rows));
+        let reaching = |floor: i32| -> Vec<Scored> {
+            tasks
+                .par_iter()
+                .flat_map_iter(|blocks| self.rows_reaching(&tables, blocks.clone(), floor, allow))
+                .collect()
+        };
+        let mut kept = reaching(floor);
+        if kept.len() < depth && floor > i32::MIN {
+            kept = reaching(i32::MIN);
         }
-        let edge = depth_bucket(&histogram, depth);
-        let floor = buckets.floor(edge);
-        let kept: Vec<Scored> = tasks
-            .par_iter()
-            .zip(&counted)
-            .map(|(blocks, counted)| {
-                self.rows_reaching(&tables, blocks.clone(), &counted.block_best, floor, allow)
-            })
-            .flatten_iter()
-            .collect();
-        // The rows above the edge bucket are among the best for sure;
-        // those in it compete for the rest, best first.
-        let (mut sure, mut competing): (Vec<Scored>, Vec<Scored>) =
-            kept.into_iter().partition(|row| buckets.of(row.0) > edge);
-        let rest = depth.saturating_sub(sure.len()).min(competing.len());
-        if rest > 0 && rest < competing.len() {
-            competing.select_nth_unstable_by(rest - 1, best_first);
+        let depth = depth.min(kept.len());
+        if depth > 0 && depth < kept.len() {
+            kept.select_nth_unstable_by(depth - 1, best_first);
         }
-        sure.extend_from_slice(&competing[..rest]);
-        let mut rows: Vec<ChunkOrd> = sure.into_iter().map(|Scored(_, ord)| ord).collect();
+        let mut rows: Vec<ChunkOrd> = kept[..depth].iter().map(|Scored(_, ord)| *ord).collect();
         rows.sort_unstable();
         rows
     }
 
-    /// Pass one over the blocks `blocks`: the histogram of their allowed
-    /// rows' scores, and each block's best score.
-    fn count(
-        &self,
-        tables: &QueryTables,
-        buckets: &Buckets,
-        blocks: Range<usize>,
-        allow: &AllowSet,
-    ) -> Counted {
-        let mut histogram = vec![0u32; buckets.count()];
-        let mut block_best = Vec::with_capacity(blocks.len());
-        let mut count = |score: i32| histogram[buckets.of(score)] += 1;
-        // With no floor, `rows` are the block's first rows.
-        self.score_blocks(tables, blocks, i32::MIN, |first, rows, scores| {
-            let valid = &scores[..rows.count_ones() as usize];
-            block_best.push(valid.iter().copied().max().unwrap_or(i32::MIN));
-            match allow {
-                AllowSet::All => valid.iter().for_each(|&score| count(score)),
-                _ => for_each_allowed(rows, first, allow, |_, row| count(scores[row])),
-            }
-        });
-        Counted {
-            histogram,
-            block_best,
-        }
-    }
-
-    /// Pass two over the blocks `blocks` (whose best scores pass one noted):
-    /// the allowed rows scoring at least `floor`, scored again in the
-    /// blocks whose best reaches it.
+    /// The allowed rows of the blocks `blocks` scoring at least `floor`.
     fn rows_reaching(
         &self,
         tables: &QueryTables,
         blocks: Range<usize>,
-        block_best: &[i32],
         floor: i32,
         allow: &AllowSet,
     ) -> Vec<Scored> {
         let mut kept = Vec::new();
-        for (block, _) in blocks.zip(block_best).filter(|(_, best)| **best >= floor) {
-            self.score_blocks(tables, block..block + 1, floor, |first, rows, scores| {
-                for_each_allowed(rows, first, allow, |ord, row| {
-                    kept.push(Scored(scores[row], ord));
-                });
+        self.score_blocks(tables, blocks, floor, |first, rows, scores| {
+            for_each_allowed(rows, first, allow, |ord, row| {
+                kept.push(Scored(scores[row], ord));
             });
-        }
+        });
         kept
     }
 
@@ -471,9 +397,18 @@ mod tests {
     }
 
     fn written(dir: &Path, rows: usize) -> StoredVectors {
+        written_with(dir, rows, vector)
+    }
+
+    /// The vectors `vector_of(row)` of `rows` rows, and their codes.
+    fn written_with(
+        dir: &Path,
+        rows: usize,
+        vector_of: impl Fn(usize) -> Vec<f32>,
+    ) -> StoredVectors {
         let mut vectors = QuantizedVectors::zeros(rows, DIM);
         for row in 0..rows {
-            vectors.set(row, &vector(row));
+            vectors.set(row, &vector_of(row));
         }
         let mut writer = VectorWriter::create(dir).unwrap();
         writer.append(vectors.rows(), &vec![0; rows]).unwrap();
@@ -514,6 +449,22 @@ mod tests {
         }
     }
 
+    /// Every row of `codes` by its code's score against `query`, best first.
+    fn ranked(codes: &SignCodes, query: &[i8]) -> Vec<Scored> {
+        let mut all: Vec<Scored> = (0..codes.rows() as ChunkOrd)
+            .map(|ord| Scored(code_score(query, &codes.code(ord)), ord))
+            .collect();
+        all.sort_unstable_by(best_first);
+        all
+    }
+
+    /// The best `depth` rows of `all` that `keep` keeps, in row order.
+    fn best_kept(all: &[Scored], depth: usize, keep: fn(&ChunkOrd) -> bool) -> Vec<ChunkOrd> {
+        let mut best: Vec<ChunkOrd> = all.iter().map(|s| s.1).filter(keep).take(depth).collect();
+        best.sort_unstable();
+        best
+    }
+
     #[test]
     fn candidates_are_the_best_codes_of_the_allowed_rows() {
         let dir = tempfile::tempdir().unwrap();
@@ -521,18 +472,10 @@ mod tests {
         let vectors = written(dir.path(), rows);
         let codes = SignCodes::open(dir.path(), rows, DIM).unwrap().unwrap();
         let (query, _) = quantize(&vector(123));
-        let mut all: Vec<Scored> = (0..rows as ChunkOrd)
-            .map(|ord| Scored(code_score(&query, &codes.code(ord)), ord))
-            .collect();
-        all.sort_unstable_by(best_first);
+        let all = ranked(&codes, &query);
         // The row itself, whose code matches the query's signs, comes first.
         assert_eq!(all[0].1, 123);
-        // The best 300 that `keep` keeps, in row order.
-        let best = |keep: fn(&ChunkOrd) -> bool| {
-            let mut best: Vec<ChunkOrd> = all.iter().map(|s| s.1).filter(keep).take(300).collect();
-            best.sort_unstable();
-            best
-        };
+        let best = |keep| best_kept(&all, 300, keep);
         assert_eq!(
             codes.candidates(&query, 300, &AllowSet::All),
             best(|_| true)
@@ -546,6 +489,27 @@ mod tests {
                 .check(ord, vectors.quantized_row(ord).unwrap().0)
                 .unwrap();
         }
+    }
+
+    #[test]
+    fn candidates_stay_exact_when_the_sample_misjudges_the_floor() {
+        let dir = tempfile::tempdir().unwrap();
+        // Every sampled block's rows are the query itself, so the sample's
+        // floor is the best score, which fewer rows than the depth reach.
+        let rows = 4 * SAMPLE_STRIDE * BLOCK_ROWS;
+        let sampled = |row: usize| (row / BLOCK_ROWS).is_multiple_of(SAMPLE_STRIDE);
+        written_with(dir.path(), rows, |row| match sampled(row) {
+            true => vector(0),
+            false => vector(row),
+        });
+        let codes = SignCodes::open(dir.path(), rows, DIM).unwrap().unwrap();
+        let (query, _) = quantize(&vector(0));
+        let all = ranked(&codes, &query);
+        let depth = 300;
+        assert!(all.iter().take_while(|s| s.0 == all[0].0).count() < depth);
+        let candidates = codes.candidates(&query, depth, &AllowSet::All);
+        assert_eq!(candidates, best_kept(&all, depth, |_| true));
+        assert!(!candidates.iter().all(|&ord| sampled(ord as usize)));
     }
 
     #[test]
