@@ -34,6 +34,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::code_scan::{BLOCK_ROWS, QueryTables};
+use super::prefetch::prefetch;
 use super::vectors::{VECTORS_FILE, map_exact};
 use crate::lists::AllowSet;
 use crate::store::generation::ChunkOrd;
@@ -54,6 +55,10 @@ pub const RESCORE_PER_WINDOW: usize = 20;
 
 /// At least one row in this many is rescored.
 pub const RESCORE_SHARE: usize = 64;
+
+/// How many blocks ahead of the one it scores a scan asks for codes
+/// ([`prefetch`]): a page (4 KiB) and more at every code length.
+const PREFETCH_BLOCKS: usize = 8;
 
 /// Fewest blocks of codes one parallel task scores.
 const TASK_BLOCKS: usize = 256;
@@ -354,6 +359,10 @@ impl SignCodes {
         let codes = &self.bytes()[blocks.start * block_bytes..blocks.end * block_bytes];
         let mut scores = [0i32; BLOCK_ROWS];
         for (index, block) in (blocks.start..).zip(codes.chunks_exact(block_bytes)) {
+            let ahead = (index - blocks.start + PREFETCH_BLOCKS) * block_bytes;
+            if let Some(ahead) = codes.get(ahead..ahead + block_bytes) {
+                prefetch(ahead);
+            }
             tables.block_scores(block, &mut scores);
             let first = index * BLOCK_ROWS;
             let rows = at_or_above(&scores, floor) & rows_below(self.rows - first);

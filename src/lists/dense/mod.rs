@@ -28,6 +28,7 @@
 
 mod code_scan;
 pub mod codes;
+mod prefetch;
 mod vectors;
 
 use std::collections::VecDeque;

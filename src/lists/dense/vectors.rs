@@ -20,6 +20,7 @@ use memmap2::{Mmap, MmapOptions};
 use ndarray::ArrayView2;
 use rayon::prelude::*;
 
+use super::prefetch::prefetch;
 use crate::store::damaged;
 use crate::store::generation::ChunkOrd;
 
@@ -449,25 +450,11 @@ fn score_ords_portable(
 /// the hint the loop waits on each row in turn.
 const PREFETCH_AHEAD: usize = 8;
 
-/// Hints the CPU to start reading row `ord`'s values and scale into the
-/// cache (no effect on results; nothing where the target has no hint).
+/// Asks for row `ord`'s values and scale ahead of its dot product.
 #[inline(always)]
 fn prefetch_row(rows: Rows<'_>, ord: ChunkOrd) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        let values = &rows.values[ord as usize * rows.dim..][..rows.dim];
-        // One hint per 64-byte cache line of the row, and one for its scale.
-        // SAFETY: every x86_64 CPU has SSE, and a prefetch reads nothing.
-        unsafe {
-            for line in values.chunks(64) {
-                _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast());
-            }
-            _mm_prefetch::<_MM_HINT_T0>((&rows.scales[ord as usize] as *const f32).cast());
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (rows, ord);
+    prefetch(&rows.values[ord as usize * rows.dim..][..rows.dim]);
+    prefetch(&rows.scales[ord as usize..][..1]);
 }
 
 /// Integer dot product of two int8 vectors (exact; vectorizes well).
