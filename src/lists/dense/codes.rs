@@ -187,11 +187,12 @@ fn best_first(a: &Scored, b: &Scored) -> std::cmp::Ordering {
 /// worst row scores (see [`SignCodes::candidates`]).
 const SAMPLE_STRIDE: usize = 16;
 
-/// The score a pass keeps rows from: one that the sample `scores` (the
-/// allowed rows of every [`SAMPLE_STRIDE`]-th block, of `allowed` allowed
-/// rows in all) says about `1.25 × depth` rows reach, three standard
-/// deviations of the sample's count more than `depth`; the lowest score
-/// when the sample is too small to say.
+/// The score a pass keeps rows from, read off the sample `scores` (the
+/// allowed rows of every [`SAMPLE_STRIDE`]-th block; `allowed` allowed rows
+/// in all): the sample's score at the rank which, scaled up to every row,
+/// a quarter more rows than `depth` reach, plus three standard deviations
+/// of the sample's count. The lowest score when the sample has too few
+/// rows for that rank.
 fn sampled_floor(scores: &mut [i32], depth: usize, allowed: usize) -> i32 {
     let expected = (scores.len() * depth) as f64 / allowed.max(1) as f64;
     let rank = (1.25 * expected + 3.0 * expected.sqrt()).ceil() as usize + 1;
@@ -281,16 +282,15 @@ impl SignCodes {
     /// (a unit vector's int8 values, as [`super::quantize`] gives them; ties:
     /// lower rows first), in row order.
     ///
-    /// One pass over the codes, split over the cores, keeps the allowed
-    /// rows that reach a floor, and the best `depth` of them are chosen.
-    /// The floor comes from a sample, every [`SAMPLE_STRIDE`]-th block
-    /// scored first, which a quarter more than `depth` rows reach in
-    /// expectation; when fewer than `depth` rows reach it, which the
-    /// margin makes rare, the pass is repeated with every allowed row
-    /// competing, so the choice is always exact. (Before, a first pass
-    /// counted every row's score in a histogram and a second scored again
-    /// the blocks reaching its floor: the counting cost as much as the
-    /// scoring saved.)
+    /// Every [`SAMPLE_STRIDE`]-th block is scored first, for a floor that
+    /// a quarter more than `depth` rows reach in expectation
+    /// ([`sampled_floor`]); then one pass over the codes, split over the
+    /// cores, keeps the allowed rows that reach it, and the best `depth`
+    /// of those are chosen. When fewer than `depth` rows reach the floor
+    /// (the margin makes it rare), the pass is repeated with every allowed
+    /// row competing, so the choice is always exact. (A first pass
+    /// counting every row's score in a histogram, then a second scoring
+    /// again the blocks that reach its floor, cost more: bench/README.md.)
     pub fn candidates(&self, query: &[i8], depth: usize, allow: &AllowSet) -> Vec<ChunkOrd> {
         let tables = QueryTables::new(query, self.len);
         // A few tasks per thread: work for a thread whose core is free.
