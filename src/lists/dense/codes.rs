@@ -278,9 +278,10 @@ impl SignCodes {
         self.rows
     }
 
-    /// The `depth` rows of `allow` whose codes score best against `query`
-    /// (a unit vector's int8 values, as [`super::quantize`] gives them; ties:
-    /// lower rows first), in row order.
+    /// The `depth` rows of `allow` (which allows `allowed` rows, as its
+    /// caller has counted) whose codes score best against `query` (a unit
+    /// vector's int8 values, as [`super::quantize`] gives them; ties: lower
+    /// rows first), in row order.
     ///
     /// Every [`SAMPLE_STRIDE`]-th block is scored first, for a floor that
     /// a quarter more than `depth` rows reach in expectation
@@ -291,7 +292,13 @@ impl SignCodes {
     /// row competing, so the choice is always exact. (A first pass
     /// counting every row's score in a histogram, then a second scoring
     /// again the blocks that reach its floor, cost more: bench/README.md.)
-    pub fn candidates(&self, query: &[i8], depth: usize, allow: &AllowSet) -> Vec<ChunkOrd> {
+    pub fn candidates(
+        &self,
+        query: &[i8],
+        depth: usize,
+        allowed: usize,
+        allow: &AllowSet,
+    ) -> Vec<ChunkOrd> {
         let tables = QueryTables::new(query, self.len);
         // A few tasks per thread: work for a thread whose core is free.
         let blocks = self.rows.div_ceil(BLOCK_ROWS);
@@ -308,7 +315,7 @@ impl SignCodes {
             .flat_map_iter(|block| self.rows_reaching(&tables, block..block + 1, i32::MIN, allow))
             .map(|Scored(score, _)| score)
             .collect();
-        let floor = sampled_floor(&mut sample, depth, allow.count(self.rows));
+        let floor = sampled_floor(&mut sample, depth, allowed);
         let reaching = |floor: i32| -> Vec<Scored> {
             tasks
                 .par_iter()
@@ -486,12 +493,12 @@ mod tests {
         assert_eq!(all[0].1, 123);
         let best = |keep| best_kept(&all, 300, keep);
         assert_eq!(
-            codes.candidates(&query, 300, &AllowSet::All),
+            codes.candidates(&query, 300, rows, &AllowSet::All),
             best(|_| true)
         );
         // A filter removes rows before they compete.
         let flags: Vec<bool> = (0..rows).map(|i| i % 2 == 1).collect();
-        let odd = codes.candidates(&query, 300, &AllowSet::Only(flags.into()));
+        let odd = codes.candidates(&query, 300, rows / 2, &AllowSet::Only(flags.into()));
         assert_eq!(odd, best(|o| o % 2 == 1));
         for ord in [0, 5, 19_999] {
             codes
@@ -516,7 +523,7 @@ mod tests {
         let all = ranked(&codes, &query);
         let depth = 300;
         assert!(all.iter().take_while(|s| s.0 == all[0].0).count() < depth);
-        let candidates = codes.candidates(&query, depth, &AllowSet::All);
+        let candidates = codes.candidates(&query, depth, rows, &AllowSet::All);
         assert_eq!(candidates, best_kept(&all, depth, |_| true));
         assert!(!candidates.iter().all(|&ord| sampled(ord as usize)));
     }

@@ -222,7 +222,7 @@ impl DenseList {
         allow: &AllowSet,
     ) -> Result<Scan> {
         let (quantized, query_scale) = quantize(query);
-        let candidates = codes.candidates(&quantized, depth, allow);
+        let candidates = codes.candidates(&quantized, depth, allowed, allow);
         let mut scores = Vec::new();
         self.vectors
             .score_ords(&quantized, query_scale, &candidates, &mut scores)?;
