@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use rayon::prelude::*;
 
 use super::Retriever;
 use crate::corpus::walk::mtime_ns;
@@ -59,15 +60,21 @@ impl Retriever {
     /// Decodes `chunks` for printing, each once (a chunk named twice is
     /// read once), and checks each one's file on disk: a file whose size or
     /// modification time differs from when it was indexed is changed.
+    ///
+    /// The chunks decode on rayon's pool: each one decompresses a whole
+    /// text block, the most of a one-shot search's work after its lists.
     pub fn decode(&self, chunks: impl IntoIterator<Item = ChunkOrd>) -> Result<Decoded> {
         let generation = self.generation();
+        let mut ords: Vec<ChunkOrd> = chunks.into_iter().collect();
+        ords.sort_unstable();
+        ords.dedup();
+        let views = ords
+            .into_par_iter()
+            .map(|ord| Ok((ord, generation.chunk(ord)?)))
+            .collect::<Result<Vec<_>>>()?;
         let mut decoded = Decoded::default();
         let mut file_changed: BTreeMap<u32, bool> = BTreeMap::new();
-        for ord in chunks {
-            if decoded.chunks.contains_key(&ord) {
-                continue;
-            }
-            let view = generation.chunk(ord)?;
+        for (ord, view) in views {
             let file = view.record.file;
             let changed = *file_changed
                 .entry(file)
