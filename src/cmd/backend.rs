@@ -2,6 +2,7 @@
 //! files, or a Milvus collection `memidx push` filled (cargo feature
 //! `milvus`; a build without it says so).
 
+use std::mem::ManuallyDrop;
 use std::path::Path;
 
 use anyhow::Result;
@@ -11,11 +12,17 @@ use memidx::retriever::Retriever;
 
 /// Opens the retriever `config` asks for: local, or with `--backend` on
 /// the Milvus collection it names.
-pub fn open(config: &SearchConfig) -> Result<Retriever> {
-    match &config.backend {
+///
+/// It is never dropped: `search` and `explain` answer once and exit, and
+/// the kernel releases the whole address space at exit at once, where
+/// unmapping the index's files one by one, while rayon's threads live,
+/// interrupts them for each (bench/README.md).
+pub fn open(config: &SearchConfig) -> Result<ManuallyDrop<Retriever>> {
+    let retriever = match &config.backend {
         None => Retriever::open(&config.index_dir, &config.lists),
         Some(uri) => remote(&config.index_dir, config, uri),
-    }
+    }?;
+    Ok(ManuallyDrop::new(retriever))
 }
 
 /// The collection `uri` (the token from `MILVUS_TOKEN`).
