@@ -83,7 +83,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand search" -l graph-weight -d
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l recency-weight -d 'Weight of the recency list (newest first) in the fusion; above 0 it runs [default: 0 (off); 0.1 with --recent or --mode recency]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l window -d 'Candidates taken from each list before fusion [default: the index\'s, else max(50, 2 × top-k)]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l dense-feedback -d 'Move the dense list\'s query toward its N best chunks before ranking (pseudo-relevance feedback); 0 turns it off [default: the index\'s, 3]' -r
-complete -c memidx -n "__fish_memidx_using_subcommand search" -l dense-rescore -d 'Rows the dense list\'s sign codes choose for exact rescoring: more finds more of what an exact scan would, at more cost [default: max(20 × window, chunks / 64)]' -r
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l dense-rescore -d 'Rows the dense list\'s sign codes choose for exact rescoring: more finds more of what an exact scan would, at more cost [default: max(20 × window, 9 × √chunks)]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l color -d 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
 always\t'Always'
@@ -124,7 +124,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand explain" -l graph-weight -
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l recency-weight -d 'Weight of the recency list (newest first) in the fusion; above 0 it runs [default: 0 (off); 0.1 with --recent or --mode recency]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l window -d 'Candidates taken from each list before fusion [default: the index\'s, else max(50, 2 × top-k)]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l dense-feedback -d 'Move the dense list\'s query toward its N best chunks before ranking (pseudo-relevance feedback); 0 turns it off [default: the index\'s, 3]' -r
-complete -c memidx -n "__fish_memidx_using_subcommand explain" -l dense-rescore -d 'Rows the dense list\'s sign codes choose for exact rescoring: more finds more of what an exact scan would, at more cost [default: max(20 × window, chunks / 64)]' -r
+complete -c memidx -n "__fish_memidx_using_subcommand explain" -l dense-rescore -d 'Rows the dense list\'s sign codes choose for exact rescoring: more finds more of what an exact scan would, at more cost [default: max(20 × window, 9 × √chunks)]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l color -d 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
 always\t'Always'
@@ -174,7 +174,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand eval" -l graph-weight -d '
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l recency-weight -d 'Weight of the recency list (newest first) in the fusion; above 0 it runs [default: 0 (off); 0.1 with --recent or --mode recency]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l window -d 'Candidates taken from each list before fusion [default: the index\'s, else max(50, 2 × top-k)]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l dense-feedback -d 'Move the dense list\'s query toward its N best chunks before ranking (pseudo-relevance feedback); 0 turns it off [default: the index\'s, 3]' -r
-complete -c memidx -n "__fish_memidx_using_subcommand eval" -l dense-rescore -d 'Rows the dense list\'s sign codes choose for exact rescoring: more finds more of what an exact scan would, at more cost [default: max(20 × window, chunks / 64)]' -r
+complete -c memidx -n "__fish_memidx_using_subcommand eval" -l dense-rescore -d 'Rows the dense list\'s sign codes choose for exact rescoring: more finds more of what an exact scan would, at more cost [default: max(20 × window, 9 × √chunks)]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l color -d 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
 always\t'Always'

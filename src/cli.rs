@@ -349,7 +349,7 @@ pub struct FusionArgs {
     pub exact: bool,
     /// Rows the dense list's sign codes choose for exact rescoring: more
     /// finds more of what an exact scan would, at more cost [default:
-    /// max(20 × window, chunks / 64)].
+    /// max(20 × window, 9 × √chunks)].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub dense_rescore: Option<u32>,
 }

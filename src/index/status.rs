@@ -16,7 +16,7 @@ use crate::corpus::walk::walk;
 use crate::embed::EmbedderInfo;
 use crate::fusion::{FusionDefaults, FusionSource};
 use crate::lists::dense::codes::{
-    AUTO_MIN_ROWS, CODES_FILE, DenseIndexSetting, RESCORE_PER_WINDOW, RESCORE_SHARE,
+    AUTO_MIN_ROWS, CODES_FILE, DenseIndexSetting, RESCORE_PER_WINDOW, default_rescored,
 };
 use crate::lists::sparse::Bm25Params;
 use crate::store::MANIFEST_FILE;
@@ -78,8 +78,9 @@ pub struct DenseIndexStatus {
     pub rows: Option<u64>,
     /// A search rescores at least this many rows per window chunk…
     pub rescore_per_window: usize,
-    /// …and at least one row in this many.
-    pub rescore_share: usize,
+    /// …and at least this many rows, whatever the window (`None` without
+    /// codes).
+    pub rescore_at_least: Option<usize>,
     /// Bytes of the codes' file (0 without codes).
     pub bytes: u64,
 }
@@ -222,7 +223,9 @@ impl StatusReport {
                 auto_min_chunks: AUTO_MIN_ROWS,
                 rows: manifest.sign_code_rows(),
                 rescore_per_window: RESCORE_PER_WINDOW,
-                rescore_share: RESCORE_SHARE,
+                rescore_at_least: manifest
+                    .sign_code_rows()
+                    .map(|rows| default_rescored(0, rows as usize)),
                 bytes: manifest.checksums.get(CODES_FILE).map_or(0, |c| c.size),
             },
             bm25: manifest.bm25,

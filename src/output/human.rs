@@ -332,13 +332,13 @@ pub fn print_status(out: &mut dyn Write, r: &StatusReport) -> Result<()> {
         r.bm25.k1, r.bm25.b, r.chunk_tokens
     )?;
     let dense = &r.dense_index;
-    match dense.rows {
-        Some(rows) => writeln!(
+    match dense.rescore_at_least {
+        Some(at_least) => writeln!(
             out,
             "dense      sign codes, 1 bit per dimension ({}): a search scores them, then its best max({} × window, {}) rows exactly (--dense-index {})",
             bytes(dense.bytes),
             dense.rescore_per_window,
-            rows as usize / dense.rescore_share,
+            at_least,
             dense.setting.name()
         )?,
         None => writeln!(

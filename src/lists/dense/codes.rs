@@ -9,7 +9,7 @@
 //! far better than comparing signs with signs), in exact integers, a block
 //! of 32 rows at a time ([`code_scan`](super::code_scan): the file keeps
 //! each block's codes byte by byte for it), and
-//! rescores the best `max(20 × window, rows / 64)` rows with the exact
+//! rescores the best `max(20 × window, 9 × √rows)` rows with the exact
 //! scan's integer dot product. So a returned chunk's score is its exact
 //! cosine; only recall is approximate, and it is measured
 //! (bench/README.md). Each returned row's code is checked against its
@@ -53,8 +53,11 @@ pub const AUTO_MIN_ROWS: usize = 100_000;
 /// Rows rescored per window chunk, at least.
 pub const RESCORE_PER_WINDOW: usize = 20;
 
-/// At least one row in this many is rescored.
-pub const RESCORE_SHARE: usize = 64;
+/// Rows rescored per square root of the rows, at least. The rows a search
+/// must rescore to find its window grow far slower than the corpus: the
+/// square root keeps recall at ten times corpus-big where a fixed share of
+/// the rows rescored three times as many (bench/README.md).
+pub const RESCORE_PER_ROOT: usize = 9;
 
 /// How many blocks ahead of the one it scores a scan asks for codes
 /// ([`prefetch`]): a page (4 KiB) and more at every code length.
@@ -98,7 +101,7 @@ impl DenseIndexSetting {
 
 /// Rows a search of `window` chunks over `rows` rows rescores by default.
 pub fn default_rescored(window: usize, rows: usize) -> usize {
-    (RESCORE_PER_WINDOW * window).max(rows / RESCORE_SHARE)
+    (RESCORE_PER_WINDOW * window).max(RESCORE_PER_ROOT * rows.isqrt())
 }
 
 /// Bytes of one row's code (at least one, so blocks are never empty).
@@ -410,6 +413,18 @@ mod tests {
             .collect();
         normalize(&mut v);
         v
+    }
+
+    #[test]
+    fn the_rows_rescored_follow_the_window_then_the_square_root_of_the_rows() {
+        // A small index rescores 20 rows per window chunk…
+        assert_eq!(default_rescored(50, 10_000), 1_000);
+        // …a large one 9 × √rows, whatever the window below that.
+        assert_eq!(default_rescored(50, 329_841), 9 * 574);
+        assert_eq!(default_rescored(10, 329_841), 9 * 574);
+        // A hundred times the rows rescores ten times as many.
+        assert_eq!(default_rescored(0, 3_240_000), 9 * 1_800);
+        assert_eq!(default_rescored(0, 324_000_000), 9 * 18_000);
     }
 
     fn written(dir: &Path, rows: usize) -> StoredVectors {
