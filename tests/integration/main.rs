@@ -25,6 +25,8 @@ mod index_folder;
 mod integrity;
 #[cfg(feature = "mcp")]
 mod mcp;
+#[cfg(feature = "mcp")]
+mod mcp_schemas;
 mod milvus;
 mod minilm;
 mod properties;

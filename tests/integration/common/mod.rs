@@ -3,6 +3,9 @@
 
 #![allow(dead_code)] // not every helper is used by every build (e.g. without the `bert` feature)
 
+#[cfg(feature = "mcp")]
+pub mod mcp;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 

@@ -1,0 +1,234 @@
+//! Helpers for the MCP tests that speak JSON-RPC themselves: a raw stdio
+//! session with `memidx mcp` (for what an SDK will not send, and for calls
+//! whose results are checked by validators rather than by an SDK), and the
+//! checks that a JSON Schema reads the same under draft-07 and 2020-12.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use serde_json::{Value, json};
+
+/// The protocol revision the raw sessions ask for.
+pub const PROTOCOL: &str = "2025-06-18";
+
+/// `memidx mcp ARGS…` on pipes, initialized.
+pub struct RawSession {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl RawSession {
+    /// Starts `memidx mcp --index DIR EXTRA…` and completes the handshake.
+    pub fn start(dir: &Path, extra: &[&str]) -> Self {
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin("memidx"))
+            .args(["mcp", "--index"])
+            .arg(dir)
+            .args(extra)
+            .current_dir(dir)
+            .env_remove("MEMIDX_INDEX")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start memidx mcp");
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut session = Self {
+            child,
+            stdin,
+            stdout,
+            next_id: 0,
+        };
+        let init = session.request(
+            "initialize",
+            json!({"protocolVersion": PROTOCOL, "capabilities": {},
+                   "clientInfo": {"name": "memidx-tests", "version": "0"}}),
+        );
+        assert_eq!(init["result"]["protocolVersion"], PROTOCOL, "{init}");
+        session.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        session
+    }
+
+    /// Writes one message as a line.
+    pub fn send(&mut self, message: &Value) {
+        self.send_line(&message.to_string());
+    }
+
+    /// Writes `line` and a newline as they are.
+    pub fn send_line(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{line}").expect("write to the server");
+        stdin.flush().expect("flush");
+    }
+
+    /// The next message the server writes.
+    pub fn receive(&mut self) -> Value {
+        let mut line = String::new();
+        let read = self.stdout.read_line(&mut line).expect("read the server");
+        assert!(read > 0, "the server closed its output");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+    }
+
+    /// Sends a request and returns the response to it.
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let response = self.receive();
+        assert_eq!(response["id"], id, "{response}");
+        response
+    }
+
+    /// Calls a tool; the `result` of the response (a tool error included).
+    pub fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        let response = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
+        assert!(response.get("error").is_none(), "{tool}: {response}");
+        response["result"].clone()
+    }
+
+    /// The tools the server lists.
+    pub fn tools(&mut self) -> Vec<Value> {
+        let listed = self.request("tools/list", json!({}));
+        listed["result"]["tools"].as_array().expect("tools").clone()
+    }
+
+    /// Closes the server's input and returns its exit code.
+    pub fn finish(mut self) -> Option<i32> {
+        drop(self.stdin.take());
+        self.child.wait().expect("wait").code()
+    }
+}
+
+impl Drop for RawSession {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Keywords whose meaning differs between draft-07 and 2020-12 (or that one
+/// of them does not know), which a schema read by both must not use.
+const NOT_PORTABLE: &[&str] = &[
+    "prefixItems",
+    "additionalItems",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "dependentRequired",
+    "dependentSchemas",
+    "dependencies",
+    "minContains",
+    "maxContains",
+    "$anchor",
+    "$dynamicRef",
+    "$dynamicAnchor",
+    "$recursiveRef",
+    "$recursiveAnchor",
+    "$vocabulary",
+    "contentSchema",
+    "definitions",
+];
+
+/// What may stand beside `$ref`: draft-07 ignores every sibling of a
+/// `$ref`, so only annotations, which change no verdict, are allowed.
+const REF_SIBLINGS: &[&str] = &[
+    "$ref",
+    "title",
+    "description",
+    "$comment",
+    "default",
+    "examples",
+];
+
+/// The places in `schema` that a draft-07 and a 2020-12 validator would
+/// read differently, as `pointer: why`.
+pub fn not_portable(schema: &Value) -> Vec<String> {
+    let mut found = Vec::new();
+    walk(schema, String::new(), &mut found);
+    found
+}
+
+fn walk(schema: &Value, path: String, found: &mut Vec<String>) {
+    match schema {
+        Value::Object(object) => {
+            for keyword in NOT_PORTABLE {
+                if object.contains_key(*keyword) {
+                    found.push(format!("{path}: {keyword}"));
+                }
+            }
+            if let Some(items) = object.get("items").filter(|i| !i.is_object()) {
+                found.push(format!("{path}: items is {items}, not a schema"));
+            }
+            if object.contains_key("$ref") {
+                for key in object
+                    .keys()
+                    .filter(|k| !REF_SIBLINGS.contains(&k.as_str()))
+                {
+                    found.push(format!("{path}: {key} beside $ref"));
+                }
+            }
+            for (key, value) in object {
+                // Property names and enum values are data, not keywords.
+                if key == "enum" || key == "const" || key == "default" || key == "examples" {
+                    continue;
+                }
+                let inner = format!("{path}/{key}");
+                if key == "properties" || key == "$defs" || key == "patternProperties" {
+                    for (name, sub) in value.as_object().into_iter().flatten() {
+                        walk(sub, format!("{inner}/{name}"), found);
+                    }
+                } else {
+                    walk(value, inner, found);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                walk(item, format!("{path}/{i}"), found);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A draft-07 and a 2020-12 validator of `schema` (the draft forced, whatever
+/// its `$schema` says), after checking it against both meta-schemas.
+pub fn both_drafts(schema: &Value, what: &str) -> [(&'static str, jsonschema::Validator); 2] {
+    let portable = not_portable(schema);
+    assert!(
+        portable.is_empty(),
+        "{what} is read differently by draft-07 and 2020-12: {portable:?}"
+    );
+    if let Err(e) = jsonschema::draft7::meta::validator().validate(schema) {
+        panic!("{what} breaks the draft-07 meta-schema: {e}");
+    }
+    if let Err(e) = jsonschema::draft202012::meta::validator().validate(schema) {
+        panic!("{what} breaks the 2020-12 meta-schema: {e}");
+    }
+    let build = |draft| {
+        jsonschema::options()
+            .with_draft(draft)
+            .build(schema)
+            .unwrap_or_else(|e| panic!("{what} does not compile as {draft:?}: {e}"))
+    };
+    [
+        ("draft-07", build(jsonschema::Draft::Draft7)),
+        ("2020-12", build(jsonschema::Draft::Draft202012)),
+    ]
+}
+
+/// Asserts that `instance` is valid under both drafts of `schema`.
+pub fn assert_valid_in_both(schema: &Value, instance: &Value, what: &str) {
+    for (draft, validator) in both_drafts(schema, what) {
+        let errors: Vec<String> = validator
+            .iter_errors(instance)
+            .map(|e| format!("{}: {e}", e.instance_path().as_str()))
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "{what} ({draft}): {errors:?}\n{instance:#}"
+        );
+    }
+}
