@@ -375,6 +375,15 @@ pub struct McpArgs {
     /// writer lock until the server ends.
     #[arg(long, conflicts_with = "read_only")]
     pub watch: bool,
+    /// Serve MCP's Streamable HTTP transport at http://ADDR/mcp instead of
+    /// stdio, for many clients at once (e.g. 127.0.0.1:8765; port 0 picks
+    /// a free one). An address off loopback needs --token-file.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<std::net::SocketAddr>,
+    /// With --http: require `Authorization: Bearer TOKEN`, the token being
+    /// this file's content (at least 16 characters, no spaces).
+    #[arg(long, value_name = "FILE", requires = "http")]
+    pub token_file: Option<PathBuf>,
     /// Where the index is (fixed for the whole session).
     #[command(flatten)]
     pub location: IndexLocation,

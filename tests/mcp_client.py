@@ -65,7 +65,11 @@ async def session_checks(memidx, corpus):
                 result = dump(await session.call_tool(name, arguments))
                 if not result.get("isError"):
                     # The SDK checks too; this names the tool on failure.
-                    jsonschema.validate(result["structuredContent"], tools[name]["outputSchema"])
+                    # Both drafts clients validate with read the schema alike.
+                    schema = tools[name]["outputSchema"]
+                    for draft in (jsonschema.Draft7Validator, jsonschema.Draft202012Validator):
+                        draft.check_schema(schema)
+                        draft(schema).validate(result["structuredContent"])
                     validated.append(name)
                     assert result["content"][0]["type"] == "text" and result["content"][0]["text"]
                 return result
@@ -183,9 +187,9 @@ async def session_checks(memidx, corpus):
 
 
 def raw_checks(memidx, corpus, protocol_version):
-    """Raw JSON-RPC lines: malformed input gets errors (or, for text that
-    is not JSON at all, is ignored, as every MCP SDK does), and the session
-    goes on; --read-only has no reindex; end of input ends it with exit 0."""
+    """Raw JSON-RPC lines: malformed input gets JSON-RPC's errors (a parse
+    error for text that is not JSON) and the session goes on; --read-only
+    has no reindex; end of input ends it with exit 0."""
     server = subprocess.Popen(
         [memidx, "mcp", "--read-only", "--index", corpus],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -206,6 +210,8 @@ def raw_checks(memidx, corpus, protocol_version):
     out["initialize_version"] = receive()["result"]["protocolVersion"]
     send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
     send("{this is not json")
+    parse_error = receive()
+    out["parse_error"] = [parse_error["id"], parse_error["error"]["code"]]
     send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": 7}))
     out["invalid_request"] = receive()["error"]["code"]
     send(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "no/such/method"}))

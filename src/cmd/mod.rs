@@ -63,10 +63,15 @@ pub fn run(cli: Cli) -> Result<Status> {
         #[cfg(feature = "mcp")]
         Command::Mcp(args) => {
             let cwd = std::env::current_dir().context("cannot read the current folder")?;
+            let http = args.http.map(|addr| mcp::HttpOptions {
+                addr,
+                token_file: args.token_file,
+            });
             return mcp::run(
                 &config::resolve_index_dir(&args.location, &cwd)?,
                 args.read_only,
                 args.watch,
+                http.as_ref(),
             );
         }
         command => command,

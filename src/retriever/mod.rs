@@ -12,7 +12,7 @@ pub use backend::{Backend, Local, local_sparse};
 pub use decode::{Decoded, DecodedChunk};
 pub use explain::{Absence, ExplainedChunk, Explanation, Standing};
 pub use params::{GraphUse, ListSelection, MIN_DEFAULT_WINDOW, SearchParams, default_window};
-pub use search::{FirstPass, ListRun, SearchOutcome, check_query};
+pub use search::{FirstPass, ListRun, MAX_QUERY_BYTES, SearchOutcome, check_query};
 
 use std::path::Path;
 use std::sync::Arc;

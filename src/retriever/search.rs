@@ -214,9 +214,21 @@ pub struct FirstPass {
     pub fusion: Fusion,
 }
 
-/// Refuses a query with nothing to search for (callers check it before
-/// opening an index, so a bad query costs no model load).
+/// The longest query searched, in bytes: far above any question or
+/// identifier, and a bound on what one search may cost (a query is
+/// tokenized and embedded whole), which matters to a long-running server.
+pub const MAX_QUERY_BYTES: usize = 64 * 1024;
+
+/// Refuses a query with nothing to search for, or too long to search
+/// (callers check it before opening an index, so a bad query costs no
+/// model load).
 pub fn check_query(query: &str) -> Result<()> {
+    if query.len() > MAX_QUERY_BYTES {
+        bail!(
+            "the query is {} bytes long; at most {MAX_QUERY_BYTES} are searched",
+            query.len()
+        );
+    }
     if query.trim().is_empty() {
         bail!("the query is empty; give words to search for");
     }

@@ -216,6 +216,7 @@ fn a_real_mcp_client_searches_gets_explains_and_sees_new_generations() {
 
     let raw = &report["raw"];
     assert_eq!(raw["initialize_version"], report["protocol_version"]);
+    assert_eq!(raw["parse_error"], json!([null, -32700]));
     assert_eq!(raw["invalid_request"], -32600);
     assert_eq!(raw["unknown_method"], -32601);
     assert_eq!(raw["read_only_reindex"], -32602);

@@ -80,7 +80,7 @@ pub struct DenseList {
     /// Rows to rescore, when not [`codes::default_rescored`].
     rescore: Option<usize>,
     /// The last few queries embedded, with their vectors (newest last).
-    recent: Mutex<VecDeque<(String, Arc<[f32]>)>>,
+    recent: Mutex<VecDeque<(u128, Arc<[f32]>)>>,
 }
 
 /// One scan's outcome: the best chunks and the counts of scored chunks.
@@ -137,12 +137,15 @@ impl DenseList {
     }
 
     /// The unit embedding of `query` (all zeros when the model knows none
-    /// of it), from the recent ones when it was embedded lately.
+    /// of it), from the recent ones when it was embedded lately. Recent
+    /// queries are kept by a 128-bit hash of their text, never the text, so
+    /// a long-running server that met huge queries does not keep them.
     fn embed_query(&self, query: &str) -> Result<Arc<[f32]>> {
-        let recent = |queries: &VecDeque<(String, Arc<[f32]>)>| {
+        let key = xxhash_rust::xxh3::xxh3_128(query.as_bytes());
+        let recent = |queries: &VecDeque<(u128, Arc<[f32]>)>| {
             queries
                 .iter()
-                .find(|(text, _)| text == query)
+                .find(|(seen, _)| *seen == key)
                 .map(|(_, vector)| Arc::clone(vector))
         };
         if let Some(vector) = recent(&self.recent.lock().unwrap_or_else(|e| e.into_inner())) {
@@ -153,7 +156,7 @@ impl DenseList {
         if queries.len() == RECENT_QUERIES {
             queries.pop_front();
         }
-        queries.push_back((query.to_string(), Arc::clone(&vector)));
+        queries.push_back((key, Arc::clone(&vector)));
         Ok(vector)
     }
 

@@ -1,0 +1,408 @@
+//! The index thread's work: what is open (the index, retrievers per list
+//! selection) and each tool call run against it, from parsed arguments to
+//! the structured result and its text rendering.
+//!
+//! Before every call the state compares `meta.json`'s identity, size and
+//! modification time with what it saw when it opened things, and reopens
+//! when they differ, so no answer comes from a generation a `memidx index`
+//! run replaced, and no answer mixes two generations.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use anyhow::{Result, anyhow, bail};
+use clap::ValueEnum;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::note::note;
+use crate::cli::Mode;
+use crate::config::{self, check_max_chars, check_top_k};
+use memidx::corpus::note::{DEFAULT_NOTES_DIR, Note};
+use memidx::filter::{Filter, TimeFilter};
+use memidx::fusion::{FusionMethod, check_rrf_k, check_window};
+use memidx::index::get::{self as fetch, LineRange, Target};
+use memidx::index::status::StatusReport;
+use memidx::index::{Index, ManifestStamp};
+use memidx::indexer::{self, DEFAULT_MAX_FILE_SIZE, IndexOptions, Writer};
+use memidx::output::get::GetResponse;
+use memidx::output::{SearchResponse, TextBudget, compact, human};
+use memidx::progress::Silent;
+use memidx::request::FilterValue;
+use memidx::retriever::{ListSelection, Retriever, SearchParams};
+
+/// The `max_chars` of a `search` or `get` call that gives none: about 5k
+/// tokens of text, well under the ~25k tokens at which clients drop a
+/// tool result.
+pub const DEFAULT_MAX_CHARS: usize = 20_000;
+
+/// How many retrievers (one per list selection and weights) stay open.
+const RETRIEVERS_KEPT: usize = 4;
+
+/// What is open, and the `meta.json` it was opened from.
+#[derive(Default)]
+pub struct State {
+    stamp: Option<ManifestStamp>,
+    index: Option<Index>,
+    retrievers: Vec<(ListSelection, Retriever)>,
+    /// The writer lock a watcher holds (`--watch`), for `reindex` to run under.
+    writer: Option<Arc<Mutex<Writer>>>,
+}
+
+impl State {
+    /// Nothing open yet; `reindex` and `remember` run under `writer` when
+    /// given (the lock a watcher holds).
+    pub fn new(writer: Option<Arc<Mutex<Writer>>>) -> Self {
+        Self {
+            writer,
+            ..Self::default()
+        }
+    }
+
+    /// Drops everything opened from an older `meta.json`.
+    pub fn refresh(&mut self, index_dir: &Path) {
+        let now = ManifestStamp::of(index_dir);
+        if now != self.stamp {
+            if self.stamp.is_some() {
+                note("the index changed; reopening it");
+            }
+            self.stamp = now;
+            self.index = None;
+            self.retrievers.clear();
+        }
+    }
+
+    fn index(&mut self, index_dir: &Path) -> Result<&Index> {
+        if self.index.is_none() {
+            self.index = Some(Index::open(index_dir)?);
+        }
+        Ok(self.index.as_ref().expect("opened above"))
+    }
+
+    /// Runs tool `name` on `arguments` against what is open, first
+    /// reopening it if `meta.json` changed: `None` for an unknown tool.
+    pub fn call(
+        &mut self,
+        dir: &Path,
+        read_only: bool,
+        name: &str,
+        arguments: Value,
+    ) -> Option<Result<(Value, String)>> {
+        self.refresh(dir);
+        Some(match name {
+            "search" => parse(arguments).and_then(|a| search(self, dir, a)),
+            "get" => parse(arguments).and_then(|a| get(self, dir, a)),
+            "explain" => parse(arguments).and_then(|a| explain(self, dir, a)),
+            "status" => parse::<NoArgs>(arguments).and_then(|_| status(self, dir)),
+            "reindex" if !read_only => {
+                let result = parse(arguments).and_then(|a| reindex(self, dir, a));
+                self.refresh(dir);
+                result
+            }
+            "remember" if !read_only => {
+                let result = parse(arguments).and_then(|a| remember(self, dir, a));
+                self.refresh(dir);
+                result
+            }
+            _ => return None,
+        })
+    }
+
+    pub fn retriever(&mut self, index_dir: &Path, selection: &ListSelection) -> Result<&Retriever> {
+        let position = match self.retrievers.iter().position(|(s, _)| s == selection) {
+            Some(position) => position,
+            None => {
+                if self.retrievers.len() >= RETRIEVERS_KEPT {
+                    self.retrievers.remove(0);
+                }
+                let retriever = Retriever::open(index_dir, selection)?;
+                self.retrievers.push((*selection, retriever));
+                self.retrievers.len() - 1
+            }
+        };
+        Ok(&self.retrievers[position].1)
+    }
+}
+
+/// Parses tool arguments, naming the offending field on error.
+fn parse<T: DeserializeOwned>(arguments: Value) -> Result<T> {
+    serde_path_to_error::deserialize(arguments).map_err(|err| {
+        let path = err.path().to_string();
+        match path.as_str() {
+            "." => anyhow!("invalid arguments: {}", err.into_inner()),
+            _ => anyhow!("invalid argument '{path}': {}", err.into_inner()),
+        }
+    })
+}
+
+/// No arguments at all.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoArgs {}
+
+/// Arguments of `search` and `explain` (each tool's schema says which).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QueryArgs {
+    query: String,
+    top_k: Option<usize>,
+    mode: Option<String>,
+    filter: Option<BTreeMap<String, FilterValue>>,
+    sparse_weight: Option<f64>,
+    dense_weight: Option<f64>,
+    graph_weight: Option<f64>,
+    recency_weight: Option<f64>,
+    since: Option<String>,
+    until: Option<String>,
+    fusion: Option<FusionMethod>,
+    rrf_k: Option<f64>,
+    window: Option<usize>,
+    /// `search` only.
+    max_chars: Option<usize>,
+    /// `search` only.
+    include_text: Option<bool>,
+    /// `explain` only.
+    chunk_id: Option<String>,
+}
+
+impl QueryArgs {
+    /// The lists and parameters these arguments ask for.
+    fn settings(&self) -> Result<(ListSelection, SearchParams)> {
+        let modes = match &self.mode {
+            None => vec![Mode::Hybrid],
+            Some(text) => text
+                .split(',')
+                .map(|m| {
+                    Mode::from_str(m.trim(), true).map_err(|_| {
+                        anyhow!("unknown mode '{m}'; use hybrid, or any of sparse, dense, graph, recency joined by commas")
+                    })
+                })
+                .collect::<Result<_>>()?,
+        };
+        let selection = config::with_weights(
+            config::selected_lists(&modes, false, self.recency_weight),
+            [
+                self.sparse_weight,
+                self.dense_weight,
+                self.graph_weight,
+                self.recency_weight,
+            ],
+        )?;
+        let time = TimeFilter::parse(
+            self.since.as_deref().map(|s| ("since", s)),
+            self.until.as_deref().map(|s| ("until", s)),
+            jiff::Timestamp::now(),
+        )?;
+        let pairs = self.filter.iter().flatten().flat_map(|(key, value)| {
+            let values = match value {
+                FilterValue::One(v) => vec![v.clone()],
+                FilterValue::Any(vs) => vs.clone(),
+            };
+            values.into_iter().map(move |v| (key.clone(), v))
+        });
+        let params = SearchParams {
+            top_k: check_top_k(self.top_k.unwrap_or(config::DEFAULT_TOP_K), "top_k")?,
+            window: self.window.map(check_window).transpose()?,
+            rrf_k: self.rrf_k.map(check_rrf_k).transpose()?,
+            fusion: self.fusion,
+            filter: Filter::from_pairs(pairs).within_time(time),
+        };
+        Ok((selection, params))
+    }
+}
+
+fn search(state: &mut State, dir: &Path, args: QueryArgs) -> Result<(Value, String)> {
+    if args.chunk_id.is_some() {
+        bail!("search takes no chunk_id; use get for a chunk, explain for why it ranks");
+    }
+    let (selection, params) = args.settings()?;
+    let budget = TextBudget {
+        max_chars: Some(check_max_chars(
+            args.max_chars.unwrap_or(DEFAULT_MAX_CHARS),
+        )?),
+        no_text: args.include_text == Some(false),
+    };
+    let retriever = state.retriever(dir, &selection)?;
+    let outcome = retriever.search(&args.query, &params)?;
+    let decoded = retriever.decode(outcome.shown_chunks())?;
+    let response = SearchResponse::build(None, &outcome, &decoded)?.within(budget);
+    Ok((serde_json::to_value(&response)?, compact::search(&response)))
+}
+
+/// Arguments of `get`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GetArgs {
+    chunk_id: Option<String>,
+    path: Option<String>,
+    from: Option<u32>,
+    to: Option<u32>,
+    max_chars: Option<usize>,
+}
+
+fn get(state: &mut State, dir: &Path, args: GetArgs) -> Result<(Value, String)> {
+    let target = match (args.chunk_id, args.path) {
+        (Some(id), None) if args.from.is_none() && args.to.is_none() => Target::Chunk(id),
+        (Some(_), None) => bail!("from and to go with a path, not a chunk_id"),
+        (None, Some(path)) => Target::File {
+            path,
+            lines: match (args.from, args.to) {
+                (None, None) => None,
+                (from, to) => Some(LineRange::new(from.unwrap_or(1), to)?),
+            },
+        },
+        _ => bail!("give either chunk_id (from search) or path (an indexed file's source)"),
+    };
+    let max_chars = check_max_chars(args.max_chars.unwrap_or(DEFAULT_MAX_CHARS))?;
+    let fetched = fetch::fetch(state.index(dir)?, &target)?;
+    let response = GetResponse::build(fetched, Some(max_chars));
+    Ok((serde_json::to_value(&response)?, compact::get(&response)))
+}
+
+fn explain(state: &mut State, dir: &Path, args: QueryArgs) -> Result<(Value, String)> {
+    if args.max_chars.is_some() || args.include_text.is_some() {
+        bail!("explain returns no text, so it takes no max_chars or include_text");
+    }
+    let (selection, params) = args.settings()?;
+    let started = Instant::now();
+    let retriever = state.retriever(dir, &selection)?;
+    let open_time = started.elapsed();
+    let report = crate::cmd::explain::report(
+        retriever,
+        &args.query,
+        &params,
+        args.chunk_id.as_deref(),
+        open_time,
+        "chunk ids come from search (chunk_id)",
+    )?;
+    Ok((
+        serde_json::to_value(&report)?,
+        plain(|out| human::print_explain(out, &report))?,
+    ))
+}
+
+fn status(state: &mut State, dir: &Path) -> Result<(Value, String)> {
+    let report = StatusReport::of(state.index(dir)?, None)?;
+    Ok((
+        serde_json::to_value(&report)?,
+        plain(|out| human::print_status(out, &report))?,
+    ))
+}
+
+/// What a human printer writes, without its styles: a tool's text content.
+fn plain(print: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<String> {
+    let mut text = anstream::StripStream::new(Vec::new());
+    print(&mut text)?;
+    Ok(String::from_utf8_lossy(&text.into_inner()).into_owned())
+}
+
+/// Arguments of `remember`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RememberArgs {
+    text: String,
+    title: Option<String>,
+    dir: Option<String>,
+    meta: Option<BTreeMap<String, String>>,
+}
+
+fn remember(state: &mut State, dir: &Path, args: RememberArgs) -> Result<(Value, String)> {
+    let note = Note {
+        text: args.text,
+        title: args.title,
+        meta: args.meta.unwrap_or_default().into_iter().collect(),
+    };
+    let folder = PathBuf::from(args.dir.as_deref().unwrap_or(DEFAULT_NOTES_DIR));
+    // The index is about to change: nothing opened from it is kept.
+    state.index = None;
+    state.retrievers.clear();
+    let mut held = state
+        .writer
+        .as_ref()
+        .map(|w| w.lock().unwrap_or_else(PoisonError::into_inner));
+    let report = crate::cmd::remember::remember(
+        dir,
+        &folder,
+        &note,
+        DEFAULT_MAX_FILE_SIZE,
+        held.as_deref_mut(),
+    )?;
+    Ok((
+        serde_json::to_value(&report)?,
+        plain(|out| human::print_remembered(out, &report))?,
+    ))
+}
+
+/// Arguments of `reindex`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReindexArgs {
+    full: Option<bool>,
+}
+
+/// What `reindex` returns.
+#[derive(Serialize)]
+struct ReindexReport {
+    generation: u64,
+    up_to_date: bool,
+    files: usize,
+    reused: usize,
+    chunks: usize,
+    embedded: usize,
+    skipped: Vec<String>,
+    warnings: Vec<String>,
+    elapsed_ms: f64,
+}
+
+fn reindex(state: &mut State, dir: &Path, args: ReindexArgs) -> Result<(Value, String)> {
+    let options = IndexOptions {
+        full: args.full.unwrap_or(false),
+        ..IndexOptions::updating(state.index(dir)?)
+    };
+    // The index is about to change: nothing opened from it is kept.
+    state.index = None;
+    state.retrievers.clear();
+    let embedder = memidx::embed::load(options.model_dir.as_deref())?;
+    let report = match &state.writer {
+        Some(writer) => writer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .run(&options, embedder, &Silent)?,
+        None => indexer::run(&options, embedder, &Silent)?,
+    };
+    let out = ReindexReport {
+        generation: report.generation,
+        up_to_date: report.up_to_date,
+        files: report.files,
+        reused: report.reused,
+        chunks: report.chunks,
+        embedded: report.embedded,
+        skipped: report
+            .skipped
+            .iter()
+            .map(|s| format!("{}: {}", s.path, s.reason))
+            .collect(),
+        warnings: report.warnings.clone(),
+        elapsed_ms: report.elapsed.as_secs_f64() * 1e3,
+    };
+    let text = if report.up_to_date {
+        format!(
+            "up to date: {} files, {} chunks (generation {})",
+            out.files, out.chunks, out.generation
+        )
+    } else {
+        format!(
+            "indexed {} files ({} unchanged), {} chunks, {} skipped -> generation {}",
+            out.files,
+            out.reused,
+            out.chunks,
+            out.skipped.len(),
+            out.generation
+        )
+    };
+    Ok((serde_json::to_value(&out)?, text))
+}

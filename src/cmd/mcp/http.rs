@@ -1,0 +1,303 @@
+//! `memidx mcp --http ADDR`: the same server over MCP's Streamable HTTP
+//! transport, at `/mcp`, for several agents, editors or a team sharing one
+//! running memory.
+//!
+//! The SDK's `StreamableHttpService` speaks the protocol (sessions, SSE,
+//! the `Host` and `Origin` checks against DNS rebinding, the body limit);
+//! hyper serves it over HTTP/1.1. In front of it this module adds what the
+//! SDK leaves to the server: the path, a bearer token (required off
+//! loopback, compared in constant time with `subtle`), deadlines for
+//! reading a request's head and body, a bound on open connections, and a
+//! clean stop on Ctrl-C or SIGTERM (no new connections, calls in flight
+//! answered, then exit 0). Every session is a clone of one `Server`, so
+//! all share the open index and its single index thread.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue, WWW_AUTHENTICATE};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use subtle::ConstantTimeEq;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tower_http::timeout::TimeoutBody;
+
+use super::note::note;
+use super::server::Server;
+
+/// The path the MCP endpoint answers at.
+pub const ENDPOINT: &str = "/mcp";
+
+/// The largest request body accepted (413 above it): far above any tool
+/// call's arguments, far below what would strain the server.
+pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// How long a client may take to send a request's head.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a request body may pause between two of its pieces.
+const BODY_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Connections served at once; more wait in the kernel's backlog.
+const MAX_CONNECTIONS: usize = 256;
+
+/// How long a stop waits for calls in flight before it exits anyway.
+const STOP_GRACE: Duration = Duration::from_secs(30);
+
+/// The shortest token accepted: a guessable secret guards nothing.
+const MIN_TOKEN_LEN: usize = 16;
+
+/// Where and how to serve: the address, and the bearer token if any.
+#[derive(Debug)]
+pub struct HttpOptions {
+    /// The address to bind (`127.0.0.1:8765`; port 0 picks a free one).
+    pub addr: SocketAddr,
+    /// The file holding the bearer token clients must send.
+    pub token_file: Option<PathBuf>,
+}
+
+impl HttpOptions {
+    /// Checks the options before anything starts: an address off loopback
+    /// needs a token, and a token file must hold a usable token.
+    pub fn token(&self) -> Result<Option<String>> {
+        let token = self.token_file.as_deref().map(read_token).transpose()?;
+        if token.is_none() && !self.addr.ip().is_loopback() {
+            bail!(
+                "refusing to serve on {} without a token: an address off loopback is reachable \
+                 from other machines; give --token-file FILE (a secret of at least {MIN_TOKEN_LEN} \
+                 characters), or bind 127.0.0.1",
+                self.addr
+            );
+        }
+        Ok(token)
+    }
+}
+
+/// The token in `path`: its text without surrounding whitespace.
+fn read_token(path: &Path) -> Result<String> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the token file {}", path.display()))?;
+    let token = text.trim();
+    if token.chars().count() < MIN_TOKEN_LEN || token.chars().any(char::is_whitespace) {
+        bail!(
+            "the token file {} must hold one token of at least {MIN_TOKEN_LEN} characters without spaces",
+            path.display()
+        );
+    }
+    Ok(token.to_string())
+}
+
+/// Serves `server` over Streamable HTTP until Ctrl-C or SIGTERM.
+pub fn serve(server: Server, options: &HttpOptions, what: &str) -> Result<()> {
+    let token = options.token()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("memidx-http")
+        .enable_all()
+        .build()
+        .context("cannot start the MCP server's runtime")?;
+    runtime.block_on(async move {
+        let listener = TcpListener::bind(options.addr)
+            .await
+            .with_context(|| format!("cannot listen on {}", options.addr))?;
+        let local = listener.local_addr()?;
+        let stop = CancellationToken::new();
+        let mcp = StreamableHttpService::new(
+            move || Ok(server.clone()),
+            Arc::new(LocalSessionManager::default()),
+            protocol_config(local, token.is_some(), stop.child_token()),
+        );
+        let gate = Arc::new(Gate { mcp, token });
+        note(&format!(
+            "serving {what} at http://{local}{ENDPOINT}{}",
+            if gate.token.is_some() {
+                " (bearer token required)"
+            } else {
+                ""
+            }
+        ));
+        accept(listener, gate, stop).await;
+        Ok(())
+    })
+}
+
+/// The SDK's protocol settings: loopback `Host` names only on loopback
+/// (DNS-rebinding protection), browser `Origin`s only from the server's own
+/// address, JSON answers for plain calls, and the body limit.
+fn protocol_config(
+    local: SocketAddr,
+    with_token: bool,
+    stop: CancellationToken,
+) -> StreamableHttpServerConfig {
+    let port = local.port();
+    let mut origins = vec![format!("http://{local}")];
+    let config = if local.ip().is_loopback() {
+        origins.push(format!("http://localhost:{port}"));
+        let mut hosts = vec!["localhost".to_string(), "127.0.0.1".into(), "::1".into()];
+        hosts.push(local.ip().to_string());
+        StreamableHttpServerConfig::default().with_allowed_hosts(hosts)
+    } else {
+        // Reached by names this server cannot know; the token, which a
+        // rebinding page does not have, guards it instead.
+        debug_assert!(with_token);
+        StreamableHttpServerConfig::default().disable_allowed_hosts()
+    };
+    config
+        .with_allowed_origins(origins)
+        .enforce_origin_validation()
+        .with_json_response(true)
+        .with_max_request_body_bytes(MAX_BODY_BYTES)
+        .with_cancellation_token(stop)
+}
+
+/// What every request passes before the SDK sees it.
+struct Gate {
+    mcp: StreamableHttpService<Server, LocalSessionManager>,
+    token: Option<String>,
+}
+
+/// The body type the SDK answers with, and so every answer.
+type Body = BoxBody<Bytes, Infallible>;
+
+impl Gate {
+    async fn handle(&self, request: Request<Incoming>) -> Response<Body> {
+        if request.uri().path() != ENDPOINT {
+            return plain(
+                StatusCode::NOT_FOUND,
+                &format!("not found: the MCP endpoint is {ENDPOINT}"),
+            );
+        }
+        if !self.authorized(&request) {
+            let mut response = plain(StatusCode::UNAUTHORIZED, "unauthorized");
+            response
+                .headers_mut()
+                .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            return response;
+        }
+        // Refused before reading a byte of the body when the client says
+        // up front that it is too large.
+        let declared = request
+            .headers()
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|len| len > MAX_BODY_BYTES as u64) {
+            return plain(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!("request body over {MAX_BODY_BYTES} bytes"),
+            );
+        }
+        let request = request.map(|body| TimeoutBody::new(BODY_IDLE_TIMEOUT, body));
+        self.mcp.handle(request).await
+    }
+
+    /// Whether the request carries the token (always, without one).
+    fn authorized(&self, request: &Request<Incoming>) -> bool {
+        let Some(token) = &self.token else {
+            return true;
+        };
+        let sent = request
+            .headers()
+            .get(hyper::header::AUTHORIZATION)
+            .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "))
+            .unwrap_or_default();
+        // Constant time in the token's content; only its length can leak.
+        sent.ct_eq(token.as_bytes()).into()
+    }
+}
+
+/// A short plain-text answer.
+fn plain(status: StatusCode, text: &str) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(format!("{text}\n"))).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+/// Accepts connections until a stop signal, then lets the open ones
+/// finish what they are answering.
+async fn accept(listener: TcpListener, gate: Arc<Gate>, stop: CancellationToken) {
+    let graceful = GracefulShutdown::new();
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let signal = stop_signal();
+    tokio::pin!(signal);
+    loop {
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => slot.expect("never closed"),
+            () = &mut signal => break,
+        };
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                // Out of file descriptors and the like: try again shortly.
+                Err(err) => {
+                    note(&format!("cannot accept a connection: {err}"));
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            () = &mut signal => break,
+        };
+        let gate = gate.clone();
+        let service = hyper::service::service_fn(move |request| {
+            let gate = gate.clone();
+            async move { Ok::<_, Infallible>(gate.handle(request).await) }
+        });
+        let connection = hyper::server::conn::http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(HEAD_TIMEOUT)
+            .serve_connection(TokioIo::new(stream), service);
+        let watched = graceful.watch(connection);
+        tokio::spawn(async move {
+            let _ = watched.await;
+            drop(slot);
+        });
+    }
+    drop(listener);
+    note("stopping: answering the calls in flight");
+    // Open event streams end; requests being answered finish.
+    stop.cancel();
+    if tokio::time::timeout(STOP_GRACE, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        note("stopped with calls still unanswered after the grace period");
+    }
+}
+
+/// Resolves on Ctrl-C (SIGINT) or SIGTERM.
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut terminate = signal(SignalKind::terminate()).ok();
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = async {
+                match terminate.as_mut() {
+                    Some(s) => { s.recv().await; }
+                    None => std::future::pending::<()>().await,
+                }
+            } => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

@@ -1,0 +1,232 @@
+//! The tools `memidx mcp` offers: names, descriptions, input and output
+//! schemas and annotations. The output schemas are the JSON Schemas in
+//! `schemas/` (the shapes the command line prints too), written with only
+//! what draft-07 and 2020-12 validators read alike, since clients validate
+//! with either.
+
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use serde_json::{Value, json};
+
+use super::calls::DEFAULT_MAX_CHARS;
+use memidx::corpus::note::DEFAULT_NOTES_DIR;
+
+const SEARCH_SCHEMA: &str = include_str!("../../../schemas/search-response.schema.json");
+const GET_SCHEMA: &str = include_str!("../../../schemas/get-response.schema.json");
+const EXPLAIN_SCHEMA: &str = include_str!("../../../schemas/explain-response.schema.json");
+const STATUS_SCHEMA: &str = include_str!("../../../schemas/status-report.schema.json");
+
+/// What the server tells an agent when it connects.
+pub const INSTRUCTIONS: &str = "memidx searches a folder of markdown notes (runbooks, incidents, ADRs…). \
+Use `search` first: it matches exact identifiers (INC-2023-Q4-011, max_connections, getUserById, error codes) \
+and paraphrases alike, and `filter` (front-matter metadata, e.g. {\"environment\": \"production\"}) is applied \
+before ranking, so filtered results are never short. Results carry chunk ids; `get` a chunk id for its full \
+text, or a result's source path with from/to for surrounding lines. `explain` shows why a chunk ranks where it \
+does; `status` says what is indexed and what changed since.";
+
+/// The tools, with their schemas and annotations (`reindex` unless read-only).
+pub fn tools(read_only: bool) -> Result<Vec<Tool>> {
+    let retrieval = json!({
+        "top_k": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 10,
+                  "description": "Number of results."},
+        "mode": {"type": "string", "default": "hybrid",
+                 "pattern": "^(hybrid|sparse|dense|graph|recency)(,(hybrid|sparse|dense|graph|recency))*$",
+                 "description": "Lists to fuse: hybrid (default), or sparse (exact words and identifiers), dense (meaning), graph, recency (newest first), joined by commas."},
+        "filter": {"type": "object",
+                   "description": "Front-matter metadata conditions, applied before ranking: key -> value or list of values (AND across keys, OR within a list). Every file also has path, dir and title.",
+                   "additionalProperties": {"oneOf": [
+                       {"type": "string"},
+                       {"type": "array", "items": {"type": "string"}}]}},
+        "sparse_weight": {"type": "number", "minimum": 0, "maximum": 1000000,
+                          "description": "Weight of the BM25 list in the fusion (default: the index's)."},
+        "dense_weight": {"type": "number", "minimum": 0, "maximum": 1000000,
+                         "description": "Weight of the embedding list in the fusion (default: the index's)."},
+        "graph_weight": {"type": "number", "minimum": 0, "maximum": 1000000,
+                         "description": "Weight of the graph list (default: the index's)."},
+        "recency_weight": {"type": "number", "minimum": 0, "maximum": 1000000,
+                           "description": "Weight of the recency list (newest first); above 0 it runs (default 0; 0.1 when mode names recency)."},
+        "since": {"type": "string",
+                  "description": "Only notes dated at or after this: an ISO date (2024-03-01), a date-time (2024-03-01T12:00, UTC unless it names an offset) or a span back from now (7d, 2w, 6m, 1y)."},
+        "until": {"type": "string",
+                  "description": "Only notes dated at or before this (same forms as since; a date includes that whole day)."},
+        "fusion": {"enum": ["relative", "rrf"],
+                   "description": "How the lists are fused: relative scores (each list's score over its best, weighted) or RRF (default: the index's, relative)."},
+        "rrf_k": {"type": "number", "minimum": 0,
+                  "description": "RRF constant k in weight / (k + rank); given without fusion it asks for RRF (default: the index's, 60)."},
+        "window": {"type": "integer", "minimum": 1, "maximum": 100000,
+                   "description": "Candidates per list before fusion (default max(50, 2 x top_k))."}
+    });
+    let mut search_props = retrieval.clone();
+    search_props["query"] = json!({"type": "string", "minLength": 1,
+        "description": "What to find: an exact identifier (INC-2023-Q4-011, max_connections) or a question in any words."});
+    search_props["max_chars"] = json!({"type": "integer", "minimum": 1, "default": DEFAULT_MAX_CHARS,
+        "description": "Budget on the results' text: whole results in rank order while they fit; the response says truncated and omitted."});
+    search_props["include_text"] = json!({"type": "boolean", "default": true,
+        "description": "false: ids, scores, sources, lines and metadata only (then get what you need)."});
+    let mut explain_props = retrieval;
+    explain_props["query"] =
+        json!({"type": "string", "minLength": 1, "description": "The query to explain."});
+    explain_props["chunk_id"] = json!({"type": "string",
+        "description": "Explain only this chunk (an id from search), even when it is not a result."});
+    let input = |props: Value, required: &[&str]| {
+        object(
+            json!({"type": "object", "properties": props, "required": required,
+                      "additionalProperties": false}),
+        )
+    };
+    let mut tools = vec![
+        Tool::new(
+            "search",
+            "Search the notes; returns ranked chunks (chunk_id, score, text, source, heading, lines, metadata, per-list ranks). \
+             Exact identifiers and paraphrases both work; filter narrows by metadata before ranking. Text is budgeted by max_chars.",
+            input(search_props, &["query"])?,
+        )
+        .with_raw_output_schema(output_schema(SEARCH_SCHEMA)?)
+        .with_annotations(reading("Search notes")),
+        Tool::new(
+            "get",
+            "Read a chunk by chunk_id (from search) with its heading path and lines, or lines of an indexed file \
+             (path = a result's source, optional from/to). Only indexed files inside the indexed folder are served.",
+            input(json!({
+                "chunk_id": {"type": "string", "description": "A chunk id from search, path#n."},
+                "path": {"type": "string", "description": "An indexed file, relative to the indexed folder."},
+                "from": {"type": "integer", "minimum": 1, "description": "First line (with path), default 1."},
+                "to": {"type": "integer", "minimum": 1, "description": "Last line (with path), default the end."},
+                "max_chars": {"type": "integer", "minimum": 1, "default": DEFAULT_MAX_CHARS,
+                              "description": "Cut the text to this many characters at a word boundary."}
+            }), &[])?,
+        )
+        .with_raw_output_schema(output_schema(GET_SCHEMA)?)
+        .with_annotations(reading("Read a chunk or lines")),
+        Tool::new(
+            "explain",
+            "Explain a search: per result (or one chunk_id), each list's rank, raw score, weight and contribution, \
+             or why a list did not count it (filtered, no match, outside the window).",
+            input(explain_props, &["query"])?,
+        )
+        .with_raw_output_schema(output_schema(EXPLAIN_SCHEMA)?)
+        .with_annotations(reading("Explain a ranking")),
+        Tool::new(
+            "status",
+            "What is indexed: files, chunks, model, fusion settings, sizes, and files changed, added or deleted since indexing.",
+            input(json!({}), &[])?,
+        )
+        .with_raw_output_schema(output_schema(STATUS_SCHEMA)?)
+        .with_annotations(reading("Index status")),
+    ];
+    if !read_only {
+        tools.push(
+            Tool::new(
+                "reindex",
+                "Update the index from the files now (incremental: unchanged files are reused; full re-reads all). \
+                 Use after status reports changed files.",
+                input(json!({"full": {"type": "boolean", "default": false,
+                                      "description": "Re-read every file instead of reusing unchanged ones."}}), &[])?,
+            )
+            .with_raw_output_schema(object(reindex_schema())?)
+            // It rewrites only the index (from the files, which it never
+            // changes), and a second run right after changes nothing.
+            .with_annotations(
+                ToolAnnotations::with_title("Update the index")
+                    .read_only(false)
+                    .destructive(false)
+                    .idempotent(true)
+                    .open_world(false),
+            ),
+        );
+        tools.push(
+            Tool::new(
+                "remember",
+                "Write a new dated note (markdown) into the indexed folder and index it at once; returns its path and                  chunk ids, which search finds immediately. Never overwrites: a taken name gets -2, -3, ….",
+                input(json!({
+                    "text": {"type": "string", "minLength": 1, "description": "The note, in markdown."},
+                    "title": {"type": "string", "minLength": 1, "description": "Its title (default: its first line)."},
+                    "dir": {"type": "string", "default": DEFAULT_NOTES_DIR,
+                            "description": "Folder inside the indexed folder to write to (created if missing)."},
+                    "meta": {"type": "object", "additionalProperties": {"type": "string"},
+                             "description": "Further front matter, key -> value (date and title are set by remember)."}
+                }), &["text"])?,
+            )
+            .with_raw_output_schema(object(remember_schema())?)
+            // It adds a file (never changing or removing one); a second call
+            // adds a second note.
+            .with_annotations(
+                ToolAnnotations::with_title("Remember a note")
+                    .read_only(false)
+                    .destructive(false)
+                    .idempotent(false)
+                    .open_world(false),
+            ),
+        );
+    }
+    Ok(tools)
+}
+
+/// The annotations of a tool that only reads: the index, and for `get` an
+/// indexed file.
+fn reading(title: &str) -> ToolAnnotations {
+    ToolAnnotations::with_title(title)
+        .read_only(true)
+        .destructive(false)
+        .idempotent(true)
+        .open_world(false)
+}
+
+fn object(value: Value) -> Result<Arc<JsonObject>> {
+    match value {
+        Value::Object(map) => Ok(Arc::new(map)),
+        _ => bail!("a tool schema must be an object"),
+    }
+}
+
+/// A schema file as an output schema.
+fn output_schema(text: &str) -> Result<Arc<JsonObject>> {
+    object(serde_json::from_str(text).context("a bundled schema is not JSON")?)
+}
+
+/// The output schema of `remember`.
+fn remember_schema() -> Value {
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "memidx remember report",
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["path", "chunk_ids", "date", "generation", "embedded", "elapsed_ms"],
+        "properties": {
+            "path": {"type": "string", "description": "The new file, relative to the indexed folder."},
+            "chunk_ids": {"type": "array", "items": {"type": "string"}, "description": "Its chunks' ids, in file order."},
+            "date": {"type": "string", "description": "Its document date, the time of writing (RFC 3339, UTC)."},
+            "generation": {"type": "integer", "minimum": 0, "description": "The index generation now live."},
+            "embedded": {"type": "integer", "minimum": 0, "description": "Chunks embedded by the run."},
+            "elapsed_ms": {"type": "number", "minimum": 0, "description": "Time to write and index, milliseconds."}
+        }
+    })
+}
+
+/// The output schema of `reindex`.
+fn reindex_schema() -> Value {
+    let count =
+        |description: &str| json!({"type": "integer", "minimum": 0, "description": description});
+    let list = |description: &str| json!({"type": "array", "items": {"type": "string"}, "description": description});
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "memidx reindex report",
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["generation", "up_to_date", "files", "reused", "chunks", "embedded",
+                     "skipped", "warnings", "elapsed_ms"],
+        "properties": {
+            "generation": {"type": "integer", "minimum": 1, "description": "The generation now live."},
+            "up_to_date": {"type": "boolean", "description": "True when nothing changed (no new generation)."},
+            "files": count("Files indexed."),
+            "reused": count("Files whose chunks were kept."),
+            "chunks": count("Chunks in the index."),
+            "embedded": count("Chunks embedded by this run."),
+            "skipped": list("Files skipped, as `path: reason`."),
+            "warnings": list("Problems in indexed files."),
+            "elapsed_ms": {"type": "number", "minimum": 0, "description": "Wall-clock time of the run."}
+        }
+    })
+}
