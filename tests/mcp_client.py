@@ -1,15 +1,18 @@
 """A real MCP client session against `memidx mcp`, for tests/integration/mcp.rs.
 
-Usage: python mcp_client.py MEMIDX_BINARY CORPUS_DIR
+Usage: python mcp_client.py MEMIDX_BINARY CORPUS_DIR [URL]
 
 CORPUS_DIR is a temporary, already indexed copy of fixtures/corpus (the
 script edits it). The script drives the server with the official Python SDK
-(the `mcp` package from PyPI), then once more with raw JSON-RPC lines for
-the malformed messages the SDK cannot send, and prints one JSON document
-of what it saw; the Rust test asserts on its exact values.
+(the `mcp` package from PyPI): over stdio, spawning `memidx mcp`, or, given
+URL, over Streamable HTTP to a `memidx mcp --http` already serving
+CORPUS_DIR. Over stdio it then goes once more with raw JSON-RPC lines for
+the malformed messages the SDK cannot send. It prints one JSON document of
+what it saw; the Rust test asserts on its exact values.
 """
 
 import asyncio
+import contextlib
 import json
 import subprocess
 import sys
@@ -17,6 +20,7 @@ import sys
 import jsonschema
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 INCIDENT = "incidents/2023/q4/billing-month-end-timeouts.md"
 
@@ -39,10 +43,22 @@ def error_text(result):
     return result["content"][0]["text"]
 
 
-async def session_checks(memidx, corpus):
+@contextlib.asynccontextmanager
+async def connect(memidx, corpus, url):
+    """The SDK's read and write streams: to the server at URL, or to a
+    `memidx mcp` it spawns on stdio."""
+    if url:
+        async with streamable_http_client(url) as streams:
+            yield streams[0], streams[1]
+    else:
+        params = StdioServerParameters(command=memidx, args=["mcp", "--index", corpus], cwd=corpus)
+        async with stdio_client(params) as (read, write):
+            yield read, write
+
+
+async def session_checks(memidx, corpus, url):
     out = {}
-    params = StdioServerParameters(command=memidx, args=["mcp", "--index", corpus], cwd=corpus)
-    async with stdio_client(params) as (read, write):
+    async with connect(memidx, corpus, url) as (read, write):
         async with ClientSession(read, write) as session:
             init = dump(await session.initialize())
             out["protocol_version"] = init["protocolVersion"]
@@ -233,8 +249,10 @@ def raw_checks(memidx, corpus, protocol_version):
 
 def main():
     memidx, corpus = sys.argv[1], sys.argv[2]
-    out = asyncio.run(session_checks(memidx, corpus))
-    out["raw"] = raw_checks(memidx, corpus, out["protocol_version"])
+    url = sys.argv[3] if len(sys.argv) > 3 else None
+    out = asyncio.run(session_checks(memidx, corpus, url))
+    if url is None:
+        out["raw"] = raw_checks(memidx, corpus, out["protocol_version"])
     json.dump(out, sys.stdout, indent=1, sort_keys=True)
     print()
 

@@ -27,6 +27,10 @@ mod integrity;
 mod mcp;
 #[cfg(feature = "mcp")]
 mod mcp_schemas;
+#[cfg(feature = "mcp")]
+mod mcp_stdio;
+#[cfg(feature = "mcp")]
+mod mcp_ts;
 mod milvus;
 mod minilm;
 mod properties;

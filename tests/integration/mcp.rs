@@ -11,6 +11,7 @@
 //! skipped with the reason printed.
 
 use crate::common::Corpus;
+use crate::common::mcp::HttpServer;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -18,7 +19,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 /// A python that can `import mcp`, or `None` with the reason printed.
-fn mcp_python() -> Option<PathBuf> {
+pub(crate) fn mcp_python() -> Option<PathBuf> {
     if let Some(python) = std::env::var_os("MEMIDX_MCP_PYTHON") {
         return Some(PathBuf::from(python));
     }
@@ -68,11 +69,48 @@ fn a_real_mcp_client_searches_gets_explains_and_sees_new_generations() {
     };
     let corpus = Corpus::fixtures();
     corpus.index();
+    let report = run_client(&python, &corpus, None);
+    assert_session(&report);
+
+    let incident = "incidents/2023/q4/billing-month-end-timeouts.md";
+    let raw = &report["raw"];
+    assert_eq!(raw["initialize_version"], report["protocol_version"]);
+    assert_eq!(raw["parse_error"], json!([null, -32700]));
+    assert_eq!(raw["invalid_request"], -32600);
+    assert_eq!(raw["unknown_method"], -32601);
+    assert_eq!(raw["read_only_reindex"], -32602);
+    assert_eq!(
+        raw["read_only_tools"],
+        json!(["search", "get", "explain", "status"])
+    );
+    assert_eq!(raw["search_after_errors"], format!("{incident}#1"));
+    assert_eq!(raw["leftover_stdout"], "");
+    assert_eq!(raw["exit_code"], 0);
+}
+
+#[test]
+fn a_real_mcp_client_does_the_same_over_streamable_http() {
+    let Some(python) = mcp_python() else {
+        return;
+    };
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let server = HttpServer::start(corpus.path(), &[]);
+    let report = run_client(&python, &corpus, Some(server.url()));
+    assert_session(&report);
+    assert!(report.get("raw").is_none());
+    assert_eq!(server.stop(), Some(0));
+}
+
+/// Runs `tests/mcp_client.py` on the indexed `corpus` (over stdio, or to
+/// the server at `url`) and returns its report.
+fn run_client(python: &Path, corpus: &Corpus, url: Option<&str>) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client.py");
     let output = Command::new(python)
         .arg(script)
         .arg(assert_cmd::cargo::cargo_bin("memidx"))
         .arg(corpus.path())
+        .args(url)
         .output()
         .expect("run the MCP client");
     assert!(
@@ -82,6 +120,11 @@ fn a_real_mcp_client_searches_gets_explains_and_sees_new_generations() {
     );
     let report: Value = serde_json::from_slice(&output.stdout).expect("the client's JSON");
     eprintln!("{report:#}");
+    report
+}
+
+/// The assertions on a client session, whatever its transport.
+fn assert_session(report: &Value) {
     let incident = "incidents/2023/q4/billing-month-end-timeouts.md";
 
     assert_eq!(report["server"], "memidx");
@@ -213,18 +256,4 @@ fn a_real_mcp_client_searches_gets_explains_and_sees_new_generations() {
         "{}",
         report["remember_outside"]
     );
-
-    let raw = &report["raw"];
-    assert_eq!(raw["initialize_version"], report["protocol_version"]);
-    assert_eq!(raw["parse_error"], json!([null, -32700]));
-    assert_eq!(raw["invalid_request"], -32600);
-    assert_eq!(raw["unknown_method"], -32601);
-    assert_eq!(raw["read_only_reindex"], -32602);
-    assert_eq!(
-        raw["read_only_tools"],
-        json!(["search", "get", "explain", "status"])
-    );
-    assert_eq!(raw["search_after_errors"], format!("{incident}#1"));
-    assert_eq!(raw["leftover_stdout"], "");
-    assert_eq!(raw["exit_code"], 0);
 }

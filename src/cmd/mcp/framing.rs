@@ -111,6 +111,13 @@ fn message(value: Value) -> Piece {
         }
         Ok(message) => Piece::Message(Box::new(message)),
         Err(_) => match method {
+            Some(Value::String(method)) if KNOWN_METHODS.contains(&method.as_str()) => {
+                Piece::Reply(error(
+                    id,
+                    INVALID_PARAMS,
+                    &format!("invalid params: the params of {method} do not have its shape"),
+                ))
+            }
             Some(Value::String(_)) | None => invalid("invalid request: not a JSON-RPC message"),
             Some(_) => invalid("invalid request: method must be a string"),
         },

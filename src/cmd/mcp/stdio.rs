@@ -54,6 +54,9 @@ pub fn serve(server: Server) -> Result<()> {
 }
 
 async fn session(server: Server) -> Result<()> {
+    // Cancelled when stdout breaks; the SDK's token is a child of it (the
+    // SDK may cancel its own at the session's end without stopping the
+    // writer, which still has answers to write).
     let stop = CancellationToken::new();
     let pending = Arc::new(Pending::default());
     let (to_sdk, inbox) = mpsc::channel(REQUESTS_IN_FLIGHT);
@@ -64,7 +67,7 @@ async fn session(server: Server) -> Result<()> {
     #[cfg(unix)]
     tokio::spawn(watch_stdout(stop.clone()));
     let transport = Stdio { inbox, outbox };
-    let service = match server.serve_with_ct(transport, stop.clone()).await {
+    let service = match server.serve_with_ct(transport, stop.child_token()).await {
         Ok(service) => service,
         // Input ended (or output broke) before a client said hello.
         Err(ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
@@ -273,7 +276,14 @@ async fn write(
     stop: CancellationToken,
 ) {
     let mut stdout = tokio::io::stdout();
-    while let Some(message) = to_write.recv().await {
+    loop {
+        let message = tokio::select! {
+            message = to_write.recv() => match message {
+                Some(message) => message,
+                None => return,
+            },
+            () = stop.cancelled() => return,
+        };
         let answers = message.get("result").is_some() || message.get("error").is_some();
         if answers && let Some(id) = message.get("id") {
             pending.release(id);

@@ -16,7 +16,7 @@ pub const PROTOCOL: &str = "2025-06-18";
 pub struct RawSession {
     child: Child,
     stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
+    stdout: Option<BufReader<ChildStdout>>,
     next_id: u64,
 }
 
@@ -35,7 +35,7 @@ impl RawSession {
             .spawn()
             .expect("start memidx mcp");
         let stdin = child.stdin.take();
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let stdout = child.stdout.take().map(BufReader::new);
         let mut session = Self {
             child,
             stdin,
@@ -59,15 +59,22 @@ impl RawSession {
 
     /// Writes `line` and a newline as they are.
     pub fn send_line(&mut self, line: &str) {
+        self.send_bytes(line.as_bytes());
+    }
+
+    /// Writes `bytes` and a newline as they are (UTF-8 or not).
+    pub fn send_bytes(&mut self, bytes: &[u8]) {
         let stdin = self.stdin.as_mut().expect("stdin open");
-        writeln!(stdin, "{line}").expect("write to the server");
+        stdin.write_all(bytes).expect("write to the server");
+        stdin.write_all(b"\n").expect("write to the server");
         stdin.flush().expect("flush");
     }
 
     /// The next message the server writes.
     pub fn receive(&mut self) -> Value {
         let mut line = String::new();
-        let read = self.stdout.read_line(&mut line).expect("read the server");
+        let stdout = self.stdout.as_mut().expect("stdout open");
+        let read = stdout.read_line(&mut line).expect("read the server");
         assert!(read > 0, "the server closed its output");
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
     }
@@ -99,6 +106,33 @@ impl RawSession {
     pub fn finish(mut self) -> Option<i32> {
         drop(self.stdin.take());
         self.child.wait().expect("wait").code()
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The server's input, to write from elsewhere (or close).
+    pub fn take_stdin(&mut self) -> ChildStdin {
+        self.stdin.take().expect("stdin open")
+    }
+
+    /// The server's output, to read from elsewhere (or close).
+    pub fn take_stdout(&mut self) -> BufReader<ChildStdout> {
+        self.stdout.take().expect("stdout open")
+    }
+
+    /// The exit code once the server ends within `limit`, else `None`.
+    pub fn wait_for_exit(&mut self, limit: std::time::Duration) -> Option<Option<i32>> {
+        let started = std::time::Instant::now();
+        while started.elapsed() < limit {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return Some(status.code());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        None
     }
 }
 
@@ -230,5 +264,67 @@ pub fn assert_valid_in_both(schema: &Value, instance: &Value, what: &str) {
             errors.is_empty(),
             "{what} ({draft}): {errors:?}\n{instance:#}"
         );
+    }
+}
+
+/// `memidx mcp --http 127.0.0.1:0 --index DIR EXTRA…`, running until
+/// stopped or dropped.
+pub struct HttpServer {
+    child: Child,
+    url: String,
+}
+
+impl HttpServer {
+    /// Starts the server and waits for the URL it prints.
+    pub fn start(dir: &Path, extra: &[&str]) -> Self {
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin("memidx"))
+            .args(["mcp", "--http", "127.0.0.1:0", "--index"])
+            .arg(dir)
+            .args(extra)
+            .current_dir(dir)
+            .env_remove("MEMIDX_INDEX")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start memidx mcp --http");
+        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+        let mut line = String::new();
+        stderr
+            .read_line(&mut line)
+            .expect("read the server's first line");
+        let url = line
+            .split_whitespace()
+            .find(|word| word.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no URL in {line:?}"))
+            .to_string();
+        // The rest of stderr is drained so the server never blocks on it.
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        Self { child, url }
+    }
+
+    /// The endpoint, `http://127.0.0.1:PORT/mcp`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends SIGTERM and returns the exit code.
+    pub fn stop(mut self) -> Option<i32> {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        self.child.wait().expect("wait").code()
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }

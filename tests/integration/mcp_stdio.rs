@@ -1,0 +1,238 @@
+//! `memidx mcp` over stdio against what a careless or hostile client
+//! writes: every malformed line is answered (a client never waits
+//! forever) and the session goes on; messages before the session starts
+//! are ignored; thousands of requests written at once do not grow memory;
+//! a closed stdout ends the server.
+
+use crate::common::Corpus;
+use crate::common::mcp::{PROTOCOL, RawSession};
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+fn indexed() -> Corpus {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    corpus
+}
+
+/// The error code of a response, and its id.
+fn code_and_id(response: &Value) -> (Value, Value) {
+    (response["error"]["code"].clone(), response["id"].clone())
+}
+
+#[test]
+fn every_malformed_line_is_answered_and_the_session_goes_on() {
+    let corpus = indexed();
+    let mut session = RawSession::start(corpus.path(), &[]);
+    let mut answer = |line: &str| {
+        session.send_line(line);
+        code_and_id(&session.receive())
+    };
+    let parse_error = (json!(-32700), Value::Null);
+    assert_eq!(
+        answer(r#"{"jsonrpc": "2.0", "id": 7, "method": "pi"#),
+        parse_error
+    );
+    let deep = format!("{}{}", "[".repeat(129), "]".repeat(129));
+    assert_eq!(answer(&deep), parse_error);
+    assert_eq!(
+        answer(r#"{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": 5}}"#),
+        (json!(-32602), json!(8))
+    );
+    assert_eq!(
+        answer(r#"{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": ["search"]}"#),
+        (json!(-32602), json!(9))
+    );
+    assert_eq!(
+        answer(r#"{"jsonrpc": "2.0", "id": {"x": 1}, "method": "ping"}"#),
+        (json!(-32600), Value::Null)
+    );
+
+    // A raw control character in a string, and invalid UTF-8.
+    session.send_line("{\"jsonrpc\": \"2.0\", \"id\": 10, \"method\": \"p\u{1}\"}");
+    assert_eq!(code_and_id(&session.receive()), parse_error);
+    session.send_bytes(b"{\"jsonrpc\": \"2.0\", \"id\": 11, \"method\": \"\xff\"}");
+    assert_eq!(code_and_id(&session.receive()), parse_error);
+
+    // A lone surrogate escape, as JavaScript writes it: answered.
+    session.send_line(
+        r#"{"jsonrpc": "2.0", "id": 12, "method": "tools/call", "params": {"name": "search", "arguments": {"query": "gateway \ud800 timeout", "top_k": 1}}}"#,
+    );
+    let found = session.receive();
+    assert_eq!(found["id"], 12);
+    assert_eq!(found["result"]["isError"], false, "{found}");
+
+    // Two messages on one line: both answered, in order.
+    session.send_line(
+        r#"{"jsonrpc": "2.0", "id": 13, "method": "ping"} {"jsonrpc": "2.0", "id": 14, "method": "ping"}"#,
+    );
+    assert_eq!(session.receive()["id"], 13);
+    assert_eq!(session.receive()["id"], 14);
+
+    // An id reused while its request is still being answered.
+    session.send_line(&format!(
+        "{}\n{}",
+        json!({"jsonrpc": "2.0", "id": 15, "method": "tools/call",
+               "params": {"name": "reindex", "arguments": {"full": true}}}),
+        json!({"jsonrpc": "2.0", "id": 15, "method": "ping"})
+    ));
+    let (first, second) = (session.receive(), session.receive());
+    let (refused, reindexed) = match first.get("error") {
+        Some(_) => (first, second),
+        None => (second, first),
+    };
+    assert_eq!(
+        code_and_id(&refused),
+        (json!(-32600), json!(15)),
+        "{refused}"
+    );
+    assert_eq!(reindexed["result"]["isError"], false, "{reindexed}");
+
+    // A line over 16 MiB.
+    let huge = format!(
+        r#"{{"jsonrpc": "2.0", "id": 16, "method": "ping", "params": {{"x": "{}"}}}}"#,
+        "a".repeat(17 << 20)
+    );
+    session.send_line(&huge);
+    assert_eq!(
+        code_and_id(&session.receive()),
+        (json!(-32600), Value::Null)
+    );
+
+    // And after all that, a search.
+    let result = session.call("search", json!({"query": "INC-2023-Q4-011", "top_k": 1}));
+    assert_eq!(
+        result["structuredContent"]["results"][0]["chunk_id"],
+        "incidents/2023/q4/billing-month-end-timeouts.md#1"
+    );
+    assert_eq!(session.finish(), Some(0));
+}
+
+#[test]
+fn messages_before_the_session_starts_are_ignored_not_fatal() {
+    let corpus = indexed();
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("memidx"))
+        .args(["mcp", "--index"])
+        .arg(corpus.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start");
+    let lines = [
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 99, "result": {}}),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {
+            "protocolVersion": PROTOCOL, "capabilities": {},
+            "clientInfo": {"name": "early", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
+    ];
+    let mut stdin = child.stdin.take().expect("stdin");
+    for line in &lines {
+        writeln!(stdin, "{line}").expect("write");
+    }
+    drop(stdin);
+    let output = child.wait_with_output().expect("wait");
+    assert_eq!(output.status.code(), Some(0));
+    let answers: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    let ids: Vec<&Value> = answers.iter().map(|a| &a["id"]).collect();
+    assert_eq!(ids, [&json!(1), &json!(2), &json!(3)], "{answers:?}");
+    assert_eq!(answers[1]["result"]["protocolVersion"], PROTOCOL);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        stderr
+            .matches("ignoring a message sent before the session started")
+            .count(),
+        2,
+        "{stderr}"
+    );
+}
+
+/// The resident memory of process `pid`, in kB.
+fn rss_kb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS")
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn twenty_thousand_requests_written_at_once_keep_memory_flat() {
+    let corpus = indexed();
+    let mut session = RawSession::start(corpus.path(), &[]);
+    session.call("search", json!({"query": "gateway", "top_k": 1}));
+    let before = rss_kb(session.pid());
+    let requests: String = (0..20_000)
+        .map(|i| {
+            let message = if i % 10 == 0 {
+                json!({"jsonrpc": "2.0", "id": 1000 + i, "method": "tools/call", "params": {
+                    "name": "search", "arguments": {"query": "gateway timeout", "top_k": 1,
+                                                    "include_text": false}}})
+            } else {
+                json!({"jsonrpc": "2.0", "id": 1000 + i, "method": "tools/list"})
+            };
+            format!("{message}\n")
+        })
+        .collect();
+    let mut stdin = session.take_stdin();
+    let writer = std::thread::spawn(move || {
+        stdin.write_all(requests.as_bytes()).expect("write");
+        stdin
+    });
+    // Nothing is read for a while: the server may only queue what its
+    // bound allows.
+    std::thread::sleep(Duration::from_secs(2));
+    let stalled = rss_kb(session.pid());
+    let started = Instant::now();
+    let mut peak = stalled;
+    let mut answered = std::collections::BTreeSet::new();
+    for i in 0..20_000 {
+        let answer = session.receive();
+        assert!(answer.get("result").is_some(), "{answer}");
+        answered.insert(answer["id"].as_u64().expect("an id"));
+        if i % 1000 == 0 {
+            peak = peak.max(rss_kb(session.pid()));
+        }
+    }
+    assert_eq!(
+        answered,
+        (1000..21_000).collect(),
+        "every request answered once"
+    );
+    let _stdin = writer.join().expect("writer");
+    eprintln!(
+        "RSS {before} kB before, {stalled} kB stalled, {peak} kB peak; answered in {:?}",
+        started.elapsed()
+    );
+    assert!(
+        peak < before + 64 * 1024,
+        "memory grew from {before} kB to {peak} kB"
+    );
+}
+
+#[test]
+fn a_closed_stdout_ends_the_server() {
+    let corpus = indexed();
+    let mut session = RawSession::start(corpus.path(), &[]);
+    let pid = session.pid();
+    drop(session.take_stdout());
+    let started = Instant::now();
+    let code = session.wait_for_exit(Duration::from_secs(10));
+    assert!(
+        code.is_some(),
+        "memidx mcp (pid {pid}) still runs with its stdout closed"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+}

@@ -1,0 +1,320 @@
+//! `memidx mcp` driven by the official TypeScript MCP SDK, both generations
+//! on npm: 1.x (`@modelcontextprotocol/sdk`, whose client validates every
+//! structured result against the tool's outputSchema with ajv) and 2.x
+//! (`@modelcontextprotocol/client`, which probes for the newest protocol).
+//! `tests/mcp_ts/client.mjs` calls every tool through the SDK, edits the
+//! corpus and indexes it beside the server, and reports what it saw; this
+//! test asserts on the exact values, the same ones `mcp.rs` asserts for the
+//! Python SDK where the two overlap.
+//!
+//! The packages, pinned in `tests/mcp_ts/package.json`, come from
+//! `MEMIDX_MCP_NODE_MODULES` (a folder whose `node_modules` holds them;
+//! `.ci/run` installs them and sets it). Without it the test installs them
+//! itself when npm reaches the registry, else it is skipped with the reason
+//! printed.
+
+use crate::common::Corpus;
+use crate::common::mcp::HttpServer;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use serde_json::{Value, json};
+
+/// Which SDK drives the server.
+#[derive(Clone, Copy)]
+enum Generation {
+    /// `@modelcontextprotocol/sdk` 1.x.
+    V1,
+    /// `@modelcontextprotocol/client` 2.x.
+    V2,
+}
+
+/// How the client reaches the server: over stdio it spawns `memidx mcp`
+/// itself; over HTTP [`run_client`] starts `memidx mcp --http` on the
+/// corpus (with a bearer token when given one) and passes its URL.
+enum Transport {
+    Stdio,
+    Http { token: Option<&'static str> },
+}
+
+/// The folder holding the SDKs' `node_modules`, or why there is none.
+fn node_modules() -> &'static Result<PathBuf, String> {
+    static MODULES: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    MODULES.get_or_init(|| {
+        if let Some(dir) = std::env::var_os("MEMIDX_MCP_NODE_MODULES") {
+            return Ok(PathBuf::from(dir));
+        }
+        let dir = std::env::temp_dir().join("memidx-ci-mcp-ts");
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_ts/package.json");
+        let npm = |args: &[&str]| {
+            Command::new("npm")
+                .args(args)
+                .arg("--prefix")
+                .arg(&dir)
+                .stdout(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        // `npm ls` succeeds only when the pinned versions are installed.
+        let installed = std::fs::create_dir_all(&dir).is_ok()
+            && std::fs::copy(manifest, dir.join("package.json")).is_ok()
+            && (npm(&["ls", "--silent"])
+                || npm(&[
+                    "install",
+                    "--no-audit",
+                    "--no-fund",
+                    "--loglevel=error",
+                    "--fetch-timeout=15000",
+                    "--fetch-retries=1",
+                ]));
+        if installed {
+            Ok(dir)
+        } else {
+            Err("npm could not install tests/mcp_ts/package.json (no npm, \
+                 or no registry); set MEMIDX_MCP_NODE_MODULES to a folder \
+                 where `npm install` installed it, as .ci/run does"
+                .into())
+        }
+    })
+}
+
+/// Runs client.mjs with `generation` over `transport` against a fresh
+/// indexed copy of the fixtures; its report, or `None` (the skip said).
+fn run_client(generation: Generation, transport: Transport) -> Option<Value> {
+    let modules = match node_modules() {
+        Ok(dir) => dir,
+        Err(reason) => {
+            crate::common::skip_unless_ci(reason);
+            return None;
+        }
+    };
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_ts/client.mjs");
+    let mut node = Command::new("node");
+    node.arg(script)
+        .arg(match generation {
+            Generation::V1 => "v1",
+            Generation::V2 => "v2",
+        })
+        .env("MEMIDX_MCP_NODE_MODULES", modules);
+    let mut server = None;
+    match transport {
+        Transport::Stdio => {
+            node.arg("stdio");
+        }
+        Transport::Http { token } => {
+            let mut extra = vec![];
+            let token_file = corpus.path().join(".token");
+            if let Some(token) = token {
+                std::fs::write(&token_file, token).expect("write the token");
+                extra = vec!["--token-file", token_file.to_str().expect("UTF-8")];
+                node.env("MEMIDX_MCP_TOKEN", token);
+            }
+            let started = HttpServer::start(corpus.path(), &extra);
+            node.args(["http", started.url()]);
+            server = Some(started);
+        }
+    };
+    let output = node
+        .arg(assert_cmd::cargo::cargo_bin("memidx"))
+        .arg(corpus.path())
+        .output()
+        .expect("run node");
+    assert!(
+        output.status.success(),
+        "the client failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).expect("the client's JSON");
+    eprintln!("{report:#}");
+    if let Some(server) = server {
+        assert_eq!(server.stop(), Some(0), "the server stops cleanly");
+    }
+    Some(report)
+}
+
+#[test]
+fn the_typescript_sdk_1_client_accepts_every_tool_over_stdio() {
+    if let Some(report) = run_client(Generation::V1, Transport::Stdio) {
+        assert_session(&report, Generation::V1);
+    }
+}
+
+#[test]
+fn the_typescript_sdk_2_client_accepts_every_tool_over_stdio() {
+    if let Some(report) = run_client(Generation::V2, Transport::Stdio) {
+        assert_session(&report, Generation::V2);
+    }
+}
+
+#[test]
+fn the_typescript_sdk_1_client_accepts_every_tool_over_http_with_a_token() {
+    let token = Some("ts-sdk-1-bearer-token-0123456789");
+    if let Some(report) = run_client(Generation::V1, Transport::Http { token }) {
+        assert_session(&report, Generation::V1);
+    }
+}
+
+#[test]
+fn the_typescript_sdk_2_client_accepts_every_tool_over_http() {
+    if let Some(report) = run_client(Generation::V2, Transport::Http { token: None }) {
+        assert_session(&report, Generation::V2);
+    }
+}
+
+/// What every session must have seen, whichever the transport.
+fn assert_session(report: &Value, generation: Generation) {
+    let incident = "incidents/2023/q4/billing-month-end-timeouts.md";
+    match generation {
+        // 1.x speaks the last protocol with `initialize`.
+        Generation::V1 => {
+            assert_eq!(report["protocol_version"], "2025-11-25");
+            assert_eq!(report["ping"], "ok");
+        }
+        // 2.x finds 2026-07-28 through `server/discover`; that revision
+        // has no `ping`, and the client refuses to send one.
+        Generation::V2 => {
+            assert_eq!(report["protocol_version"], "2026-07-28");
+            assert_eq!(report["era"], "modern");
+            assert_eq!(
+                report["ping"]["error"]["code"],
+                "METHOD_NOT_SUPPORTED_BY_PROTOCOL_VERSION"
+            );
+        }
+    }
+    assert_eq!(report["server"], "memidx");
+    assert_eq!(report["has_instructions"], true);
+
+    let reading = json!({"readOnlyHint": true, "destructiveHint": false,
+                         "idempotentHint": true, "openWorldHint": false});
+    let tools = &report["tools"];
+    for tool in ["search", "get", "explain", "status"] {
+        assert_eq!(tools[tool]["annotations"], reading, "{tool}");
+    }
+    assert_eq!(
+        tools["reindex"]["annotations"],
+        json!({"readOnlyHint": false, "destructiveHint": false,
+               "idempotentHint": true, "openWorldHint": false})
+    );
+    assert_eq!(
+        tools["remember"]["annotations"],
+        json!({"readOnlyHint": false, "destructiveHint": false,
+               "idempotentHint": false, "openWorldHint": false})
+    );
+    for (tool, required) in [
+        ("search", json!(["query"])),
+        ("get", json!([])),
+        ("explain", json!(["query"])),
+        ("status", json!([])),
+        ("reindex", json!([])),
+        ("remember", json!(["text"])),
+    ] {
+        assert_eq!(tools[tool]["required"], required, "{tool}");
+        assert_eq!(tools[tool]["has_output_schema"], true, "{tool}");
+    }
+
+    // The client validated every structured result against its tool's
+    // outputSchema, and refused none.
+    assert_eq!(report["rejected"], json!({}));
+    assert_eq!(
+        report["accepted"],
+        json!(["explain", "get", "reindex", "remember", "search", "status"])
+    );
+    assert_eq!(
+        report["validation"],
+        json!({"results": 17, "validated": 17})
+    );
+
+    assert_eq!(
+        report["identifier_ids"],
+        json!([
+            format!("{incident}#1"),
+            "incidents/2023/q3/payments-webhook-backlog.md#1",
+            "incidents/2024/q1/search-staging-empty-results.md#1"
+        ])
+    );
+    assert_eq!(report["search_flags"], json!([false, 0]));
+    assert_eq!(
+        report["filtered_environments"],
+        json!([["production"], ["production", "staging"]])
+    );
+    // 503 + 374 = 877 characters fit 1000; the third (440) would not.
+    assert_eq!(
+        report["budget"],
+        json!({"ids": [format!("{incident}#1"), "incidents/2023/q3/payments-webhook-backlog.md#1"],
+               "truncated": true, "omitted": 3, "chars": 877})
+    );
+    assert_eq!(report["bare_has_text"], false);
+    assert_eq!(
+        report["dated"],
+        json!([[
+            "notes/payments-gateway-rollback-2024-02.md",
+            "2024-02-07T00:00:00Z"
+        ]])
+    );
+    assert_eq!(report["dated_ranks"], json!(["dense", "recency", "sparse"]));
+
+    assert_eq!(report["get_chunk_equals_search"], true);
+    assert_eq!(
+        report["get_lines"],
+        json!({"lines": [13, 15], "total_lines": 75,
+               "text": "## Summary\n\nIncident INC-2023-Q4-011. On 30 November 2023, between 23:12 and 00:47 UTC, the production\n"})
+    );
+    assert_eq!(
+        report["explain_ids"],
+        json!([
+            format!("{incident}#1"),
+            "incidents/2023/q3/payments-webhook-backlog.md#1"
+        ])
+    );
+    assert_eq!(report["explain_one"], json!([format!("{incident}#1")]));
+    assert_eq!(
+        report["status_before"],
+        json!({"generation": 1, "changed": []})
+    );
+
+    // Wrong arguments are tool errors, an unknown tool invalid params, and
+    // the session goes on.
+    let bad_type = report["bad_type"].as_str().unwrap();
+    assert!(
+        bad_type.starts_with("invalid argument 'top_k'"),
+        "{bad_type}"
+    );
+    let unknown_field = report["unknown_field"].as_str().unwrap();
+    assert!(unknown_field.contains("colour"), "{unknown_field}");
+    assert_eq!(report["unknown_tool"]["code"], -32602);
+    let unknown_tool = report["unknown_tool"]["message"].as_str().unwrap();
+    assert!(
+        unknown_tool.contains("unknown tool 'nope'"),
+        "{unknown_tool}"
+    );
+    assert_eq!(report["after_errors"], json!([format!("{incident}#1")]));
+
+    // The index run beside the server made generation 2, which answers;
+    // reindex in the session made 3.
+    assert_eq!(
+        report["after_index"],
+        json!({"ids": [format!("{incident}#6")], "generation": 2})
+    );
+    assert_eq!(
+        report["after_reindex"],
+        json!({"generation": 3, "up_to_date": false, "ids": ["notes/zz-added.md#1"]})
+    );
+    assert_eq!(
+        report["remembered"],
+        json!({"path_tail": "numbat-rotation.md", "ids_match": true, "service": ["billing-service"]})
+    );
+
+    // memidx offers neither resources nor prompts: either list is an
+    // answer, empty or method-not-found, never a broken session.
+    for list in ["resources", "prompts"] {
+        let answer = &report[list];
+        assert!(
+            answer["listed"].is_u64() || answer["error"]["code"] == -32601,
+            "{list}: {answer}"
+        );
+    }
+}
