@@ -118,23 +118,54 @@ impl Index {
     }
 }
 
-/// What identifies one `meta.json`: its device, inode, size and
-/// modification time. A run publishes a generation by renaming a new
-/// `meta.json` into place, so a long-lived reader (the MCP server) that
-/// compares stamps before each use knows, without reading the file,
-/// whether what it opened is still live.
+/// What identifies the live generation as a long-lived reader opened it:
+/// the device, inode, size and modification time of `meta.json` and of
+/// every file of the generation it names. A run publishes a generation by
+/// renaming a new `meta.json` into place, and a file rewritten, truncated
+/// or restored from a backup in place (`cp -r backup/.memidx .`) changes
+/// its stamp too, so a reader (the MCP server) that compares stamps before
+/// each use knows, without reading the files, whether what it has mapped
+/// is still what it opened, and reopens (with every check a fresh open
+/// makes) instead of touching a mapping whose file changed under it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveStamp {
+    manifest: FileStamp,
+    /// Each file of the live generation, by path, in path order.
+    files: Vec<(PathBuf, FileStamp)>,
+}
+
+impl LiveStamp {
+    /// The stamp of the index in `dir`, or `None` when it has no readable
+    /// `meta.json`.
+    pub fn of(dir: &Path) -> Option<Self> {
+        let manifest_path = dir.join(crate::store::MANIFEST_FILE);
+        let manifest = FileStamp::of(&std::fs::metadata(&manifest_path).ok()?);
+        let generation = read_manifest(dir).ok()?.generation;
+        let mut files: Vec<(PathBuf, FileStamp)> =
+            walkdir::WalkDir::new(crate::store::generation_dir(dir, generation))
+                .into_iter()
+                .filter_map(|entry| {
+                    let entry = entry.ok()?;
+                    let meta = entry.metadata().ok().filter(|m| m.is_file())?;
+                    Some((entry.into_path(), FileStamp::of(&meta)))
+                })
+                .collect();
+        files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        Some(Self { manifest, files })
+    }
+}
+
+/// One file's device, inode, size and modification time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ManifestStamp {
+struct FileStamp {
     device: u64,
     inode: u64,
     size: u64,
     mtime_ns: i128,
 }
 
-impl ManifestStamp {
-    /// The stamp of `dir/meta.json`, or `None` when there is none.
-    pub fn of(dir: &Path) -> Option<Self> {
-        let meta = std::fs::metadata(dir.join(crate::store::MANIFEST_FILE)).ok()?;
+impl FileStamp {
+    fn of(meta: &std::fs::Metadata) -> Self {
         let mtime_ns = meta
             .modified()
             .ok()
@@ -147,12 +178,12 @@ impl ManifestStamp {
         };
         #[cfg(not(unix))]
         let (device, inode) = (0, 0);
-        Some(Self {
+        Self {
             device,
             inode,
             size: meta.len(),
             mtime_ns,
-        })
+        }
     }
 }
 

@@ -236,3 +236,122 @@ fn a_closed_stdout_ends_the_server() {
     );
     assert!(started.elapsed() < Duration::from_secs(10));
 }
+
+/// Every file of the live generation (first generation of a fresh index).
+fn generation_files(corpus: &Corpus) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let mut dirs = vec![corpus.path().join(".memidx/gen-1")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read_dir") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// A search over the tool, and whether it was a tool error (its text).
+fn search_outcome(session: &mut RawSession) -> Result<Value, String> {
+    let result = session.call(
+        "search",
+        json!({"query": "INC-2023-Q4-011 gateway timeout", "top_k": 5}),
+    );
+    match result["isError"].as_bool() {
+        Some(false) => Ok(result["structuredContent"].clone()),
+        _ => Err(result["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()),
+    }
+}
+
+#[test]
+fn files_truncated_under_a_running_server_are_named_not_fatal() {
+    let corpus = indexed();
+    let files = generation_files(&corpus);
+    assert!(files.len() > 15, "{files:?}");
+    let mut session = RawSession::start(corpus.path(), &[]);
+    let healthy = search_outcome(&mut session).expect("a search");
+    let mut named = 0;
+    for file in &files {
+        let original = std::fs::read(file).expect("read");
+        // Truncated in place, as `cp` over it does before it writes.
+        std::fs::write(file, &original[..original.len() / 2]).expect("truncate");
+        match search_outcome(&mut session) {
+            Err(text) => {
+                assert!(!text.is_empty());
+                named += 1;
+            }
+            Ok(answer) => assert_eq!(answer, healthy, "{}", file.display()),
+        }
+        // Whole again: the next call answers as before.
+        std::fs::write(file, &original).expect("restore");
+        assert_eq!(
+            search_outcome(&mut session),
+            Ok(healthy.clone()),
+            "{}",
+            file.display()
+        );
+    }
+    eprintln!("{named} of {} truncated files named", files.len());
+    assert!(named > files.len() / 2, "{named} of {}", files.len());
+    assert_eq!(session.finish(), Some(0), "the server lived through it all");
+}
+
+#[test]
+fn a_running_server_refuses_the_damage_a_fresh_command_refuses() {
+    let corpus = indexed();
+    let mut session = RawSession::start(corpus.path(), &[]);
+    let healthy = search_outcome(&mut session).expect("a search");
+    let mut refused = 0;
+    for file in generation_files(&corpus) {
+        let original = std::fs::read(&file).expect("read");
+        if original.is_empty() {
+            continue;
+        }
+        for at in [original.len() / 3, original.len() - 1] {
+            let mut damaged = original.clone();
+            damaged[at] ^= 0xFF;
+            std::fs::write(&file, &damaged).expect("damage");
+            let cli = corpus
+                .memidx()
+                .args([
+                    "search",
+                    "INC-2023-Q4-011 gateway timeout",
+                    "-k",
+                    "5",
+                    "--json",
+                ])
+                .output()
+                .expect("run");
+            let served = search_outcome(&mut session);
+            let what = format!("{} byte {at}", file.display());
+            match cli.status.code() {
+                Some(2) => {
+                    assert!(
+                        served.is_err(),
+                        "{what}: the CLI refuses it, the server served it"
+                    );
+                    refused += 1;
+                }
+                _ => {
+                    // Not read by a search (or not damage to it): the
+                    // server may answer, but never with altered results.
+                    if let Ok(answer) = &served {
+                        assert_eq!(answer, &healthy, "{what}");
+                    }
+                }
+            }
+            std::fs::write(&file, &original).expect("restore");
+        }
+    }
+    eprintln!("{refused} damaged files refused by both");
+    assert!(refused > 10, "{refused}");
+    assert_eq!(search_outcome(&mut session), Ok(healthy));
+    assert_eq!(session.finish(), Some(0));
+}

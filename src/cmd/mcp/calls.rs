@@ -2,10 +2,16 @@
 //! selection) and each tool call run against it, from parsed arguments to
 //! the structured result and its text rendering.
 //!
-//! Before every call the state compares `meta.json`'s identity, size and
-//! modification time with what it saw when it opened things, and reopens
-//! when they differ, so no answer comes from a generation a `memidx index`
-//! run replaced, and no answer mixes two generations.
+//! Before every call the state compares the identity, size and
+//! modification time of `meta.json` and of every file of the live
+//! generation with what it saw when it opened things ([`LiveStamp`]), and
+//! reopens when they differ: no answer comes from a generation a `memidx
+//! index` run replaced, no answer mixes two generations, and a file
+//! truncated or rewritten in place under the server (a backup restored
+//! over the index) is never read through its old mapping (which would end
+//! the process with SIGBUS); the reopening runs the checks a fresh
+//! `memidx` run makes, so damage is named as the command line names it,
+//! and once the files are whole again the next call opens them.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -27,7 +33,7 @@ use memidx::filter::{Filter, TimeFilter};
 use memidx::fusion::{FusionMethod, check_rrf_k, check_window};
 use memidx::index::get::{self as fetch, LineRange, Target};
 use memidx::index::status::StatusReport;
-use memidx::index::{Index, ManifestStamp};
+use memidx::index::{Index, LiveStamp};
 use memidx::indexer::{self, DEFAULT_MAX_FILE_SIZE, IndexOptions, Writer};
 use memidx::output::get::GetResponse;
 use memidx::output::{SearchResponse, TextBudget, compact, human};
@@ -46,7 +52,7 @@ const RETRIEVERS_KEPT: usize = 4;
 /// What is open, and the `meta.json` it was opened from.
 #[derive(Default)]
 pub struct State {
-    stamp: Option<ManifestStamp>,
+    stamp: Option<LiveStamp>,
     index: Option<Index>,
     retrievers: Vec<(ListSelection, Retriever)>,
     /// The writer lock a watcher holds (`--watch`), for `reindex` to run under.
@@ -65,7 +71,7 @@ impl State {
 
     /// Drops everything opened from an older `meta.json`.
     pub fn refresh(&mut self, index_dir: &Path) {
-        let now = ManifestStamp::of(index_dir);
+        let now = LiveStamp::of(index_dir);
         if now != self.stamp {
             if self.stamp.is_some() {
                 note("the index changed; reopening it");
