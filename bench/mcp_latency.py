@@ -1,22 +1,24 @@
 #!/usr/bin/env python3
-"""A warm MCP `search` against the whole-process CLI search it replaces, in one run.
+"""A warm MCP `search` over stdio and over HTTP against the whole-process CLI search, in one run.
 
 Usage: bench/mcp_latency.py CORPUS_DIR [BINARY] [--runs N] [--mode MODE] [--json OUT]
 
 CORPUS_DIR must already be indexed (`memidx index CORPUS_DIR`, or bench/run.sh). The
-script starts `memidx mcp --read-only --index CORPUS_DIR` once, speaks raw JSON-RPC
-lines over its stdin/stdout (initialize, notifications/initialized), and then, for
-each query of bench/queries.txt x --runs, times one `search` tool call round trip
-(request written -> its whole response line read) next to one
+script starts `memidx mcp --read-only --index CORPUS_DIR` (raw JSON-RPC lines over its
+stdin/stdout) and `memidx mcp --read-only --http 127.0.0.1:0 --index CORPUS_DIR`
+(Streamable HTTP: one kept-alive connection, a POST per message) once each, initializes
+both, and then, for each query of bench/queries.txt x --runs, times one `search` tool
+call round trip on each (request written -> its whole response read) next to one
 `memidx search Q --index CORPUS_DIR --mode MODE -k 10 --json` process (spawn -> exit,
-stdout to /dev/null), alternating which goes first, so both see the same load. A
-first pass (not timed) checks that the tool and the command rank the same chunks.
-Prints median and p90 of both and their ratio (see bench/README.md).
+stdout to /dev/null), rotating which goes first, so all see the same load. A first
+pass (not timed) checks that the tools and the command rank the same chunks. Prints
+median and p90 of each and their ratios (see bench/README.md).
 
 Standard library only. Runs niced (10) like bench/run.sh, from a copy of the binary
 (a rebuild during the run changes nothing).
 """
 import argparse
+import http.client
 import json
 import os
 import platform
@@ -42,6 +44,7 @@ def die(message):
 
 class Server:
     """`memidx mcp` over pipes: one request at a time, answers read line by line."""
+    name = "stdio"
 
     def __init__(self, binary, corpus):
         self.proc = subprocess.Popen(
@@ -76,6 +79,65 @@ class Server:
         code = self.proc.wait(timeout=TIMEOUT_S)
         if code != 0:
             die(f"the server exited {code}; stderr:\n{self.proc.stderr.read().decode()}")
+
+
+class HttpServer:
+    """`memidx mcp --http` on a free loopback port: one request at a time, each a POST
+    on one kept-alive connection; the answer is JSON or an event stream."""
+    name = "http"
+
+    def __init__(self, binary, corpus):
+        self.proc = subprocess.Popen(
+            [binary, "mcp", "--read-only", "--http", "127.0.0.1:0", "--index", corpus],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )
+        line = self.proc.stderr.readline().decode()
+        url = next((w for w in line.split() if w.startswith("http://")), None)
+        if url is None:
+            die(f"memidx mcp --http printed no URL: {line!r}")
+        host, port = url[len("http://"):].split("/")[0].rsplit(":", 1)
+        self.conn = http.client.HTTPConnection(host, int(port), timeout=TIMEOUT_S)
+        self.session = None
+        self.next_id = 1
+
+    def post(self, message):
+        headers = {"Content-Type": "application/json",
+                   "Accept": "application/json, text/event-stream"}
+        if self.session:
+            headers["Mcp-Session-Id"] = self.session
+        self.conn.request("POST", "/mcp", body=json.dumps(message).encode(), headers=headers)
+        response = self.conn.getresponse()
+        body = response.read()
+        if response.status >= 300:
+            die(f"HTTP {response.status} for {message.get('method')}: {body[:300]!r}")
+        self.session = response.getheader("Mcp-Session-Id") or self.session
+        return response.getheader("Content-Type") or "", body
+
+    def send(self, message):
+        self.post(message)
+
+    def request(self, method, params):
+        """(seconds from sending the request to having read its response, response)."""
+        rid = self.next_id
+        self.next_id += 1
+        started = time.perf_counter_ns()
+        kind, body = self.post({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        elapsed = (time.perf_counter_ns() - started) / 1e9
+        lines = body.decode().splitlines()
+        if kind.startswith("text/event-stream"):
+            lines = [l[len("data:"):].strip() for l in lines if l.startswith("data:")]
+        for line in filter(None, lines):
+            message = json.loads(line)
+            if message.get("id") == rid:
+                return elapsed, message, len(body)
+        die(f"no answer to {method} in {body[:300]!r}")
+
+    def close(self):
+        self.conn.close()
+        self.proc.terminate()
+        code = self.proc.wait(timeout=TIMEOUT_S)
+        if code != 0:
+            die(f"the HTTP server exited {code}; stderr:\n{self.proc.stderr.read().decode()}")
 
 
 def mcp_search(server, query, mode):
@@ -141,41 +203,55 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def run(args, corpus, binary, queries):
-    load_start = open("/proc/loadavg").read().split()[:3] if os.path.exists("/proc/loadavg") else ["?"]
+def start(kind, binary, corpus):
+    """A started and initialized server, and the seconds that took."""
     started = time.perf_counter_ns()
-    server = Server(binary, corpus)
+    server = kind(binary, corpus)
     _, init, _ = server.request("initialize", {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "memidx-bench", "version": "0"}})
-    startup_s = (time.perf_counter_ns() - started) / 1e9
     if "result" not in init:
-        die(f"initialize failed: {init}")
+        die(f"initialize failed over {server.name}: {init}")
     server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return server, (time.perf_counter_ns() - started) / 1e9
 
-    # Untimed first pass: warms both, and checks they rank the same chunks
+
+def run(args, corpus, binary, queries):
+    load_start = open("/proc/loadavg").read().split()[:3] if os.path.exists("/proc/loadavg") else ["?"]
+    servers, startup = [], {}
+    for kind in (Server, HttpServer):
+        server, startup[kind.name] = start(kind, binary, corpus)
+        servers.append(server)
+
+    # Untimed first pass: warms all, and checks they rank the same chunks
     # (the tool's default max_chars may leave the last results out).
     for q in queries:
-        _, mcp_ids, omitted, _ = mcp_search(server, q, args.mode)
         _, cli_ids = cli_search(binary, corpus, q, args.mode, capture=True)
-        if mcp_ids != cli_ids[:len(mcp_ids)] or len(mcp_ids) + omitted != len(cli_ids):
-            die(f"the tool and the command disagree on {q!r}:\n  mcp {mcp_ids}\n  cli {cli_ids}")
+        for server in servers:
+            _, mcp_ids, omitted, _ = mcp_search(server, q, args.mode)
+            if mcp_ids != cli_ids[:len(mcp_ids)] or len(mcp_ids) + omitted != len(cli_ids):
+                die(f"the tool over {server.name} and the command disagree on {q!r}:\n"
+                    f"  mcp {mcp_ids}\n  cli {cli_ids}")
 
-    mcp_times, cli_times, sizes = [], [], []
+    times = {"stdio": [], "http": [], "cli": []}
+    sizes = []
     for r in range(args.runs):
         for i, q in enumerate(queries):
-            order = ("mcp", "cli") if (r + i) % 2 == 0 else ("cli", "mcp")
-            for which in order:
-                if which == "mcp":
-                    t, _, _, size = mcp_search(server, q, args.mode)
-                    mcp_times.append(t)
+            turn = (r + i) % 3
+            for which in (["stdio", "http", "cli"] * 2)[turn:turn + 3]:
+                if which == "cli":
+                    times["cli"].append(cli_search(binary, corpus, q, args.mode)[0])
+                    continue
+                server = servers[0] if which == "stdio" else servers[1]
+                t, _, _, size = mcp_search(server, q, args.mode)
+                times[which].append(t)
+                if which == "stdio":
                     sizes.append(size)
-                else:
-                    cli_times.append(cli_search(binary, corpus, q, args.mode)[0])
-    server.close()
+    for server in servers:
+        server.close()
     load_end = open("/proc/loadavg").read().split()[:3] if os.path.exists("/proc/loadavg") else ["?"]
 
-    mcp, cli = summary(mcp_times), summary(cli_times)
+    mcp, http_, cli = summary(times["stdio"]), summary(times["http"]), summary(times["cli"])
     version = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.strip()
     rev = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
                          capture_output=True, text=True).stdout.strip() or "?"
@@ -183,22 +259,29 @@ def run(args, corpus, binary, queries):
         "machine": {"nproc": os.cpu_count(), "kernel": platform.release(), "nice": os.nice(0),
                     "load_start": load_start, "load_end": load_end},
         "memidx": version, "repo_rev": rev, "corpus": corpus, "mode": args.mode,
-        "queries": len(queries), "server_start_s": startup_s,
-        "mcp": mcp, "cli": cli,
+        "queries": len(queries), "server_start_s": startup["stdio"],
+        "http_server_start_s": startup["http"],
+        "mcp": mcp, "http": http_, "cli": cli,
         "mcp_response_bytes_median": statistics.median(sizes),
         "ratio_median": mcp["median_s"] / cli["median_s"],
         "ratio_p90": mcp["p90_s"] / cli["p90_s"],
+        "http_minus_stdio_median_s": http_["median_s"] - mcp["median_s"],
+        "http_minus_stdio_p90_s": http_["p90_s"] - mcp["p90_s"],
     }
     print(f"== {os.cpu_count()} cores, nice {os.nice(0)}, load {' '.join(load_start)} -> "
           f"{' '.join(load_end)}; {version} (repo {rev}); {corpus}")
-    print(f"== server start to initialize answered: {ms(startup_s)}; "
-          f"median MCP response {report['mcp_response_bytes_median'] / 1024:.1f} KiB")
+    print(f"== server start to initialize answered: stdio {ms(startup['stdio'])}, "
+          f"http {ms(startup['http'])}; median MCP response "
+          f"{report['mcp_response_bytes_median'] / 1024:.1f} KiB")
     print()
     print(f"| search, {args.mode}, k 10 ({len(queries)} queries x {args.runs}) | median | p90 |")
     print("| --- | --- | --- |")
-    print(f"| MCP `search` round trip, warm server | {ms(mcp['median_s'])} | {ms(mcp['p90_s'])} |")
+    print(f"| MCP `search` round trip, warm server, stdio | {ms(mcp['median_s'])} | {ms(mcp['p90_s'])} |")
+    print(f"| MCP `search` round trip, warm server, HTTP | {ms(http_['median_s'])} | {ms(http_['p90_s'])} |")
     print(f"| `memidx search --json`, whole process | {ms(cli['median_s'])} | {ms(cli['p90_s'])} |")
-    print(f"| MCP / CLI | {report['ratio_median']:.3f} | {report['ratio_p90']:.3f} |")
+    print(f"| HTTP − stdio | {ms(report['http_minus_stdio_median_s'])} | "
+          f"{ms(report['http_minus_stdio_p90_s'])} |")
+    print(f"| MCP (stdio) / CLI | {report['ratio_median']:.3f} | {report['ratio_p90']:.3f} |")
     if args.json_out:
         with open(args.json_out, "w", encoding="utf-8") as f:
             json.dump(report, f, indent=1)

@@ -355,3 +355,51 @@ fn a_running_server_refuses_the_damage_a_fresh_command_refuses() {
     assert_eq!(search_outcome(&mut session), Ok(healthy));
     assert_eq!(session.finish(), Some(0));
 }
+
+#[test]
+fn every_protocol_revision_the_official_clients_use_is_spoken() {
+    let corpus = indexed();
+    // What each `initialize` asks for, and what the server answers: every
+    // revision it knows as asked; one it does not know gets its latest
+    // (2026-07-28 has no `initialize`: its clients probe with
+    // `server/discover`, which the TypeScript SDK 2.x test exercises).
+    let cases = [
+        ("2025-03-26", "2025-03-26"),
+        ("2025-06-18", "2025-06-18"),
+        ("2025-11-25", "2025-11-25"),
+        ("2099-01-01", "2025-11-25"),
+    ];
+    for (asked, answered) in cases {
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin("memidx"))
+            .args(["mcp", "--index"])
+            .arg(corpus.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start");
+        let mut stdin = child.stdin.take().expect("stdin");
+        for message in [
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": asked, "capabilities": {},
+                "clientInfo": {"name": "versions", "version": "0"}}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "search", "arguments": {"query": "INC-2023-Q4-011", "top_k": 1}}}),
+        ] {
+            writeln!(stdin, "{message}").expect("write");
+        }
+        drop(stdin);
+        let output = child.wait_with_output().expect("wait");
+        let answers: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("JSON"))
+            .collect();
+        assert_eq!(answers[0]["result"]["protocolVersion"], answered, "{asked}");
+        assert_eq!(
+            answers[1]["result"]["structuredContent"]["results"][0]["chunk_id"],
+            "incidents/2023/q4/billing-month-end-timeouts.md#1",
+            "{asked}"
+        );
+    }
+}
