@@ -328,3 +328,98 @@ impl Drop for HttpServer {
         let _ = self.child.wait();
     }
 }
+
+/// The assertions every real-client session report shares, whichever the
+/// SDK (`tests/mcp_client.py`, `tests/mcp_ts/client.mjs`) and transport:
+/// what the server said of itself and its tools, and the exact answers to
+/// the calls both scripts make on a fresh copy of the fixtures.
+pub fn assert_shared_answers(report: &Value) {
+    let incident = "incidents/2023/q4/billing-month-end-timeouts.md";
+    assert_eq!(report["server"], "memidx");
+    assert_eq!(report["has_instructions"], true);
+    let tools = &report["tools"];
+    let hints = |read_only: bool, idempotent: bool| {
+        json!({"readOnlyHint": read_only, "destructiveHint": false,
+               "idempotentHint": idempotent, "openWorldHint": false})
+    };
+    for (tool, required, annotations) in [
+        ("search", json!(["query"]), hints(true, true)),
+        ("get", json!([]), hints(true, true)),
+        ("explain", json!(["query"]), hints(true, true)),
+        ("status", json!([]), hints(true, true)),
+        ("reindex", json!([]), hints(false, true)),
+        ("remember", json!(["text"]), hints(false, false)),
+    ] {
+        assert_eq!(tools[tool]["required"], required, "{tool}");
+        assert_eq!(tools[tool]["annotations"], annotations, "{tool}");
+        assert_eq!(tools[tool]["has_output_schema"], true, "{tool}");
+    }
+
+    assert_eq!(
+        report["identifier_ids"],
+        json!([
+            format!("{incident}#1"),
+            "incidents/2023/q3/payments-webhook-backlog.md#1",
+            "incidents/2024/q1/search-staging-empty-results.md#1"
+        ])
+    );
+    assert_eq!(report["search_flags"], json!([false, 0]));
+    // 503 + 374 = 877 characters fit 1000; the third (440) would not.
+    assert_eq!(
+        report["budget"],
+        json!({"ids": [format!("{incident}#1"), "incidents/2023/q3/payments-webhook-backlog.md#1"],
+               "truncated": true, "omitted": 3, "chars": 877})
+    );
+    assert_eq!(report["bare_has_text"], false);
+    assert_eq!(report["get_chunk_equals_search"], true);
+    assert_eq!(
+        report["get_lines"],
+        json!({"lines": [13, 15], "total_lines": 75,
+               "text": "## Summary\n\nIncident INC-2023-Q4-011. On 30 November 2023, between 23:12 and 00:47 UTC, the production\n"})
+    );
+    assert_eq!(
+        report["explain_ids"],
+        json!([
+            format!("{incident}#1"),
+            "incidents/2023/q3/payments-webhook-backlog.md#1"
+        ])
+    );
+    assert_eq!(report["explain_one"], json!([format!("{incident}#1")]));
+    assert_eq!(
+        report["status_before"],
+        json!({"generation": 1, "changed": []})
+    );
+
+    // Wrong argument types are tool errors; the session goes on.
+    let bad_type = report["bad_type"].as_str().expect("bad_type");
+    assert!(
+        bad_type.starts_with("invalid argument 'top_k'"),
+        "{bad_type}"
+    );
+    let unknown_field = report["unknown_field"].as_str().expect("unknown_field");
+    assert!(unknown_field.contains("colour"), "{unknown_field}");
+
+    // The index run beside the server made generation 2, which answers;
+    // reindex in the session made 3.
+    assert_eq!(
+        report["after_index"],
+        json!({"ids": [format!("{incident}#6")], "generation": 2})
+    );
+    assert_eq!(
+        report["after_reindex"],
+        json!({"generation": 3, "up_to_date": false, "ids": ["notes/zz-added.md#1"]})
+    );
+    // Time bounds apply before ranking; every result is dated within them.
+    assert_eq!(
+        report["dated"],
+        json!([[
+            "notes/payments-gateway-rollback-2024-02.md",
+            "2024-02-07T00:00:00Z"
+        ]])
+    );
+    assert_eq!(report["dated_ranks"], json!(["dense", "recency", "sparse"]));
+    assert_eq!(
+        report["remembered"],
+        json!({"path_tail": "numbat-rotation.md", "ids_match": true, "service": ["billing-service"]})
+    );
+}
