@@ -52,14 +52,27 @@ fn usage_error(err: &clap::Error) -> ExitCode {
         return ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(2));
     }
     let text = err.render().to_string();
-    let parts: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .filter_map(|l| {
-            l.strip_prefix("error: ")
-                .or_else(|| l.strip_prefix("tip: "))
-        })
-        .collect();
+    // The error and tip lines, each error with the indented lines that
+    // follow it (the missing arguments clap lists under "were not
+    // provided:") joined onto it; the usage block and the rest are left out.
+    let mut parts: Vec<String> = Vec::new();
+    let mut listing = false;
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if let Some(part) = trimmed.strip_prefix("error: ") {
+            parts.push(part.to_string());
+            listing = true;
+        } else if let Some(tip) = trimmed.strip_prefix("tip: ") {
+            parts.push(tip.to_string());
+            listing = false;
+        } else if listing && line.starts_with(' ') && !trimmed.is_empty() {
+            let last = parts.last_mut().expect("an error line came first");
+            last.push_str(if last.ends_with(':') { " " } else { ", " });
+            last.push_str(trimmed);
+        } else {
+            listing = false;
+        }
+    }
     // The subcommand the user named, if any, is where the usage is.
     let usage = std::env::args()
         .nth(1)

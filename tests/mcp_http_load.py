@@ -323,8 +323,15 @@ class Run:
         started = time.monotonic()
         sessions = [asyncio.create_task(self.session(n)) for n in range(SESSIONS)]
         reindexer = asyncio.create_task(self.reindexer())
-        await self.wait_for_calls(SESSIONS * CALLS_PER_SESSION)
-        await reindexer
+        answered = asyncio.create_task(self.wait_for_calls(SESSIONS * CALLS_PER_SESSION))
+        # Until every call is answered and every index run made, a session
+        # or the re-indexer that stops early (an exception) stops the run.
+        pending = {answered, reindexer, *sessions}
+        while not (answered.done() and reindexer.done()):
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                if task.exception() is not None:
+                    raise task.exception()
         elapsed = time.monotonic() - started
         await self.pause("end")
         self.all_done.set()

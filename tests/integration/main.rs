@@ -26,6 +26,8 @@ mod integrity;
 #[cfg(feature = "mcp")]
 mod mcp;
 #[cfg(feature = "mcp")]
+mod mcp_http;
+#[cfg(feature = "mcp")]
 mod mcp_schemas;
 #[cfg(feature = "mcp")]
 mod mcp_stdio;

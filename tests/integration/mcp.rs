@@ -95,11 +95,11 @@ fn a_real_mcp_client_does_the_same_over_streamable_http() {
     };
     let corpus = Corpus::fixtures();
     corpus.index();
-    let server = HttpServer::start(corpus.path(), &[]);
-    let report = run_client(&python, &corpus, Some(server.url()));
+    let mut server = HttpServer::start(corpus.path(), &[]);
+    let report = run_client(&python, &corpus, Some(&server.url()));
     assert_session(&report);
     assert!(report.get("raw").is_none());
-    assert_eq!(server.stop(), Some(0));
+    assert_eq!(server.signal("TERM"), Some(0));
 }
 
 /// Runs `tests/mcp_client.py` on the indexed `corpus` (over stdio, or to

@@ -5,7 +5,7 @@
 //! a closed stdout ends the server.
 
 use crate::common::Corpus;
-use crate::common::mcp::{PROTOCOL, RawSession};
+use crate::common::mcp::{PROTOCOL, RawSession, rss_kib};
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -157,23 +157,13 @@ fn messages_before_the_session_starts_are_ignored_not_fatal() {
     );
 }
 
-/// The resident memory of process `pid`, in kB.
-fn rss_kb(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS")
-}
-
 #[test]
 #[cfg(target_os = "linux")]
 fn twenty_thousand_requests_written_at_once_keep_memory_flat() {
     let corpus = indexed();
     let mut session = RawSession::start(corpus.path(), &[]);
     session.call("search", json!({"query": "gateway", "top_k": 1}));
-    let before = rss_kb(session.pid());
+    let before = rss_kib(session.pid()).0;
     let requests: String = (0..20_000)
         .map(|i| {
             let message = if i % 10 == 0 {
@@ -194,7 +184,7 @@ fn twenty_thousand_requests_written_at_once_keep_memory_flat() {
     // Nothing is read for a while: the server may only queue what its
     // bound allows.
     std::thread::sleep(Duration::from_secs(2));
-    let stalled = rss_kb(session.pid());
+    let stalled = rss_kib(session.pid()).0;
     let started = Instant::now();
     let mut peak = stalled;
     let mut answered = std::collections::BTreeSet::new();
@@ -203,7 +193,7 @@ fn twenty_thousand_requests_written_at_once_keep_memory_flat() {
         assert!(answer.get("result").is_some(), "{answer}");
         answered.insert(answer["id"].as_u64().expect("an id"));
         if i % 1000 == 0 {
-            peak = peak.max(rss_kb(session.pid()));
+            peak = peak.max(rss_kib(session.pid()).0);
         }
     }
     assert_eq!(

@@ -114,7 +114,7 @@ fn run_client(generation: Generation, transport: Transport) -> Option<Value> {
                 node.env("MEMIDX_MCP_TOKEN", token);
             }
             let started = HttpServer::start(corpus.path(), &extra);
-            node.args(["http", started.url()]);
+            node.args(["http", &started.url()]);
             server = Some(started);
         }
     };
@@ -130,8 +130,8 @@ fn run_client(generation: Generation, transport: Transport) -> Option<Value> {
     );
     let report: Value = serde_json::from_slice(&output.stdout).expect("the client's JSON");
     eprintln!("{report:#}");
-    if let Some(server) = server {
-        assert_eq!(server.stop(), Some(0), "the server stops cleanly");
+    if let Some(mut server) = server {
+        assert_eq!(server.signal("TERM"), Some(0), "the server stops cleanly");
     }
     Some(report)
 }

@@ -174,3 +174,15 @@ fn a_command_line_mistake_is_one_line_naming_where_the_usage_is() {
             .starts_with("Search the index")
     );
 }
+
+#[test]
+fn a_usage_error_names_the_missing_arguments_on_one_line() {
+    let corpus = Corpus::empty();
+    let output = corpus.memidx().arg("search").output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8(output.stderr).unwrap(),
+        "memidx: the following required arguments were not provided: <QUERY>; \
+         see 'memidx search --help'\n"
+    );
+}

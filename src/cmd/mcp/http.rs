@@ -16,6 +16,7 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -23,7 +24,7 @@ use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue, WWW_AUTHENTICATE};
-use hyper::{Request, Response, StatusCode};
+use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -119,7 +120,12 @@ pub fn serve(server: Server, options: &HttpOptions, what: &str) -> Result<()> {
             Arc::new(LocalSessionManager::default()),
             protocol_config(local, token.is_some(), stop.child_token()),
         );
-        let gate = Arc::new(Gate { mcp, token });
+        let gate = Arc::new(Gate {
+            mcp,
+            token,
+            open_posts: Arc::new(AtomicUsize::new(0)),
+            stopping: AtomicBool::new(false),
+        });
         note(&format!(
             "serving {what} at http://{local}{ENDPOINT}{}",
             if gate.token.is_some() {
@@ -135,7 +141,7 @@ pub fn serve(server: Server, options: &HttpOptions, what: &str) -> Result<()> {
 
 /// The SDK's protocol settings: loopback `Host` names only on loopback
 /// (DNS-rebinding protection), browser `Origin`s only from the server's own
-/// address, JSON answers for plain calls, and the body limit.
+/// address, and the body limit.
 fn protocol_config(
     local: SocketAddr,
     with_token: bool,
@@ -157,7 +163,6 @@ fn protocol_config(
     config
         .with_allowed_origins(origins)
         .enforce_origin_validation()
-        .with_json_response(true)
         .with_max_request_body_bytes(MAX_BODY_BYTES)
         .with_cancellation_token(stop)
 }
@@ -166,6 +171,27 @@ fn protocol_config(
 struct Gate {
     mcp: StreamableHttpService<Server, LocalSessionManager>,
     token: Option<String>,
+    /// POSTs whose answer is not yet all sent: a stop waits for them.
+    open_posts: Arc<AtomicUsize>,
+    /// Set when a stop began: new requests are refused.
+    stopping: AtomicBool,
+}
+
+/// One open POST, counted in [`Gate::open_posts`] until dropped with the
+/// answer's body (after its last byte was sent, or the client left).
+struct OpenPost(Arc<AtomicUsize>);
+
+impl OpenPost {
+    fn new(count: &Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        Self(count.clone())
+    }
+}
+
+impl Drop for OpenPost {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// The body type the SDK answers with, and so every answer.
@@ -173,6 +199,9 @@ type Body = BoxBody<Bytes, Infallible>;
 
 impl Gate {
     async fn handle(&self, request: Request<Incoming>) -> Response<Body> {
+        if self.stopping.load(Ordering::SeqCst) {
+            return plain(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
+        }
         if request.uri().path() != ENDPOINT {
             return plain(
                 StatusCode::NOT_FOUND,
@@ -199,11 +228,38 @@ impl Gate {
                 &format!("request body over {MAX_BODY_BYTES} bytes"),
             );
         }
+        let open = (request.method() == Method::POST).then(|| OpenPost::new(&self.open_posts));
         let request = request.map(|body| TimeoutBody::new(BODY_IDLE_TIMEOUT, body));
-        self.mcp.handle(request).await
+        let response = self.mcp.handle(request).await;
+        match open {
+            // The count drops with the body, once the answer is all sent.
+            Some(open) => response.map(|body| {
+                body.map_frame(move |frame| {
+                    let _ = &open;
+                    frame
+                })
+                .boxed()
+            }),
+            None => response,
+        }
     }
 
-    /// Whether the request carries the token (always, without one).
+    /// Refuses new requests, then waits (at most `limit`) until every
+    /// POST being answered has been answered; whether they all were.
+    async fn drain(&self, limit: Duration) -> bool {
+        self.stopping.store(true, Ordering::SeqCst);
+        let deadline = tokio::time::Instant::now() + limit;
+        while self.open_posts.load(Ordering::SeqCst) > 0 {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        true
+    }
+
+    /// Whether the request carries the token (always, without one). The
+    /// scheme's name is read without regard to case, as HTTP says.
     fn authorized(&self, request: &Request<Incoming>) -> bool {
         let Some(token) = &self.token else {
             return true;
@@ -211,10 +267,12 @@ impl Gate {
         let sent = request
             .headers()
             .get(hyper::header::AUTHORIZATION)
-            .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "))
-            .unwrap_or_default();
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map_or("", |(_, credentials)| credentials.trim_start());
         // Constant time in the token's content; only its length can leak.
-        sent.ct_eq(token.as_bytes()).into()
+        sent.as_bytes().ct_eq(token.as_bytes()).into()
     }
 }
 
@@ -273,12 +331,13 @@ async fn accept(listener: TcpListener, gate: Arc<Gate>, stop: CancellationToken)
     }
     drop(listener);
     note("stopping: answering the calls in flight");
-    // Open event streams end; requests being answered finish.
+    // Every call being answered is answered whole (a `reindex` or
+    // `remember` runs to its end); only then do the sessions and their
+    // open event streams end, and the connections close.
+    let drained = gate.drain(STOP_GRACE).await;
     stop.cancel();
-    if tokio::time::timeout(STOP_GRACE, graceful.shutdown())
-        .await
-        .is_err()
-    {
+    let closed = tokio::time::timeout(Duration::from_secs(5), graceful.shutdown()).await;
+    if !drained || closed.is_err() {
         note("stopped with calls still unanswered after the grace period");
     }
 }

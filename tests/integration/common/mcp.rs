@@ -1,11 +1,15 @@
-//! Helpers for the MCP tests that speak JSON-RPC themselves: a raw stdio
-//! session with `memidx mcp` (for what an SDK will not send, and for calls
-//! whose results are checked by validators rather than by an SDK), and the
-//! checks that a JSON Schema reads the same under draft-07 and 2020-12.
+//! Helpers for the MCP tests: a raw stdio session with `memidx mcp` (for
+//! what an SDK will not send, and for calls whose results are checked by
+//! validators rather than by an SDK), a `memidx mcp --http` server, the
+//! checks that a JSON Schema reads the same under draft-07 and 2020-12,
+//! and the answers every SDK's session report must hold.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -124,13 +128,13 @@ impl RawSession {
     }
 
     /// The exit code once the server ends within `limit`, else `None`.
-    pub fn wait_for_exit(&mut self, limit: std::time::Duration) -> Option<Option<i32>> {
-        let started = std::time::Instant::now();
+    pub fn wait_for_exit(&mut self, limit: Duration) -> Option<Option<i32>> {
+        let started = Instant::now();
         while started.elapsed() < limit {
             if let Some(status) = self.child.try_wait().expect("try_wait") {
                 return Some(status.code());
             }
-            std::thread::sleep(std::time::Duration::from_millis(20));
+            std::thread::sleep(Duration::from_millis(20));
         }
         None
     }
@@ -267,18 +271,27 @@ pub fn assert_valid_in_both(schema: &Value, instance: &Value, what: &str) {
     }
 }
 
-/// `memidx mcp --http 127.0.0.1:0 --index DIR EXTRA…`, running until
-/// stopped or dropped.
+/// `memidx mcp --http ADDR --index DIR EXTRA…`, killed when dropped; its
+/// stderr (after the line naming the URL) collected by a thread.
 pub struct HttpServer {
     child: Child,
-    url: String,
+    /// `host:port`, as the URL it printed names it.
+    pub addr: String,
+    /// Its stderr after the first line, collected by a thread.
+    stderr: Arc<Mutex<String>>,
+    drain: Option<JoinHandle<()>>,
 }
 
 impl HttpServer {
-    /// Starts the server and waits for the URL it prints.
+    /// Serves `dir` on a free loopback port.
     pub fn start(dir: &Path, extra: &[&str]) -> Self {
+        Self::start_at("127.0.0.1:0", dir, extra)
+    }
+
+    /// Serves `dir` at `bind`, and waits for the line naming the URL.
+    pub fn start_at(bind: &str, dir: &Path, extra: &[&str]) -> Self {
         let mut child = Command::new(assert_cmd::cargo::cargo_bin("memidx"))
-            .args(["mcp", "--http", "127.0.0.1:0", "--index"])
+            .args(["mcp", "--http", bind, "--index"])
             .arg(dir)
             .args(extra)
             .current_dir(dir)
@@ -292,33 +305,83 @@ impl HttpServer {
         let mut line = String::new();
         stderr
             .read_line(&mut line)
-            .expect("read the server's first line");
-        let url = line
+            .expect("read the server's stderr");
+        let Some(url) = line
             .split_whitespace()
-            .find(|word| word.starts_with("http://"))
-            .unwrap_or_else(|| panic!("no URL in {line:?}"))
-            .to_string();
-        // The rest of stderr is drained so the server never blocks on it.
-        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-        Self { child, url }
+            .find_map(|word| word.strip_prefix("http://"))
+        else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("no URL in the server's first line {line:?}");
+        };
+        assert!(
+            line.starts_with("memidx mcp: serving ") && url.ends_with("/mcp"),
+            "{line:?}"
+        );
+        let addr = url.trim_end_matches("/mcp").to_string();
+        let collected = Arc::new(Mutex::new(line.clone()));
+        let sink = collected.clone();
+        let drain = std::thread::spawn(move || {
+            let mut line = String::new();
+            while stderr.read_line(&mut line).is_ok_and(|n| n > 0) {
+                sink.lock().unwrap().push_str(&line);
+                line.clear();
+            }
+        });
+        Self {
+            child,
+            addr,
+            stderr: collected,
+            drain: Some(drain),
+        }
     }
 
-    /// The endpoint, `http://127.0.0.1:PORT/mcp`.
-    pub fn url(&self) -> &str {
-        &self.url
+    /// The server's address as a client dials it: a wildcard bind is
+    /// reached on loopback.
+    pub fn dial(&self) -> String {
+        self.addr
+            .replace("0.0.0.0:", "127.0.0.1:")
+            .replace("[::]:", "[::1]:")
     }
 
-    /// The server's process id.
-    pub fn pid(&self) -> u32 {
-        self.child.id()
+    /// The endpoint's URL.
+    pub fn url(&self) -> String {
+        format!("http://{}/mcp", self.dial())
     }
 
-    /// Sends SIGTERM and returns the exit code.
-    pub fn stop(mut self) -> Option<i32> {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        self.child.wait().expect("wait").code()
+    /// The server's resident set and its peak so far, in KiB.
+    pub fn rss_kib(&self) -> (u64, u64) {
+        rss_kib(self.child.id())
+    }
+
+    /// Sends `signal` (TERM, INT) and returns the exit code (`None` when
+    /// killed by a signal), waiting at most 40 s (the server's grace period
+    /// for calls in flight is 30 s).
+    pub fn signal(&mut self, signal: &str) -> Option<i32> {
+        let sent = Command::new("kill")
+            .args(["-s", signal, &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(sent.success(), "kill -s {signal} failed");
+        let deadline = Instant::now() + Duration::from_secs(40);
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                if let Some(drain) = self.drain.take() {
+                    drain.join().expect("stderr thread");
+                }
+                return status.code();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the server did not stop within 40 s of SIG{signal}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// What the server wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
     }
 }
 
@@ -327,6 +390,21 @@ impl Drop for HttpServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The resident set of process `pid` and its peak so far, in KiB.
+pub fn rss_kib(pid: u32) -> (u64, u64) {
+    let status =
+        std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read /proc/PID/status");
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|kib| kib.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in /proc/PID/status"))
+    };
+    (field("VmRSS:"), field("VmHWM:"))
 }
 
 /// The assertions every real-client session report shares, whichever the
