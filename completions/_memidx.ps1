@@ -140,6 +140,8 @@ Register-ArgumentCompleter -Native -CommandName 'memidx' -ScriptBlock {
             break
         }
         'memidx;mcp' {
+            [CompletionResult]::new('--http', '--http', [CompletionResultType]::ParameterName, 'Serve MCP''s Streamable HTTP transport at http://ADDR/mcp instead of stdio, for many clients at once (e.g. 127.0.0.1:8765; port 0 picks a free one). An address off loopback needs --token-file')
+            [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'With --http: require `Authorization: Bearer TOKEN`, the token being this file''s content (at least 16 characters, no spaces)')
             [CompletionResult]::new('--index', '--index', [CompletionResultType]::ParameterName, 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected')
             [CompletionResult]::new('--read-only', '--read-only', [CompletionResultType]::ParameterName, 'Offer no tool that writes (no `reindex`, no `remember`)')

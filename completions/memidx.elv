@@ -132,6 +132,8 @@ set edit:completion:arg-completer[memidx] = {|@words|
             cand --version 'Print version'
         }
         &'memidx;mcp'= {
+            cand --http 'Serve MCP''s Streamable HTTP transport at http://ADDR/mcp instead of stdio, for many clients at once (e.g. 127.0.0.1:8765; port 0 picks a free one). An address off loopback needs --token-file'
+            cand --token-file 'With --http: require `Authorization: Bearer TOKEN`, the token being this file''s content (at least 16 characters, no spaces)'
             cand --index 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]'
             cand --color 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected'
             cand --read-only 'Offer no tool that writes (no `reindex`, no `remember`)'

@@ -135,6 +135,8 @@ complete -c memidx -n "__fish_memidx_using_subcommand explain" -l recent -d 'Fav
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l exact -d 'Rank the dense list by scanning every vector, even in an index with an approximate dense index (exact recall, slower on large indexes)'
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -s V -l version -d 'Print version'
+complete -c memidx -n "__fish_memidx_using_subcommand mcp" -l http -d 'Serve MCP\'s Streamable HTTP transport at http://ADDR/mcp instead of stdio, for many clients at once (e.g. 127.0.0.1:8765; port 0 picks a free one). An address off loopback needs --token-file' -r
+complete -c memidx -n "__fish_memidx_using_subcommand mcp" -l token-file -d 'With --http: require `Authorization: Bearer TOKEN`, the token being this file\'s content (at least 16 characters, no spaces)' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand mcp" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand mcp" -l color -d 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
 always\t'Always'

@@ -421,6 +421,24 @@ fn read_request(path: &Path, stdin: impl Read) -> Result<SearchRequest> {
     SearchRequest::parse(&json)
 }
 
+/// The token in the file at `path` (`memidx mcp --token-file`): its text
+/// without surrounding whitespace, one word of at least `min_len`
+/// characters. Read as a regular file of at most 4 KiB (a FIFO or a device
+/// is refused, not waited on).
+pub fn read_token(path: &Path, min_len: usize) -> Result<String> {
+    let bytes = bounded::read_regular(path, 4096)
+        .map_err(|err| anyhow!("the token file {} {err}", path.display()))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| anyhow!("the token file {} is not UTF-8 text", path.display()))?;
+    let token = text.trim();
+    ensure!(
+        token.chars().count() >= min_len && !token.chars().any(char::is_whitespace),
+        "the token file {} must hold one token of at least {min_len} characters without spaces",
+        path.display()
+    );
+    Ok(token.to_string())
+}
+
 /// Checks a result count: 1 to [`MAX_TOP_K`].
 pub fn check_top_k(top_k: usize, name: &str) -> Result<usize> {
     ensure!(

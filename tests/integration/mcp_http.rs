@@ -693,9 +693,27 @@ fn an_address_off_loopback_needs_a_token_of_16_characters() {
         }
         refused(
             &["--http", bind, "--token-file", &missing],
-            &["cannot read the token file"],
+            &["the token file", "cannot be read"],
         );
     }
+    // A FIFO is refused at once, not waited on.
+    let fifo = dir.path().join("fifo");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    refused(
+        &[
+            "--http",
+            "127.0.0.1:0",
+            "--token-file",
+            fifo.to_str().unwrap(),
+        ],
+        &["is a FIFO, not a regular file"],
+    );
     // A token file is for --http only.
     refused(&["--token-file", &short], &["required"]);
 
@@ -1110,4 +1128,97 @@ fn eight_sdk_sessions_under_ten_reindexes_fail_no_call_and_mix_no_generations() 
         "RSS grew from {after_100} KiB after 100 calls to {at_end} KiB at the end"
     );
     assert_eq!(server.signal("TERM"), Some(0), "{}", server.stderr());
+}
+
+/// The chunks a sparse search for `word` finds (none when no chunk has it).
+fn sparse_ids(client: &mut Client, word: &str) -> Vec<String> {
+    let result = client.call("search", json!({"query": word, "mode": "sparse"}));
+    assert_ne!(result["isError"], true, "{result}");
+    crate::common::chunk_ids(&result["structuredContent"])
+}
+
+#[test]
+fn with_watch_every_session_sees_what_is_written_meanwhile() {
+    let corpus = indexed();
+    let mut server = HttpServer::start(corpus.path(), &["--watch"]);
+    let mut first = Client::of(&server, None);
+    let mut second = Client::of(&server, None);
+    first.initialize();
+    second.initialize();
+    assert!(sparse_ids(&mut first, "zebrafinch").is_empty());
+    std::fs::write(
+        corpus.path().join("notes/watched.md"),
+        "# Watched\n\nThe zebrafinch ledger was rotated.\n",
+    )
+    .expect("write");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while sparse_ids(&mut first, "zebrafinch").is_empty() {
+        assert!(Instant::now() < deadline, "{}", server.stderr());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        sparse_ids(&mut first, "zebrafinch")[0],
+        "notes/watched.md#1"
+    );
+    assert_eq!(
+        sparse_ids(&mut second, "zebrafinch")[0],
+        "notes/watched.md#1"
+    );
+    assert_eq!(server.signal("TERM"), Some(0), "{}", server.stderr());
+}
+
+/// Reads from `stream` until the server closes it (or answers and then
+/// closes it); how long that took, and what it sent.
+fn until_closed(mut stream: TcpStream) -> (Duration, Vec<u8>) {
+    let started = Instant::now();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(40)))
+        .expect("timeout");
+    let mut got = Vec::new();
+    let _ = stream.read_to_end(&mut got);
+    (started.elapsed(), got)
+}
+
+#[test]
+fn a_stalled_client_is_cut_off_and_holds_nothing() {
+    let corpus = indexed();
+    let server = HttpServer::start(corpus.path(), &[]);
+    let addr = server.dial();
+    // A head never finished, and a body that stops halfway.
+    let mut head = TcpStream::connect(&addr).expect("connect");
+    head.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .expect("write");
+    let mut body = TcpStream::connect(&addr).expect("connect");
+    body.write_all(
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{{\"jsonrpc\""
+        )
+        .as_bytes(),
+    )
+    .expect("write");
+    let stalled = [
+        std::thread::spawn(move || until_closed(head)),
+        std::thread::spawn(move || until_closed(body)),
+    ];
+    // Meanwhile everyone else is served.
+    let mut client = Client::of(&server, None);
+    client.initialize();
+    assert_eq!(
+        client.search_ids("INC-2023-Q4-011")[0],
+        format!("{INCIDENT}#1")
+    );
+    for (which, waiter) in ["head", "body"].into_iter().zip(stalled) {
+        let (took, sent) = waiter.join().expect("reader");
+        let text = String::from_utf8_lossy(&sent);
+        assert!(
+            took < Duration::from_secs(20),
+            "the stalled {which} held its connection {took:?}"
+        );
+        // Closed, or answered with an error status and then closed.
+        assert!(
+            sent.is_empty() || text.starts_with("HTTP/1.1 4"),
+            "{which}: {text}"
+        );
+    }
 }

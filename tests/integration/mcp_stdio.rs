@@ -103,6 +103,24 @@ fn every_malformed_line_is_answered_and_the_session_goes_on() {
         (json!(-32600), Value::Null)
     );
 
+    // Lists memidx does not offer are empty, not errors.
+    for method in ["resources/list", "resources/templates/list", "prompts/list"] {
+        let listed = session.request(method, json!({}));
+        let items = listed["result"].as_object().expect("a result").values();
+        assert!(
+            items.filter_map(Value::as_array).all(Vec::is_empty),
+            "{method}: {listed}"
+        );
+    }
+
+    // A query past what a search takes is a tool error, not a cost.
+    let huge = session.call("search", json!({"query": "gateway ".repeat(20_000)}));
+    assert_eq!(huge["isError"], true);
+    assert_eq!(
+        huge["content"][0]["text"],
+        "the query is 160000 bytes long; at most 65536 are searched"
+    );
+
     // And after all that, a search.
     let result = session.call("search", json!({"query": "INC-2023-Q4-011", "top_k": 1}));
     assert_eq!(

@@ -14,7 +14,7 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -33,7 +33,7 @@ use subtle::ConstantTimeEq;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
-use tower_http::timeout::TimeoutBody;
+use tower_http::timeout::{TimeoutBody, TimeoutError};
 
 use super::note::note;
 use super::server::Server;
@@ -49,10 +49,11 @@ pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long a request body may pause between two of its pieces.
-const BODY_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+const BODY_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Connections served at once; more wait in the kernel's backlog.
-const MAX_CONNECTIONS: usize = 256;
+/// Connections served at once; more wait in the kernel's backlog. With
+/// [`MAX_BODY_BYTES`] it bounds what request bodies can hold (256 MiB).
+const MAX_CONNECTIONS: usize = 64;
 
 /// How long a stop waits for calls in flight before it exits anyway.
 const STOP_GRACE: Duration = Duration::from_secs(30);
@@ -73,7 +74,11 @@ impl HttpOptions {
     /// Checks the options before anything starts: an address off loopback
     /// needs a token, and a token file must hold a usable token.
     pub fn token(&self) -> Result<Option<String>> {
-        let token = self.token_file.as_deref().map(read_token).transpose()?;
+        let token = self
+            .token_file
+            .as_deref()
+            .map(|path| crate::config::read_token(path, MIN_TOKEN_LEN))
+            .transpose()?;
         if token.is_none() && !self.addr.ip().is_loopback() {
             bail!(
                 "refusing to serve on {} without a token: an address off loopback is reachable \
@@ -84,20 +89,6 @@ impl HttpOptions {
         }
         Ok(token)
     }
-}
-
-/// The token in `path`: its text without surrounding whitespace.
-fn read_token(path: &Path) -> Result<String> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read the token file {}", path.display()))?;
-    let token = text.trim();
-    if token.chars().count() < MIN_TOKEN_LEN || token.chars().any(char::is_whitespace) {
-        bail!(
-            "the token file {} must hold one token of at least {MIN_TOKEN_LEN} characters without spaces",
-            path.display()
-        );
-    }
-    Ok(token.to_string())
 }
 
 /// Serves `server` over Streamable HTTP until Ctrl-C or SIGTERM.
@@ -194,6 +185,9 @@ impl Drop for OpenPost {
     }
 }
 
+/// What a request body's read fails with.
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 /// The body type the SDK answers with, and so every answer.
 type Body = BoxBody<Bytes, Infallible>;
 
@@ -229,8 +223,17 @@ impl Gate {
             );
         }
         let open = (request.method() == Method::POST).then(|| OpenPost::new(&self.open_posts));
-        let request = request.map(|body| TimeoutBody::new(BODY_IDLE_TIMEOUT, body));
+        // A body that pauses too long ends the request: 408, not the
+        // SDK's 500 for a body it could not read.
+        let stalled = Arc::new(AtomicBool::new(false));
+        let request = request.map(|body| timed(body, stalled.clone()));
         let response = self.mcp.handle(request).await;
+        if stalled.load(Ordering::SeqCst) {
+            return plain(
+                StatusCode::REQUEST_TIMEOUT,
+                &format!("the request body paused over {BODY_IDLE_TIMEOUT:?}"),
+            );
+        }
         match open {
             // The count drops with the body, once the answer is all sent.
             Some(open) => response.map(|body| {
@@ -274,6 +277,20 @@ impl Gate {
         // Constant time in the token's content; only its length can leak.
         sent.as_bytes().ct_eq(token.as_bytes()).into()
     }
+}
+
+/// `body`, cut off with an error when it pauses over [`BODY_IDLE_TIMEOUT`],
+/// which sets `stalled`.
+fn timed(
+    body: Incoming,
+    stalled: Arc<AtomicBool>,
+) -> impl hyper::body::Body<Data = Bytes, Error = BoxError> + Send + 'static {
+    TimeoutBody::new(BODY_IDLE_TIMEOUT, body).map_err(move |err: BoxError| {
+        if err.is::<TimeoutError>() {
+            stalled.store(true, Ordering::SeqCst);
+        }
+        err
+    })
 }
 
 /// A short plain-text answer.

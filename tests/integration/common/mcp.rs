@@ -167,6 +167,9 @@ const NOT_PORTABLE: &[&str] = &[
     "$vocabulary",
     "contentSchema",
     "definitions",
+    // An annotation or an assertion depending on the validator and its
+    // options, whichever the draft.
+    "format",
 ];
 
 /// What may stand beside `$ref`: draft-07 ignores every sibling of a
