@@ -72,13 +72,32 @@ pub struct HybridParams {
 }
 
 /// One metadata condition's accepted value(s).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum FilterValue {
     /// A single accepted value.
     One(String),
-    /// Any of these values.
+    /// Any of these values (at least one: an empty list would match
+    /// nothing, and dropping the condition instead would widen the search).
     Any(Vec<String>),
+}
+
+impl<'de> Deserialize<'de> for FilterValue {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        /// The shapes a value may take, before the list is checked.
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Given {
+            One(String),
+            Any(Vec<String>),
+        }
+        match Given::deserialize(deserializer)? {
+            Given::One(value) => Ok(Self::One(value)),
+            Given::Any(values) if values.is_empty() => Err(serde::de::Error::custom(
+                "an empty list of values; give at least one value",
+            )),
+            Given::Any(values) => Ok(Self::Any(values)),
+        }
+    }
 }
 
 impl SearchRequest {

@@ -411,3 +411,19 @@ fn every_protocol_revision_the_official_clients_use_is_spoken() {
         );
     }
 }
+
+#[test]
+fn an_empty_list_of_filter_values_is_an_error_not_a_wider_search() {
+    let corpus = indexed();
+    let mut session = RawSession::start(corpus.path(), &[]);
+    for filter in [json!({"environment": []}), json!({"no-such-key": []})] {
+        let result = session.call("search", json!({"query": "gateway", "filter": filter}));
+        assert_eq!(result["isError"], true, "{result}");
+        let text = result["content"][0]["text"].as_str().unwrap();
+        assert!(
+            text.contains("an empty list of values; give at least one value"),
+            "{text}"
+        );
+    }
+    assert_eq!(session.finish(), Some(0));
+}

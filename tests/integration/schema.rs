@@ -352,7 +352,7 @@ fn the_request_schema_and_the_binary_accept_and_reject_the_same_requests() {
         (
             r#"{"search_text": "connection pool", "query_id": "", "top_k": 10000,
                 "hybrid_params": {"sparse_weight": 0, "rrf_k_constant": 0},
-                "metadata_filter": {"environment": ["production", "staging"], "service": []}}"#,
+                "metadata_filter": {"environment": ["production", "staging"]}}"#,
             &[][..],
             0,
         ),
@@ -470,6 +470,15 @@ fn the_request_schema_and_the_binary_accept_and_reject_the_same_requests() {
             r#"{"search_text": "x", "metadata_filter": ["environment=production"]}"#,
             vec!["/metadata_filter"],
         ),
+        // An empty list would widen the search to every file.
+        (
+            r#"{"search_text": "x", "metadata_filter": {"environment": []}}"#,
+            vec!["/metadata_filter/environment"],
+        ),
+        (
+            r#"{"search_text": "x", "metadata_filter": {"no-such-key": []}}"#,
+            vec!["/metadata_filter/no-such-key"],
+        ),
     ];
     for (request, paths) in invalid {
         let instance = parse(request);
@@ -487,5 +496,11 @@ fn the_request_schema_and_the_binary_accept_and_reject_the_same_requests() {
         assert!(output.stdout.is_empty(), "{request}");
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(stderr.starts_with("memidx: "), "{request}: {stderr}");
+        if request.contains("[]") {
+            assert!(
+                stderr.contains("an empty list of values; give at least one value"),
+                "{request}: {stderr}"
+            );
+        }
     }
 }

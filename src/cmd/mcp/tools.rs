@@ -38,7 +38,7 @@ pub fn tools(read_only: bool) -> Result<Vec<Tool>> {
                    "description": "Front-matter metadata conditions, applied before ranking: key -> value or list of values (AND across keys, OR within a list). Every file also has path, dir and title.",
                    "additionalProperties": {"oneOf": [
                        {"type": "string"},
-                       {"type": "array", "items": {"type": "string"}}]}},
+                       {"type": "array", "items": {"type": "string"}, "minItems": 1}]}},
         "sparse_weight": {"type": "number", "minimum": 0, "maximum": 1000000,
                           "description": "Weight of the BM25 list in the fusion (default: the index's)."},
         "dense_weight": {"type": "number", "minimum": 0, "maximum": 1000000,
