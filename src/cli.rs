@@ -236,7 +236,9 @@ pub struct SearchArgs {
 pub struct GetArgs {
     /// A chunk id (`notes/db.md#3`, as search prints it), or an indexed
     /// file's path relative to the indexed folder, optionally with lines:
-    /// `PATH:FROM` (to the end) or `PATH:FROM-TO` (inclusive).
+    /// `PATH:FROM` or `PATH:FROM-` (to the end) or `PATH:FROM-TO`
+    /// (inclusive), lines counted from 1; any other range after the last
+    /// `:` (`PATH:`, `PATH:-1`, `PATH:+3`) is refused.
     #[arg(value_name = "ID|PATH[:FROM[-TO]]")]
     pub target: String,
     /// Print one JSON document instead of text.
@@ -291,11 +293,11 @@ pub struct RetrievalArgs {
     /// Only chunks from files dated at or after WHEN: an ISO date
     /// (2024-03-01), a date-time (2024-03-01T12:00, UTC unless it names an
     /// offset) or a span back from now (7d, 2w, 6m, 1y).
-    #[arg(long, value_name = "WHEN")]
+    #[arg(long, value_name = "WHEN", allow_hyphen_values = true)]
     pub since: Option<String>,
     /// Only chunks from files dated at or before WHEN (same forms as
     /// --since; a date includes that whole day).
-    #[arg(long, value_name = "WHEN")]
+    #[arg(long, value_name = "WHEN", allow_hyphen_values = true)]
     pub until: Option<String>,
     /// Favour newer chunks: fuse the recency list in at its measured weight
     /// (--recency-weight sets another).

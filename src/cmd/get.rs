@@ -16,7 +16,8 @@ use memidx::output::{human, json, one_line};
 pub struct GetRequest {
     /// The `.memidx` folder.
     pub index_dir: PathBuf,
-    /// What to fetch, as typed (`ID`, `PATH`, `PATH:FROM[-TO]`).
+    /// What to fetch, as typed (`ID`, `PATH`, `PATH:FROM`, `PATH:FROM-`,
+    /// `PATH:FROM-TO`).
     pub target: String,
     /// Cut the text to this many characters.
     pub max_chars: Option<usize>,

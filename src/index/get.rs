@@ -48,10 +48,16 @@ pub struct LineRange {
     pub to: Option<u32>,
 }
 
+/// The line ranges `memidx get` reads, for its usage errors.
+pub const RANGE_FORMS: &str = "PATH:FROM (line FROM to the end), PATH:FROM- (the same) or \
+     PATH:FROM-TO (lines FROM through TO), with line numbers from 1";
+
 impl Target {
-    /// Parses `ID`, `PATH`, `PATH:FROM` or `PATH:FROM-TO`: text ending in
-    /// `#` and digits is a chunk id, a `:` and digits (a `-` and digits)
-    /// at the end is a line range.
+    /// Parses `ID`, `PATH`, `PATH:FROM`, `PATH:FROM-` or `PATH:FROM-TO`:
+    /// text ending in `#` and digits is a chunk id, and a `:` followed by
+    /// nothing or only digits, `-`, `+` and spaces is a line range, which
+    /// must then be one of those forms (`a.md:`, `a.md:-1`, `a.md:+3` and
+    /// `a.md:1-2-3` are usage errors, not paths). Any other text is a path.
     pub fn parse(text: &str) -> Result<Self> {
         if let Some((path, n)) = text.rsplit_once('#')
             && !path.is_empty()
@@ -59,26 +65,43 @@ impl Target {
         {
             return Ok(Self::Chunk(text.to_string()));
         }
-        if let Some((path, range)) = text.rsplit_once(':')
-            && !path.is_empty()
-        {
-            let (from, to) = match range.split_once('-') {
-                Some((from, to)) => (from, Some(to)),
-                None => (range, None),
-            };
-            if is_digits(from) && to.is_none_or(is_digits) {
-                let lines = LineRange::new(parse_line(from)?, to.map(parse_line).transpose()?)?;
-                return Ok(Self::File {
-                    path: path.to_string(),
-                    lines: Some(lines),
-                });
-            }
+        let Some((path, range)) = text.rsplit_once(':') else {
+            return Ok(Self::whole(text));
+        };
+        if !is_range_like(range) {
+            return Ok(Self::whole(text));
         }
+        let (from, to) = match range.split_once('-') {
+            Some((from, to)) => (from, Some(to).filter(|to| !to.is_empty())),
+            None => (range, None),
+        };
+        if !is_digits(from) || !to.is_none_or(is_digits) {
+            bail!("'{text}': the line range '{range}' is not one memidx reads; give {RANGE_FORMS}");
+        }
+        if path.is_empty() {
+            bail!("'{text}' names no file before the line range; give {RANGE_FORMS}");
+        }
+        let lines = LineRange::new(parse_line(from)?, to.map(parse_line).transpose()?)?;
         Ok(Self::File {
-            path: text.to_string(),
-            lines: None,
+            path: path.to_string(),
+            lines: Some(lines),
         })
     }
+
+    /// The whole file at `path`.
+    fn whole(path: &str) -> Self {
+        Self::File {
+            path: path.to_string(),
+            lines: None,
+        }
+    }
+}
+
+/// True when the text after a path's last `:` is meant as a line range:
+/// empty, or only digits, signs and spaces.
+fn is_range_like(text: &str) -> bool {
+    text.bytes()
+        .all(|b| b.is_ascii_digit() || matches!(b, b'-' | b'+' | b' ' | b'\t'))
 }
 
 impl LineRange {
@@ -345,16 +368,36 @@ mod tests {
                 lines: Some(LineRange { from: 7, to: None })
             }
         );
+        assert_eq!(
+            Target::parse("a.md:7-").unwrap(),
+            Target::File {
+                path: "a.md".into(),
+                lines: Some(LineRange { from: 7, to: None })
+            }
+        );
+        for bad in [
+            "a.md:",
+            "a.md:-1",
+            "a.md:+3",
+            "a.md:-",
+            "a.md:1-2-3",
+            "a.md:1--2",
+            "a.md:1 -3",
+            "a.md:-1-3",
+            "a.md::",
+        ] {
+            let err = Target::parse(bad).unwrap_err().to_string();
+            assert!(err.contains("is not one memidx reads"), "{bad}: {err}");
+            assert!(err.contains(RANGE_FORMS), "{bad}: {err}");
+        }
+        let err = Target::parse(":3").unwrap_err().to_string();
+        assert!(err.contains("names no file"), "{err}");
         assert!(Target::parse("a.md:0").is_err());
         assert!(Target::parse("a.md:9-4").is_err());
         // Not a range or an id: the whole text is a path.
-        assert_eq!(
-            Target::parse("a#b.md:x").unwrap(),
-            Target::File {
-                path: "a#b.md:x".into(),
-                lines: None
-            }
-        );
+        for path in ["a#b.md:x", "10:30 standup.md", "notes/a.md:1.5", "a.md"] {
+            assert_eq!(Target::parse(path).unwrap(), Target::whole(path), "{path}");
+        }
     }
 
     #[test]

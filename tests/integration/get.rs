@@ -151,3 +151,39 @@ fn unknown_ids_and_paths_exit_1_and_unsafe_paths_are_refused() {
     assert_eq!(chunk["changed"], true);
     assert_eq!(chunk["chars"], 503);
 }
+
+#[test]
+fn a_malformed_line_range_is_a_usage_error_naming_the_forms() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let forms = "give PATH:FROM (line FROM to the end), PATH:FROM- (the same) or PATH:FROM-TO (lines FROM through TO), with line numbers from 1";
+    for range in ["", "-1", "+3", "-", "1-2-3", "1--2", " 3", "-1-3"] {
+        let target = format!("{FILE}:{range}");
+        let (code, out, err) = get(&corpus, &[&target]);
+        assert_eq!(code, 2, "{target}: {err}");
+        assert!(out.is_empty(), "{target}");
+        assert_eq!(
+            err,
+            format!(
+                "memidx: '{target}': the line range '{range}' is not one memidx reads; {forms}\n"
+            ),
+            "{target}"
+        );
+    }
+    let (code, _, err) = get(&corpus, &[":3"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("names no file before the line range"), "{err}");
+
+    // `PATH:FROM-` runs to the end, like `PATH:FROM`.
+    let on_disk = fs::read_to_string(corpus.path().join(FILE)).unwrap();
+    let total = on_disk.split_inclusive('\n').count();
+    let open_ended = get_json(&corpus, &format!("{FILE}:70-"), &[]);
+    assert_eq!(open_ended["lines"], json!([70, total]));
+    assert_eq!(open_ended, get_json(&corpus, &format!("{FILE}:70"), &[]));
+    let (code, out, _) = get(&corpus, &[&format!("{FILE}:1-")]);
+    assert_eq!((code, out.ends_with(&on_disk)), (0, true));
+    // Text after the last ':' that is no range is part of the path.
+    let (code, _, err) = get(&corpus, &[&format!("{FILE}:x")]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("is not an indexed file"), "{err}");
+}

@@ -271,6 +271,87 @@ fn a_malformed_or_impossible_bound_is_an_error_naming_the_forms() {
 }
 
 #[test]
+fn a_negative_span_is_refused_and_every_rfc_3339_time_is_accepted() {
+    let corpus = dated_corpus();
+    let run = |args: &[&str]| {
+        let out = corpus
+            .memidx()
+            .args([&["search", "kestrel", "--json", "-k", "20"][..], args].concat())
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap(),
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    // A span back from now with a minus sign would be a time in the future.
+    // Given as `--flag=-1d` or as a separate word, the same refusal.
+    for (flag, span) in [("--since", "-1d"), ("--until", "-2w"), ("--since", "-0y")] {
+        let joined = format!("{flag}={span}");
+        for args in [&[joined.as_str()][..], &[flag, span][..]] {
+            let (code, out, err) = run(args);
+            assert_eq!(code, 2, "{args:?}: {err}");
+            assert!(out.is_empty());
+            assert!(
+                err.starts_with(&format!(
+                    "memidx: {flag} '{span}' would be a time in the future: a span back from now is positive (7d, not -7d); give an ISO date"
+                )),
+                "{args:?}: {err}"
+            );
+        }
+    }
+    let request = corpus.path().join("request.json");
+    fs::write(
+        &request,
+        r#"{"search_text": "kestrel", "time_filter": {"since": "-1d"}}"#,
+    )
+    .unwrap();
+    let out = corpus
+        .memidx()
+        .args(["search", "--request", request.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8(out.stderr)
+            .unwrap()
+            .starts_with("memidx: time_filter.since '-1d' would be a time in the future")
+    );
+
+    // The last instants RFC 3339 can write are times: nothing is dated
+    // after them, everything before.
+    for (flag, when, found) in [
+        ("--since", "9999-12-31T23:59:59Z", 0),
+        ("--since", "9999-12-31t23:59:59.5z", 0),
+        ("--since", "9999-12-31T23:59:59-23:59", 0),
+        ("--since", "9999-12-31", 0),
+        ("--until", "9999-12-31T23:59:59Z", 7),
+        ("--until", "9999-12-31", 7),
+        ("--since", "0000-01-01T00:00:00Z", 7),
+        ("--since", "0000-01-01T00:00:00+23:59", 7),
+    ] {
+        let (code, out, err) = run(&[flag, when]);
+        assert_eq!(code, if found == 0 { 1 } else { 0 }, "{flag} {when}: {err}");
+        let response: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(results(&response).len(), found, "{flag} {when}");
+    }
+    let (code, _, err) = run(&["--since", "9999-12-31T23:59:59Z", "--until", "2024-01-01"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.starts_with(
+            "memidx: --since 9999-12-31T23:59:59Z is after --until 2024-01-01 (2024-01-01T23:59:59Z)"
+        ),
+        "{err}"
+    );
+    let explained = corpus.json(&["explain", "kestrel", "--json", "--until", "9999-12-31"]);
+    assert_eq!(
+        explained["filter"],
+        json!(["until=9999-12-31 (9999-12-31T23:59:59Z)"])
+    );
+}
+
+#[test]
 fn time_bounds_join_metadata_filters_before_any_window_is_taken() {
     let corpus = dated_corpus();
     // team=a is fm-date (2024-02-01) and fm-created (2023-12-24); the time
