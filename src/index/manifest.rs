@@ -48,11 +48,13 @@ use crate::store::{MANIFEST_FILE, atomic, bounded, damaged};
 /// metadata keys their path gives, `path` and `dir`, which decoding puts
 /// back and older entries still hold; 22 the sign codes in blocks of 32
 /// rows, byte by byte, `codes.b32`, in place of 20 and 21's row-by-row
-/// `codes.b1`, which this build leaves unread and scans without).
-pub const FORMAT_VERSION: u32 = 22;
+/// `codes.b1`, which this build leaves unread and scans without; 23 where
+/// the index folder lies in the indexed folder, `index_in_root`, so that a
+/// copied or moved folder's index serves the folder it is in).
+pub const FORMAT_VERSION: u32 = 23;
 
 /// The on-disk formats this build can read.
-pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 16..=22;
+pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 16..=23;
 
 /// The last format without `fusion_source`.
 const UNSOURCED_FORMAT_VERSION: u32 = 17;
@@ -105,6 +107,11 @@ pub struct Manifest {
     pub created_unix_ms: u64,
     /// The indexed folder, absolute, as it was when indexed.
     pub root: String,
+    /// The index folder's path inside `root` (`.memidx`) when it was
+    /// there: an index found elsewhere at that path's end was copied or
+    /// moved with its folder, and serves the folder it is in now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index_in_root: Option<String>,
     /// Ignore rules and globs the walk used.
     pub walk: WalkOptions,
     /// Tokenizer settings for the sparse list (queries must use the same).
@@ -374,6 +381,7 @@ mod tests {
             tool_version: "0.1.0".into(),
             created_unix_ms: 1,
             root: "/docs".into(),
+            index_in_root: None,
             walk: WalkOptions::default(),
             tokenizer: Analyzer::default(),
             bm25: Bm25Params::default(),

@@ -211,13 +211,55 @@ fn a_race_may_explain(err: &anyhow::Error) -> bool {
 }
 
 /// Reads `dir/meta.json`, which must exist.
+/// The manifest of the index in `dir`, its root the folder the index
+/// serves now ([`moved_root`]).
 fn read_manifest(dir: &Path) -> Result<Manifest> {
-    Manifest::read(dir)?.ok_or_else(|| {
-        IndexError::NoIndex {
-            dir: dir.to_path_buf(),
+    let mut manifest = Manifest::read(dir)?.ok_or_else(|| IndexError::NoIndex {
+        dir: dir.to_path_buf(),
+    })?;
+    if let Some(root) = moved_root(dir, &manifest) {
+        manifest.root = root.display().to_string();
+    }
+    Ok(manifest)
+}
+
+/// The folder an index copied or moved with the folder it indexes serves:
+/// `cp -a notes notes-copy` copies `notes/.memidx` too, and the copy's
+/// searches, `get`, `remember`, `reindex` and watching must act on
+/// `notes-copy`, not on `notes`. `None` when the index is where it was
+/// (inside its recorded root) or was kept outside it.
+///
+/// The manifest says where the index lay in its root (`index_in_root`,
+/// format 23); for an older one, an index folder named `.memidx` outside
+/// its recorded root is taken to have lain at `.memidx` when that root
+/// still has an index of its own there (this is a copy) or is gone (the
+/// folder moved) — an index kept elsewhere by `--index` has neither.
+fn moved_root(dir: &Path, manifest: &Manifest) -> Option<PathBuf> {
+    let recorded = Path::new(&manifest.root);
+    let index = std::fs::canonicalize(dir).ok()?;
+    if index.starts_with(recorded) {
+        return None;
+    }
+    let inside = match &manifest.index_in_root {
+        Some(inside) => PathBuf::from(inside),
+        None => {
+            let own = recorded.join(crate::store::INDEX_DIR_NAME);
+            let copied = std::fs::canonicalize(&own).is_ok_and(|own| own != index);
+            let named = index.file_name() == Some(crate::store::INDEX_DIR_NAME.as_ref());
+            if !named || !(copied || !recorded.exists()) {
+                return None;
+            }
+            PathBuf::from(crate::store::INDEX_DIR_NAME)
         }
-        .into()
-    })
+    };
+    if !index.ends_with(&inside) {
+        return None;
+    }
+    let mut root = index;
+    for _ in inside.components() {
+        root.pop();
+    }
+    Some(root)
 }
 
 /// Stores `fusion` (and the graph list's `graph_weight`, when the index has

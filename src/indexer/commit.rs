@@ -77,6 +77,7 @@ pub(super) fn manifest(
             .unwrap_or_else(|_| root.clone())
             .display()
             .to_string(),
+        index_in_root: index_in_root(root, &options.index_dir),
         walk: options.walk.clone(),
         tokenizer: options.analyzer,
         bm25: Bm25Params::default(),
@@ -193,6 +194,13 @@ impl Drop for PartialGeneration<'_> {
             let _ = fs::remove_dir_all(dir);
         }
     }
+}
+
+/// Where `index_dir` lies inside `root`, when it does (`.memidx`).
+fn index_in_root(root: &Path, index_dir: &Path) -> Option<String> {
+    let (root, index) = (fs::canonicalize(root).ok()?, fs::canonicalize(index_dir).ok()?);
+    let inside = index.strip_prefix(&root).ok()?;
+    Some(inside.to_str()?.to_string()).filter(|s| !s.is_empty())
 }
 
 /// Refuses an index folder that is the indexed folder or holds it: the

@@ -754,6 +754,7 @@ mod tests {
             tool_version: String::new(),
             created_unix_ms: 0,
             root: String::new(),
+            index_in_root: None,
             walk: Default::default(),
             tokenizer: Default::default(),
             bm25: Default::default(),

@@ -245,3 +245,56 @@ fn the_index_folder_keeps_itself_out_of_git() {
     corpus.index();
     assert_eq!(read(&ignore), "mine\n");
 }
+
+#[test]
+fn a_copied_folders_index_acts_on_the_copy_not_the_original() {
+    let original = Corpus::fixtures();
+    original.index();
+    let copy = Corpus::empty();
+    crate::common::copy_dir(original.path(), copy.path());
+    let note = "notes/payments-gateway-rollback-2024-02.md";
+    let mut text = read(&copy.path().join(note));
+    text.push_str("\nThe copy alone mentions the wrenchkite procedure.\n");
+    fs::write(copy.path().join(note), &text).unwrap();
+    let json = |corpus: &Corpus, args: &[&str]| -> serde_json::Value {
+        let output = corpus.memidx().args(args).output().expect("run");
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+            panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&output.stderr))
+        })
+    };
+
+    // Reads: the copy's root, its changed file, its lines.
+    let status = json(&copy, &["status", "--json"]);
+    let root = fs::canonicalize(copy.path()).unwrap();
+    assert_eq!(status["root"], root.display().to_string());
+    assert_eq!(status["stale"]["changed"], serde_json::json!([note]));
+    let got = copy.memidx().args(["get", note]).output().unwrap();
+    assert_eq!(got.status.code(), Some(2), "the changed file is refused");
+    assert!(String::from_utf8_lossy(&got.stderr).contains("changed since"));
+
+    // Writes: remember writes into the copy, and its index run indexes it.
+    let remembered = json(&copy, &["remember", "The gannetwing ledger.", "--json"]);
+    let path = remembered["path"].as_str().unwrap();
+    assert!(copy.path().join(path).is_file(), "{path}");
+    assert!(!original.path().join("memories").exists());
+    let found = json(
+        &copy,
+        &["search", "wrenchkite", "--mode", "sparse", "--json"],
+    );
+    assert_eq!(
+        crate::common::chunk_ids(&found)[0].split('#').next(),
+        Some(note)
+    );
+    let missing = original
+        .memidx()
+        .args([
+            "search",
+            "wrenchkite gannetwing",
+            "--mode",
+            "sparse",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(1), "the original holds neither");
+}
