@@ -246,7 +246,8 @@ fn moved_root(dir: &Path, manifest: &Manifest) -> Option<PathBuf> {
             let own = recorded.join(crate::store::INDEX_DIR_NAME);
             let copied = std::fs::canonicalize(&own).is_ok_and(|own| own != index);
             let named = index.file_name() == Some(crate::store::INDEX_DIR_NAME.as_ref());
-            if !named || !(copied || !recorded.exists()) {
+            let a_copy_or_moved = named && (copied || !recorded.exists());
+            if !a_copy_or_moved {
                 return None;
             }
             PathBuf::from(crate::store::INDEX_DIR_NAME)

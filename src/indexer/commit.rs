@@ -198,7 +198,10 @@ impl Drop for PartialGeneration<'_> {
 
 /// Where `index_dir` lies inside `root`, when it does (`.memidx`).
 fn index_in_root(root: &Path, index_dir: &Path) -> Option<String> {
-    let (root, index) = (fs::canonicalize(root).ok()?, fs::canonicalize(index_dir).ok()?);
+    let (root, index) = (
+        fs::canonicalize(root).ok()?,
+        fs::canonicalize(index_dir).ok()?,
+    );
     let inside = index.strip_prefix(&root).ok()?;
     Some(inside.to_str()?.to_string()).filter(|s| !s.is_empty())
 }
