@@ -93,6 +93,36 @@ pub fn parse_front_matter(source: &str) -> FrontMatter {
     }
 }
 
+/// `text` as a YAML double-quoted scalar that every YAML reader reads back
+/// as `text`: `"` and `\` escaped, and every character YAML does not allow
+/// as is (C0 controls, DEL, C1 controls, U+FEFF, U+FFFE, U+FFFF) or that
+/// a YAML 1.1 reader takes for a line break (U+0085, U+2028, U+2029)
+/// written as an escape. The front matter `memidx remember` writes uses it
+/// for keys, the title and values.
+pub(crate) fn double_quoted(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\0' => out.push_str("\\0"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' => {
+                out.push_str(&format!("\\x{:02X}", u32::from(c)));
+            }
+            '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}' => {
+                out.push_str(&format!("\\u{:04X}", u32::from(c)));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 /// Whether `line` is the fence `fence`, ignoring trailing spaces and tabs.
 fn is_fence(line: &str, fence: &str) -> bool {
     line.trim_end_matches([' ', '\t']) == fence
@@ -370,6 +400,25 @@ mod tests {
             assert_eq!((fm.body_start, fm.body_first_line), (0, 1), "{source:?}");
             assert_eq!(fm.error, None, "{source:?}");
         }
+    }
+
+    #[test]
+    fn a_double_quoted_scalar_reads_back_as_its_text() {
+        let chars = ('\0'..='\u{3000}')
+            .chain('\u{fe00}'..='\u{10100}')
+            .chain(['\u{10ffff}']);
+        for c in chars {
+            let text = format!("a{c}b");
+            let fm = parse_front_matter(&format!("---\nk: {}\n---\n", double_quoted(&text)));
+            assert_eq!(fm.error, None, "U+{:04X}", u32::from(c));
+            assert_eq!(
+                fm.metadata,
+                meta(&[("k", &[&text])]),
+                "U+{:04X}",
+                u32::from(c)
+            );
+        }
+        assert_eq!(double_quoted("\u{7f}\u{85}\"\\"), r#""\x7F\x85\"\\""#);
     }
 
     #[test]

@@ -8,13 +8,22 @@
 //! into place only under a free name (`tempfile`'s `persist_noclobber`, a
 //! hard link or `renameat2(RENAME_NOREPLACE)`), so a reader or a concurrent
 //! index run sees either no note or the whole note. The folder must lie
-//! inside the root, symbolic links resolved; missing folders are created.
+//! inside the root and name no symbolic link; missing folders are created.
+//! The note is created like a file an editor saves: mode `0666` less the
+//! umask.
+//!
+//! Everything is checked before anything is written: the front matter is
+//! read back with the indexer's own parser and must give every key and value
+//! exactly as given, and the note must make at least one chunk.
 
 use std::io::Write;
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context, Result, bail, ensure};
 use jiff::Timestamp;
+
+use super::chunk::{ChunkOptions, parse_file};
+use super::front_matter::{double_quoted, parse_front_matter};
 
 /// The folder notes go to when the caller names none.
 pub const DEFAULT_NOTES_DIR: &str = "memories";
@@ -27,6 +36,10 @@ const SLUG_WORDS: usize = 6;
 
 /// Most characters of a slug.
 const SLUG_CHARS: usize = 60;
+
+/// Most bytes of a slug: with the date, a `-999` suffix and `.md`, a name
+/// stays far below the 255 bytes most file systems allow.
+const SLUG_BYTES: usize = 200;
 
 /// Most characters of a title taken from the text.
 const TITLE_CHARS: usize = 80;
@@ -55,34 +68,27 @@ pub fn write(
     now: Timestamp,
     max_bytes: u64,
 ) -> Result<String> {
-    ensure!(
-        !note.text.trim().is_empty(),
-        "there is nothing to remember: the text is empty"
-    );
-    for (key, _) in &note.meta {
-        check_key(key)?;
-    }
-    let title = match &note.title {
-        Some(title) if title.trim().is_empty() => bail!("--title is empty"),
-        Some(title) => one_line(title),
-        None => title_of(&note.text),
-    };
-    let content = render(note, &title, now);
+    let (title, content) = checked_content(note, now)?;
     ensure!(
         content.len() as u64 <= max_bytes,
         "the note would be {} bytes, over the {max_bytes}-byte limit (raise it with --max-file-size)",
         content.len()
     );
+    let given = root;
     let root = root
         .canonicalize()
         .with_context(|| format!("cannot open the indexed folder {}", root.display()))?;
-    let relative = inside(&root, folder)?;
+    let relative = inside(given, &root, folder)?;
     let dir = make_folder(&root, &relative)?;
     let day = now.strftime("%Y-%m-%d").to_string();
     let stem = format!("{day}-{}", slug(&title));
-    let mut file = tempfile::Builder::new()
-        .prefix(".memidx-note-")
-        .suffix(".tmp")
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".memidx-note-").suffix(".tmp");
+    // Created `0666`, which the kernel masks with the umask, as an editor's
+    // file is (a temporary file is `0600`).
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    let mut file = builder
         .tempfile_in(&dir)
         .with_context(|| format!("cannot write in {}", dir.display()))?;
     file.write_all(content.as_bytes())
@@ -115,23 +121,106 @@ pub fn write(
     )
 }
 
-/// The note's file content: front matter, a blank line, the text.
+/// The note's title and file content, refused unless the content is a note
+/// the index reads as given: no NUL, unique and plain keys, a title, front
+/// matter that reads back exactly, and at least one chunk.
+fn checked_content(note: &Note, now: Timestamp) -> Result<(String, String)> {
+    ensure!(
+        !note.text.trim().is_empty(),
+        "there is nothing to remember: the text is empty"
+    );
+    if let Some(at) = note.text.find('\0') {
+        bail!(
+            "the text contains a NUL byte (at byte {at}), which makes the index read the note as binary"
+        );
+    }
+    ensure!(
+        !only_front_matter(&note.text),
+        "the text is only a front matter block, which leaves the note nothing to index; \
+         give its keys with --meta and write the text after them"
+    );
+    for (n, (key, _)) in note.meta.iter().enumerate() {
+        check_key(key)?;
+        ensure!(
+            !note.meta[..n].iter().any(|(earlier, _)| earlier == key),
+            "--meta sets '{key}' twice: give each key once"
+        );
+    }
+    let title = match &note.title {
+        Some(title) if title.trim().is_empty() => bail!("--title is empty"),
+        Some(title) => one_line(title),
+        None => title_of(&note.text),
+    };
+    let content = render(note, &title, now);
+    let parsed = parse_file(&content, &ChunkOptions::default());
+    let metadata = &parsed.front_matter.metadata;
+    if let Some(error) = parsed.front_matter.error {
+        bail!("the note's front matter would not read back ({error}); nothing was written");
+    }
+    let expected = std::iter::once(("title", title.as_str()))
+        .chain(note.meta.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    for (key, value) in expected {
+        let read = metadata.get(key).map(Vec::as_slice);
+        ensure!(
+            read == Some(&[value.to_string()][..]),
+            "the note's front matter would not read back '{key}' as given; nothing was written"
+        );
+    }
+    ensure!(
+        !parsed.chunks.is_empty(),
+        "the text has nothing the index keeps (no paragraph, list, code or other block), \
+         so the note would make no chunk; nothing was written"
+    );
+    Ok((title, content))
+}
+
+/// Whether `text` is a front matter block (`---` … `---`) and nothing else
+/// but blank lines.
+fn only_front_matter(text: &str) -> bool {
+    let front_matter = parse_front_matter(text);
+    front_matter.body_start > 0
+        && text
+            .get(front_matter.body_start..)
+            .is_some_and(|rest| rest.trim().is_empty())
+}
+
+/// The note's file content: front matter, a blank line, the text. The
+/// title and values are YAML double-quoted scalars (see [`double_quoted`]),
+/// and so are keys a YAML reader could take for something else than their
+/// text (see [`plain_key`]), so `null`, `0x10` or a control character read
+/// back as the text they are.
 fn render(note: &Note, title: &str, now: Timestamp) -> String {
-    // JSON strings are YAML double-quoted scalars: any title or value is
-    // written as exactly what it was.
-    let quoted = |v: &str| serde_json::to_string(v).expect("a string serializes");
     let mut out = format!(
         "---\ndate: {}\ntitle: {}\n",
         now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        quoted(title)
+        double_quoted(title)
     );
     for (key, value) in &note.meta {
-        out.push_str(&format!("{key}: {}\n", quoted(value)));
+        let key = if plain_key(key) {
+            key.clone()
+        } else {
+            double_quoted(key)
+        };
+        out.push_str(&format!("{key}: {}\n", double_quoted(value)));
     }
     out.push_str("---\n\n");
     out.push_str(note.text.trim_end());
     out.push('\n');
     out
+}
+
+/// Whether `key` reads back as itself unquoted: ASCII letters, digits, `_`
+/// and `-`, starting with a letter, and no word YAML 1.1 or 1.2 reads as
+/// null or a boolean (`null`, `true`, `yes`, `off`, …).
+fn plain_key(key: &str) -> bool {
+    const WORDS: [&str; 11] = [
+        "null", "true", "false", "yes", "no", "on", "off", "y", "n", "nan", "inf",
+    ];
+    key.starts_with(|c: char| c.is_ascii_alphabetic())
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
+        && !WORDS.contains(&key.to_ascii_lowercase().as_str())
 }
 
 /// Refuses a front matter key that is reserved or could not be read back
@@ -187,23 +276,34 @@ fn title_of(text: &str) -> String {
 }
 
 /// The first words of `title`, lower-cased, letters and digits only,
-/// joined by `-` (`note` when none is left).
+/// joined by `-`, within [`SLUG_CHARS`] characters and [`SLUG_BYTES`] bytes
+/// (`note` when none is left).
 fn slug(title: &str) -> String {
-    let words: Vec<String> = title
+    let words = title
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .take(SLUG_WORDS)
-        .map(str::to_lowercase)
-        .collect();
+        .map(str::to_lowercase);
+    let fits = |slug: &str, extra: &str| {
+        slug.chars().count() + extra.chars().count() <= SLUG_CHARS
+            && slug.len() + extra.len() <= SLUG_BYTES
+    };
     let mut slug = String::new();
     for word in words {
-        if !slug.is_empty() && slug.chars().count() + word.chars().count() + 1 > SLUG_CHARS {
+        if slug.is_empty() {
+            // A first word too long is cut, at a character.
+            for c in word.chars() {
+                if !fits(&slug, c.encode_utf8(&mut [0; 4])) {
+                    break;
+                }
+                slug.push(c);
+            }
+        } else if fits(&slug, &format!("-{word}")) {
+            slug.push('-');
+            slug.push_str(&word);
+        } else {
             break;
         }
-        if !slug.is_empty() {
-            slug.push('-');
-        }
-        slug.extend(word.chars().take(SLUG_CHARS));
     }
     if slug.is_empty() {
         "note".to_string()
@@ -212,10 +312,20 @@ fn slug(title: &str) -> String {
     }
 }
 
-/// `folder` as a path relative to `root` (canonical), refused when it
-/// would leave the root.
-fn inside(root: &Path, folder: &Path) -> Result<PathBuf> {
-    let relative = if folder.is_absolute() {
+/// `folder` as a path relative to `root` (canonical; `given` as the caller
+/// named it), refused when it would leave the root. An absolute `folder`
+/// under either form of the root is taken as written, so that its links
+/// are seen (and refused) as the other folders' are; otherwise its links
+/// are resolved to find where it is.
+fn inside(given: &Path, root: &Path, folder: &Path) -> Result<PathBuf> {
+    let relative = if !folder.is_absolute() {
+        folder.to_path_buf()
+    } else if let Some(relative) = [given, root]
+        .into_iter()
+        .find_map(|root| folder.strip_prefix(root).ok())
+    {
+        relative.to_path_buf()
+    } else {
         let resolved = nearest_existing(folder)?;
         resolved
             .strip_prefix(root)
@@ -227,8 +337,6 @@ fn inside(root: &Path, folder: &Path) -> Result<PathBuf> {
                     root.display()
                 )
             })?
-    } else {
-        folder.to_path_buf()
     };
     let mut clean = PathBuf::new();
     for part in relative.components() {
@@ -273,26 +381,31 @@ fn nearest_existing(path: &Path) -> Result<PathBuf> {
 }
 
 /// Creates `relative` under `root` one folder at a time, checking that
-/// each existing part (links followed) stays inside the root and is a
-/// folder; returns the folder.
+/// each existing part is a folder and not a symbolic link (the index does
+/// not follow links, so a note behind one would be indexed under another
+/// path, or not at all); returns the folder.
 fn make_folder(root: &Path, relative: &Path) -> Result<PathBuf> {
     let mut dir = root.to_path_buf();
     for part in relative.components() {
         dir.push(part);
         match std::fs::symlink_metadata(&dir) {
-            Ok(_) => {
-                let resolved = dir
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let leads_outside = dir
                     .canonicalize()
-                    .with_context(|| format!("cannot open {}", dir.display()))?;
+                    .map_or(true, |resolved| !resolved.starts_with(root));
                 ensure!(
-                    resolved.starts_with(root),
+                    !leads_outside,
                     "{} leads outside the indexed folder {} (a symbolic link)",
                     dir.display(),
                     root.display()
                 );
-                ensure!(resolved.is_dir(), "{} is not a folder", dir.display());
-                dir = resolved;
+                bail!(
+                    "{} is a symbolic link, which the index does not follow: \
+                     name the folder it points to as --dir",
+                    dir.display()
+                );
             }
+            Ok(meta) => ensure!(meta.is_dir(), "{} is not a folder", dir.display()),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
                 std::fs::create_dir(&dir)
                     .with_context(|| format!("cannot create {}", dir.display()))?;
@@ -388,10 +501,16 @@ mod tests {
             std::os::unix::fs::symlink(outside.path(), root.path().join("link")).unwrap();
             assert!(refused(Path::new("link/sub"), &note("x"), 100).contains("leads outside"));
             assert!(!outside.path().join("sub").exists());
+            std::fs::create_dir(root.path().join("real")).unwrap();
+            std::os::unix::fs::symlink("real", root.path().join("alias")).unwrap();
+            assert!(refused(Path::new("alias"), &note("x"), 100).contains("is a symbolic link"));
         }
         let inside = root.path().join("in");
         let ok = write(root.path(), &inside, &note("x"), at(), 100).unwrap();
         assert_eq!(ok, "in/2024-02-07-x.md");
         assert_eq!(slug("!!!"), "note");
+        // Cut by bytes too, at a character: 50 four-byte characters.
+        assert_eq!(slug(&"\u{1d400}".repeat(80)), "\u{1d400}".repeat(50));
+        assert!(plain_key("service-name_2") && !plain_key("Null") && !plain_key("0x10"));
     }
 }

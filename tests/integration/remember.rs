@@ -1,10 +1,14 @@
 //! `memidx remember` through the real binary: the file it writes (name,
 //! front matter, text), names never reused, the note found by an exact
 //! search right after, folders outside the root refused, and a held writer
-//! lock leaving the note written for the next run.
+//! lock leaving the note written for the next run; front matter that reads
+//! back exactly as given (or a note refused before anything is written),
+//! names cut by bytes, and notes created with the umask's mode.
 
 use std::fs;
 
+use memidx::corpus::front_matter::parse_front_matter;
+use proptest::prelude::*;
 use serde_json::Value;
 
 use crate::common::Corpus;
@@ -212,5 +216,338 @@ fn a_held_lock_leaves_the_note_written_for_the_next_run() {
     assert_eq!(
         found["results"][0]["chunk_id"],
         format!("{name}#1").as_str()
+    );
+}
+
+/// The written note's front matter, parsed by the indexer's own reader.
+fn front_matter_of(corpus: &Corpus, report: &Value) -> memidx::corpus::Metadata {
+    let path = corpus.path().join(report["path"].as_str().unwrap());
+    let fm = parse_front_matter(&fs::read_to_string(path).unwrap());
+    assert_eq!(fm.error, None);
+    fm.metadata
+}
+
+/// Runs `memidx remember ARGS…` with `stdin`, asserts exit 2 and no output
+/// on stdout, and returns stderr.
+fn refused(corpus: &Corpus, args: &[&str], stdin: &[u8]) -> String {
+    let out = corpus
+        .memidx()
+        .args([&["remember"][..], args].concat())
+        .write_stdin(stdin.to_vec())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{args:?}");
+    assert!(out.stdout.is_empty());
+    String::from_utf8(out.stderr).unwrap()
+}
+
+/// The names in `dir` of `corpus`, sorted (none when it does not exist).
+fn names_in(corpus: &Corpus, dir: &str) -> Vec<String> {
+    let Ok(entries) = fs::read_dir(corpus.path().join(dir)) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn control_characters_and_yaml_words_in_front_matter_read_back_as_given() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let odd = "a\u{7f}b\u{80}c\u{85}d\u{9f}e \"q\" \\ \u{2028}\u{feff}\t# x: y";
+    let report = remember_json(
+        &corpus,
+        &[
+            "Control characters, marker CTRLNOTE31",
+            "--title",
+            "Title with DEL \u{7f} and C1 \u{9b}",
+            "--meta",
+            "null=~",
+            "--meta",
+            "0x10=1e3",
+            "--meta",
+            "1e3=0x10",
+            "--meta",
+            "true=null",
+            "--meta",
+            "yes=false",
+            "--meta",
+            "01234=.inf",
+            "--meta",
+            &format!("odd={odd}"),
+            "--meta",
+            "empty=",
+        ],
+    );
+    let meta = front_matter_of(&corpus, &report);
+    let expected: Vec<(&str, &str)> = vec![
+        ("0x10", "1e3"),
+        ("01234", ".inf"),
+        ("1e3", "0x10"),
+        ("date", report["date"].as_str().unwrap()),
+        ("empty", ""),
+        ("null", "~"),
+        ("odd", odd),
+        ("title", "Title with DEL \u{7f} and C1 \u{9b}"),
+        ("true", "null"),
+        ("yes", "false"),
+    ];
+    let expected: memidx::corpus::Metadata = expected
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), vec![v.to_string()]))
+        .collect();
+    assert_eq!(meta, expected);
+    // The index read the same front matter: the note is dated by it.
+    let found = corpus.search_json("CTRLNOTE31", &["-k", "1"]);
+    assert_eq!(found["results"][0]["date"]["from"], "front matter");
+    // A title taken from the text's first line keeps its control characters too.
+    let report = remember_json(&corpus, &["Line \u{80}one\u{7f}\n\nbody text"]);
+    let meta = front_matter_of(&corpus, &report);
+    assert_eq!(meta["title"], ["Line \u{80}one\u{7f}"]);
+    assert_eq!(meta["date"], [report["date"].as_str().unwrap()]);
+}
+
+#[test]
+fn a_key_given_twice_is_refused_before_writing() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let err = refused(
+        &corpus,
+        &["x", "--meta", "k=a", "--meta", "other=1", "--meta", "k=b"],
+        b"",
+    );
+    assert!(
+        err.starts_with("memidx: --meta sets 'k' twice: give each key once"),
+        "{err}"
+    );
+    assert!(!corpus.path().join("memories").exists());
+}
+
+/// A string of characters, mostly the ones YAML and the CLI treat specially.
+fn tricky_string(max: usize) -> impl Strategy<Value = String> {
+    let special = prop::sample::select(vec![
+        "\u{7f}",
+        "\u{80}",
+        "\u{85}",
+        "\u{9f}",
+        "\u{a0}",
+        "\u{2028}",
+        "\u{feff}",
+        "\u{fffe}",
+        "\u{ffff}",
+        "\u{1f600}",
+        "\"",
+        "'",
+        "\\",
+        ":",
+        ": ",
+        "#",
+        " #",
+        "-",
+        "--",
+        "- ",
+        "?",
+        "&a",
+        "*a",
+        "!x",
+        "|",
+        ">",
+        "%",
+        "@",
+        "`",
+        "{",
+        "}",
+        "[",
+        "]",
+        ",",
+        " ",
+        "\t",
+        "\n",
+        "\r",
+        "\x01",
+        "\x1b",
+        "null",
+        "~",
+        "0x10",
+        "1e3",
+        "true",
+        "no",
+        ".inf",
+        "---",
+        "...",
+        "=",
+        "a",
+        "Z",
+        "7",
+        "_",
+        ".",
+    ]);
+    prop::collection::vec(
+        prop_oneof![3 => special.prop_map(str::to_string), 1 => any::<char>().prop_map(String::from)],
+        0..max,
+    )
+    .prop_map(|parts| parts.concat().replace('\0', ""))
+}
+
+/// A `--meta` key: mostly one memidx accepts (YAML words and numbers among
+/// them), sometimes any string.
+fn key() -> impl Strategy<Value = String> {
+    prop_oneof![
+        2 => prop::sample::select(vec![
+            "null", "Null", "true", "no", "y", "on", "0x10", "1e3", "01234", "1_000", ".inf",
+            ".nan", "-1", "1.0", "2024-01-05", "k", "a.b", "ünï", "_", "-", "nan",
+        ])
+        .prop_map(str::to_string),
+        2 => "[a-zA-Z0-9_.-]{1,8}",
+        1 => tricky_string(4),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(48),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// Whatever the keys, values, title and text, a note's front matter
+    /// reads back exactly as given (the title on one line), or `remember`
+    /// refuses it and writes nothing.
+    #[test]
+    fn front_matter_reads_back_exactly_or_the_note_is_refused(
+        title in prop::option::of(tricky_string(8)),
+        meta in prop::collection::vec((key(), tricky_string(6)), 0..4),
+        text in tricky_string(10),
+    ) {
+        let corpus = shared_corpus();
+        let before = names_in(corpus, "memories");
+        let mut args = vec!["remember".to_string(), "-".to_string(), "--json".to_string()];
+        if let Some(title) = &title {
+            args.push(format!("--title={title}"));
+        }
+        for (key, value) in &meta {
+            args.push(format!("--meta={key}={value}"));
+        }
+        let out = corpus.memidx().args(&args).write_stdin(text.clone()).output().unwrap();
+        if out.status.code() != Some(0) {
+            prop_assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+            prop_assert_eq!(names_in(corpus, "memories"), before, "a refused note wrote nothing");
+            return Ok(());
+        }
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let source = fs::read_to_string(corpus.path().join(report["path"].as_str().unwrap())).unwrap();
+        let fm = parse_front_matter(&source);
+        prop_assert_eq!(fm.error, None);
+        prop_assert_eq!(&fm.metadata["date"], &vec![report["date"].as_str().unwrap().to_string()]);
+        if let Some(title) = &title {
+            let one_line = title.split_whitespace().collect::<Vec<_>>().join(" ");
+            prop_assert_eq!(&fm.metadata["title"], &vec![one_line]);
+        } else {
+            prop_assert!(fm.metadata.contains_key("title"));
+        }
+        for (key, value) in &meta {
+            // As the CLI reads `--meta KEY=VALUE`: split at the first `=`, the key trimmed.
+            let pair = format!("{key}={value}");
+            let (key, value) = pair.split_once('=').unwrap();
+            prop_assert_eq!(fm.metadata.get(key.trim()), Some(&vec![value.to_string()]), "key {:?}", key);
+        }
+        prop_assert_eq!(fm.metadata.len(), meta.len() + 2);
+    }
+}
+
+/// One indexed corpus for every case of the property test.
+fn shared_corpus() -> &'static Corpus {
+    static CORPUS: std::sync::OnceLock<Corpus> = std::sync::OnceLock::new();
+    CORPUS.get_or_init(|| {
+        let corpus = Corpus::empty();
+        fs::write(corpus.path().join("seed.md"), "# Seed\n\nA first note.\n").unwrap();
+        corpus.index();
+        corpus
+    })
+}
+
+#[test]
+fn bad_notes_are_refused_before_anything_is_written() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let err = refused(&corpus, &["-"], b"before\0after\n");
+    assert!(
+        err.starts_with("memidx: the text contains a NUL byte (at byte 6)"),
+        "{err}"
+    );
+    for text in [
+        "---\ntitle: x\ntags: [a]\n---\n",
+        "---\n---",
+        "---\n\n---\n",
+    ] {
+        let err = refused(&corpus, &["-"], text.as_bytes());
+        assert!(
+            err.contains("the text is only a front matter block"),
+            "{err}"
+        );
+    }
+    // Thematic breaks and link definitions alone make no chunk.
+    let err = refused(&corpus, &["-"], b"***\n\n[a]: https://example.com\n");
+    assert!(err.contains("so the note would make no chunk"), "{err}");
+    assert!(!corpus.path().join("memories").exists());
+    #[cfg(unix)]
+    {
+        fs::create_dir(corpus.path().join("real")).unwrap();
+        std::os::unix::fs::symlink("real", corpus.path().join("alias")).unwrap();
+        let absolute = corpus.path().join("alias/sub");
+        for dir in ["alias", "alias/sub", absolute.to_str().unwrap()] {
+            let err = refused(&corpus, &["behind a link", "--dir", dir], b"");
+            assert!(
+                err.contains("alias is a symbolic link, which the index does not follow"),
+                "{err}"
+            );
+        }
+        assert_eq!(names_in(&corpus, "real"), Vec::<String>::new());
+    }
+}
+
+#[test]
+fn a_long_title_of_four_byte_characters_gets_a_suffix_when_its_name_is_taken() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let title = "\u{1d400}".repeat(100);
+    let mut paths = Vec::new();
+    for _ in 0..2 {
+        let report = remember_json(&corpus, &["Long title", "--title", &title]);
+        paths.push(report["path"].as_str().unwrap().to_string());
+    }
+    // Cut at 50 characters: 200 bytes.
+    let slug = "\u{1d400}".repeat(50);
+    let day = today();
+    assert_eq!(
+        paths,
+        [
+            format!("memories/{day}-{slug}.md"),
+            format!("memories/{day}-{slug}-2.md")
+        ]
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_note_is_created_with_the_mode_the_umask_gives_any_new_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    // A file created now shows the umask the binary inherits: 0666 less it.
+    let probe = corpus.path().join("probe.txt");
+    fs::write(&probe, "x").unwrap();
+    let expected = fs::metadata(&probe).unwrap().permissions().mode() & 0o777;
+    fs::remove_file(&probe).unwrap();
+    let report = remember_json(&corpus, &["Mode check"]);
+    let written = corpus.path().join(report["path"].as_str().unwrap());
+    let mode = fs::metadata(written).unwrap().permissions().mode() & 0o777;
+    assert_eq!(format!("{mode:o}"), format!("{expected:o}"));
+    assert_ne!(
+        mode, 0o600,
+        "not a temporary file's mode (unless umask 066)"
     );
 }
