@@ -4,7 +4,7 @@
 
 use std::io::{Read, Write};
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow, bail};
 
@@ -54,11 +54,21 @@ pub fn run(
     Ok(Status::Success)
 }
 
+/// How long `remember` waits for another run's lock before it reports the
+/// note written and not yet indexed.
+const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// How often it tries the lock (and looks whether the run holding it
+/// indexed the note) meanwhile.
+const LOCK_POLL: Duration = Duration::from_millis(50);
+
 /// Writes `note` into `folder` of the index's root and indexes it, under
 /// `writer` when the caller holds the index's writer lock (a watching MCP
-/// server), else under a lock taken for this run. When the lock is held
-/// elsewhere, the note stays written and the error says the next run will
-/// index it.
+/// server), else under a lock taken for this run. When another run holds
+/// the lock, it waits up to [`LOCK_WAIT`] for it, or for that run (a
+/// watcher) to index the note; past that the note is reported written and
+/// not yet indexed (`indexed: false`): it is safe on disk, and an agent
+/// that retried would write it twice.
 pub fn remember(
     index_dir: &Path,
     folder: &Path,
@@ -70,14 +80,37 @@ pub fn remember(
     let mut options = IndexOptions::updating(&Index::open(index_dir)?);
     options.max_file_size = max_file_size;
     let now = jiff::Timestamp::now();
-    let path = note::write(&options.root, folder, note, now, max_file_size)?;
+    let to = note::Destination {
+        root: &options.root,
+        index_dir,
+        max_bytes: max_file_size,
+    };
+    let path = note::write(to, folder, note, now)?;
     let written = options.root.join(&path);
     let embedder = memidx::embed::load(options.model_dir.as_deref())?;
-    let indexed = match writer {
-        Some(writer) => writer.run(&options, embedder, &Silent),
-        None => indexer::run(&options, embedder, &Silent),
+    let (generation, embedded) = match writer {
+        Some(writer) => {
+            let report = writer
+                .run(&options, embedder, &Silent)
+                .map_err(|err| not_indexed(err, &written))?;
+            (report.generation, report.embedded)
+        }
+        None => match index_waiting(index_dir, &options, embedder, &path) {
+            Ok(Some(indexed)) => indexed,
+            Ok(None) => {
+                return Ok(RememberReport {
+                    date: now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+                    path,
+                    chunk_ids: Vec::new(),
+                    indexed: false,
+                    generation: Index::open(index_dir)?.manifest().generation,
+                    embedded: 0,
+                    elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
+                });
+            }
+            Err(err) => return Err(not_indexed(err, &written)),
+        },
     };
-    let report = indexed.map_err(|err| not_indexed(err, &written))?;
     let Some((file, chunk_ids)) = Index::open(index_dir)?.file_chunks(&path)? else {
         bail!(
             "wrote {}, but the index leaves it out (an --exclude or ignore rule matches it, or it was skipped); \
@@ -89,24 +122,47 @@ pub fn remember(
         date: file.date().rfc3339(),
         path,
         chunk_ids,
-        generation: report.generation,
-        embedded: report.embedded,
+        indexed: true,
+        generation,
+        embedded,
         elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
     })
 }
 
+/// Indexes the note at `path` under a lock of its own, waiting for a lock
+/// another run holds: `(generation, chunks embedded)` once a run (this
+/// one, or the lock holder) has indexed it, `None` when the lock is still
+/// held after [`LOCK_WAIT`] and the note not indexed.
+fn index_waiting(
+    index_dir: &Path,
+    options: &IndexOptions,
+    embedder: &'static dyn memidx::embed::Embedder,
+    path: &str,
+) -> Result<Option<(u64, usize)>> {
+    let deadline = Instant::now() + LOCK_WAIT;
+    loop {
+        match indexer::run(options, embedder, &Silent) {
+            Ok(report) => return Ok(Some((report.generation, report.embedded))),
+            Err(err) if matches!(IndexError::find(&err), Some(IndexError::Locked { .. })) => {}
+            Err(err) => return Err(err),
+        }
+        let index = Index::open(index_dir)?;
+        if index.file_chunks(path)?.is_some() {
+            return Ok(Some((index.manifest().generation, 0)));
+        }
+        if Instant::now() >= deadline {
+            return Ok(None);
+        }
+        std::thread::sleep(LOCK_POLL);
+    }
+}
+
 /// The error of an index run that failed after the note was written: it
-/// names the note, which stays, and for a held lock says it will be indexed
-/// by the next run.
+/// names the note, which stays, and says `memidx index` indexes it once
+/// the cause is fixed.
 fn not_indexed(err: anyhow::Error, written: &Path) -> anyhow::Error {
-    let locked = matches!(IndexError::find(&err), Some(IndexError::Locked { .. }));
-    let next = if locked {
-        "; it stays, and the next 'memidx index' picks it up"
-    } else {
-        "; it stays, and 'memidx index' indexes it once that is fixed"
-    };
     anyhow!(
-        "wrote {} but could not index it: {err:#}{next}",
+        "wrote {} but could not index it: {err:#}; it stays, and 'memidx index' indexes it once that is fixed",
         written.display()
     )
 }

@@ -58,16 +58,28 @@ pub struct Note {
     pub meta: Vec<(String, String)>,
 }
 
-/// Writes `note` into `folder` (relative to `root`, or absolute inside it)
-/// at time `now`, refusing a file over `max_bytes`; returns the new file's
-/// path relative to `root`, `/`-separated.
-pub fn write(
-    root: &Path,
-    folder: &Path,
-    note: &Note,
-    now: Timestamp,
-    max_bytes: u64,
-) -> Result<String> {
+/// Where a note goes and what it may be: the indexed folder, the index
+/// folder (which no note may go into), and the largest note.
+#[derive(Debug, Clone, Copy)]
+pub struct Destination<'a> {
+    /// The indexed folder.
+    pub root: &'a Path,
+    /// The index folder, which memidx rewrites and prunes: a note inside it
+    /// would be left out of the index, then deleted with its generation.
+    pub index_dir: &'a Path,
+    /// The largest note written, in bytes.
+    pub max_bytes: u64,
+}
+
+/// Writes `note` into `folder` (relative to the root, or absolute inside
+/// it) at time `now`; returns the new file's path relative to the root,
+/// `/`-separated.
+pub fn write(to: Destination<'_>, folder: &Path, note: &Note, now: Timestamp) -> Result<String> {
+    let Destination {
+        root,
+        index_dir,
+        max_bytes,
+    } = to;
     let (title, content) = checked_content(note, now)?;
     ensure!(
         content.len() as u64 <= max_bytes,
@@ -79,6 +91,15 @@ pub fn write(
         .canonicalize()
         .with_context(|| format!("cannot open the indexed folder {}", root.display()))?;
     let relative = inside(given, &root, folder)?;
+    let index = index_dir
+        .canonicalize()
+        .unwrap_or_else(|_| index_dir.to_path_buf());
+    ensure!(
+        !root.join(&relative).starts_with(&index),
+        "--dir {} is inside the index folder {}, which memidx rewrites and prunes; choose another --dir",
+        folder.display(),
+        index.display()
+    );
     let dir = make_folder(&root, &relative)?;
     let day = now.strftime("%Y-%m-%d").to_string();
     let stem = format!("{day}-{}", slug(&title));
@@ -426,6 +447,18 @@ mod tests {
         "2024-02-07T10:30:00Z".parse().unwrap()
     }
 
+    /// Notes into `root` (its index in `root/.memidx`), at most `max_bytes`.
+    fn to(root: &Path, max_bytes: u64) -> Destination<'_> {
+        Destination {
+            root,
+            index_dir: Path::new(INDEX_OF_TESTS),
+            max_bytes,
+        }
+    }
+
+    /// An index folder none of these tests' roots holds.
+    const INDEX_OF_TESTS: &str = "/nonexistent/.memidx";
+
     fn note(text: &str) -> Note {
         Note {
             text: text.into(),
@@ -438,7 +471,7 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let mut n = note("# Rolled back payments-gateway v2.14!\n\nCanary missed it.\n");
         n.meta = vec![("service".into(), "payments \"gw\"".into())];
-        let first = write(root.path(), Path::new("memories"), &n, at(), 1 << 20).unwrap();
+        let first = write(to(root.path(), 1 << 20), Path::new("memories"), &n, at()).unwrap();
         assert_eq!(
             first,
             "memories/2024-02-07-rolled-back-payments-gateway-v2-14.md"
@@ -449,7 +482,7 @@ mod tests {
             "---\ndate: 2024-02-07T10:30:00Z\ntitle: \"Rolled back payments-gateway v2.14!\"\n\
              service: \"payments \\\"gw\\\"\"\n---\n\n# Rolled back payments-gateway v2.14!\n\nCanary missed it.\n"
         );
-        let second = write(root.path(), Path::new("memories"), &n, at(), 1 << 20).unwrap();
+        let second = write(to(root.path(), 1 << 20), Path::new("memories"), &n, at()).unwrap();
         assert_eq!(
             second,
             "memories/2024-02-07-rolled-back-payments-gateway-v2-14-2.md"
@@ -462,7 +495,7 @@ mod tests {
             title: Some("Ünïcode   title".into()),
             ..note("x")
         };
-        let path = write(root.path(), Path::new("a/b"), &titled, at(), 1 << 20).unwrap();
+        let path = write(to(root.path(), 1 << 20), Path::new("a/b"), &titled, at()).unwrap();
         assert_eq!(path, "a/b/2024-02-07-ünïcode-title.md");
         let names: Vec<String> = std::fs::read_dir(root.path().join("memories"))
             .unwrap()
@@ -476,7 +509,7 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let outside = tempfile::tempdir().unwrap();
         let refused = |folder: &Path, n: &Note, max: u64| {
-            write(root.path(), folder, n, at(), max)
+            write(to(root.path(), max), folder, n, at())
                 .unwrap_err()
                 .to_string()
         };
@@ -505,8 +538,17 @@ mod tests {
             std::os::unix::fs::symlink("real", root.path().join("alias")).unwrap();
             assert!(refused(Path::new("alias"), &note("x"), 100).contains("is a symbolic link"));
         }
+        let index = root.path().join("idx");
+        std::fs::create_dir(&index).unwrap();
+        let into_index = Destination {
+            index_dir: &index,
+            ..to(root.path(), 100)
+        };
+        let err = write(into_index, Path::new("idx/gen-1"), &note("x"), at()).unwrap_err();
+        assert!(err.to_string().contains("inside the index folder"), "{err}");
+        assert!(!index.join("gen-1").exists());
         let inside = root.path().join("in");
-        let ok = write(root.path(), &inside, &note("x"), at(), 100).unwrap();
+        let ok = write(to(root.path(), 100), &inside, &note("x"), at()).unwrap();
         assert_eq!(ok, "in/2024-02-07-x.md");
         assert_eq!(slug("!!!"), "note");
         // Cut by bytes too, at a character: 50 four-byte characters.

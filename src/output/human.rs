@@ -447,6 +447,16 @@ fn day(timestamp: &str) -> &str {
 /// Prints what `remember` wrote: the file, then each new chunk id (one per
 /// line, for scripts), then how long it took.
 pub fn print_remembered(out: &mut dyn Write, report: &RememberReport) -> Result<()> {
+    if !report.indexed {
+        writeln!(
+            out,
+            "remembered {} (dated {}), not indexed yet: another run holds the index's lock; \
+             that run or the next 'memidx index' indexes it",
+            escape_controls(&report.path),
+            report.date
+        )?;
+        return Ok(());
+    }
     writeln!(
         out,
         "remembered {} ({}, dated {})",

@@ -186,29 +186,24 @@ fn text_from_stdin_is_checked_and_folders_outside_the_root_are_refused() {
 }
 
 #[test]
-fn a_held_lock_leaves_the_note_written_for_the_next_run() {
+fn a_lock_held_past_the_wait_reports_the_note_written_not_a_failure() {
     let corpus = Corpus::fixtures();
     corpus.index();
     let held =
         memidx::store::lock::IndexLock::acquire(&corpus.path().join(".memidx/LOCK")).unwrap();
-    let out = corpus
-        .memidx()
-        .args(["remember", "Written while locked, marker LOCKNOTE77"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    let started = std::time::Instant::now();
+    let report = remember_json(&corpus, &["Written while locked, marker LOCKNOTE77"]);
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(10),
+        "it waited"
+    );
     let name = format!(
         "memories/{}-written-while-locked-marker-locknote77.md",
         today()
     );
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert!(err.starts_with("memidx: wrote "), "{err}");
-    assert!(err.contains(&name), "{err}");
-    assert!(
-        err.trim_end()
-            .ends_with("; it stays, and the next 'memidx index' picks it up"),
-        "{err}"
-    );
+    assert_eq!(report["path"], name.as_str());
+    assert_eq!(report["indexed"], false);
+    assert_eq!(report["chunk_ids"], serde_json::json!([]));
     assert!(corpus.path().join(&name).is_file());
     drop(held);
     corpus.index();
@@ -216,6 +211,59 @@ fn a_held_lock_leaves_the_note_written_for_the_next_run() {
     assert_eq!(
         found["results"][0]["chunk_id"],
         format!("{name}#1").as_str()
+    );
+}
+
+#[test]
+fn parallel_remembers_wait_for_each_other_and_all_succeed() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let runs: Vec<_> = (0..12)
+        .map(|i| {
+            std::process::Command::new(assert_cmd::cargo::cargo_bin("memidx"))
+                .current_dir(corpus.path())
+                .env_remove("MEMIDX_INDEX")
+                .args([
+                    "remember",
+                    &format!("Parallel note number {i}, marker PARNOTE{i}X"),
+                    "--json",
+                ])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for (i, run) in runs.into_iter().enumerate() {
+        let out = run.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{i}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report["indexed"], true, "{report}");
+        assert_eq!(report["chunk_ids"].as_array().unwrap().len(), 1);
+    }
+    for i in 0..12 {
+        let found = corpus.search_json(&format!("PARNOTE{i}X"), &["-k", "1", "--mode", "sparse"]);
+        assert_eq!(found["results"].as_array().unwrap().len(), 1, "{i}");
+    }
+}
+
+#[test]
+fn a_dir_inside_the_index_folder_is_refused_before_writing() {
+    let corpus = Corpus::fixtures();
+    corpus.index_with(&["--index", "idx"]);
+    let err = refused(&corpus, &["x", "--dir", "idx/gen-1", "--index", "idx"], b"");
+    assert!(err.contains("inside the index folder"), "{err}");
+    assert_eq!(
+        names_in(&corpus, "idx/gen-1")
+            .iter()
+            .filter(|n| n.ends_with(".md"))
+            .count(),
+        0
     );
 }
 

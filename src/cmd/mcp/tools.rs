@@ -193,10 +193,11 @@ fn remember_schema() -> Value {
         "title": "memidx remember report",
         "type": "object",
         "additionalProperties": false,
-        "required": ["path", "chunk_ids", "date", "generation", "embedded", "elapsed_ms"],
+        "required": ["path", "chunk_ids", "indexed", "date", "generation", "embedded", "elapsed_ms"],
         "properties": {
             "path": {"type": "string", "description": "The new file, relative to the indexed folder."},
-            "chunk_ids": {"type": "array", "items": {"type": "string"}, "description": "Its chunks' ids, in file order."},
+            "chunk_ids": {"type": "array", "items": {"type": "string"}, "description": "Its chunks' ids, in file order (none when not indexed)."},
+            "indexed": {"type": "boolean", "description": "False when another run held the index's lock past the wait: the note is written, and that run or the next indexes it."},
             "date": {"type": "string", "description": "Its document date, the time of writing (RFC 3339, UTC)."},
             "generation": {"type": "integer", "minimum": 0, "description": "The index generation now live."},
             "embedded": {"type": "integer", "minimum": 0, "description": "Chunks embedded by the run."},
