@@ -7,6 +7,8 @@
 //! [`date`] gives each file its document date; [`note`] writes a new note
 //! (`memidx remember`).
 
+#[cfg(unix)]
+pub mod beneath;
 pub mod chunk;
 pub mod date;
 pub mod front_matter;

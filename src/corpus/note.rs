@@ -5,10 +5,13 @@
 //! (the time of writing, UTC), `title` and the caller's keys, then the text.
 //! It never replaces a file: a taken name gets `-2`, `-3`, … and the note is
 //! written to a hidden temporary file in the same folder, synced, and linked
-//! into place only under a free name (`tempfile`'s `persist_noclobber`, a
-//! hard link or `renameat2(RENAME_NOREPLACE)`), so a reader or a concurrent
-//! index run sees either no note or the whole note. The folder must lie
-//! inside the root and name no symbolic link; missing folders are created.
+//! into place only under a free name (a hard link, which never replaces a
+//! file), so a reader or a concurrent index run sees either no note or the
+//! whole note, and the hidden file is removed on every path. The folder
+//! must lie inside the root and name no symbolic link; missing folders are
+//! created. On Unix every step goes through folder handles opened one by
+//! one without following links (`beneath.rs`), so swapping a folder for a
+//! link while a note is written cannot carry it out of the root.
 //! The note is created like a file an editor saves: mode `0666` less the
 //! umask.
 //!
@@ -22,6 +25,8 @@ use std::path::{Component, Path, PathBuf};
 use anyhow::{Context, Result, bail, ensure};
 use jiff::Timestamp;
 
+#[cfg(unix)]
+use super::beneath;
 use super::chunk::{ChunkOptions, parse_file};
 use super::front_matter::{double_quoted, parse_front_matter};
 
@@ -100,35 +105,101 @@ pub fn write(to: Destination<'_>, folder: &Path, note: &Note, now: Timestamp) ->
         folder.display(),
         index.display()
     );
-    let dir = make_folder(&root, &relative)?;
     let day = now.strftime("%Y-%m-%d").to_string();
     let stem = format!("{day}-{}", slug(&title));
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(".memidx-note-").suffix(".tmp");
-    // Created `0666`, which the kernel masks with the umask, as an editor's
-    // file is (a temporary file is `0600`).
-    #[cfg(unix)]
-    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
-    let mut file = builder
+    let name = place(&root, &relative, &stem, content.as_bytes())?;
+    let mut parts: Vec<String> = relative
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    parts.push(name);
+    Ok(parts.join("/"))
+}
+
+/// The names a note with file stem `stem` may take, in order.
+fn names(stem: &str) -> impl Iterator<Item = String> + '_ {
+    (1..=MAX_SUFFIX).map(move |n| match n {
+        1 => format!("{stem}.md"),
+        n => format!("{stem}-{n}.md"),
+    })
+}
+
+/// Writes `content` as a new note in `relative` (created as needed) under
+/// the first free name of `stem`, through folder handles opened one by one
+/// without following links ([`beneath`]): a folder swapped for a link while
+/// the note is written cannot carry it outside `root`. Returns the name.
+#[cfg(unix)]
+fn place(root: &Path, relative: &Path, stem: &str, content: &[u8]) -> Result<String> {
+    use std::ffi::OsStr;
+    let mut folder = beneath::Folder::open(root)
+        .with_context(|| format!("cannot open the indexed folder {}", root.display()))?;
+    let mut dir = root.to_path_buf();
+    for part in relative.components() {
+        dir.push(part);
+        folder = match folder.child(part.as_os_str()) {
+            Ok(child) => child,
+            Err(beneath::Step::Link) => return Err(link_refused(root, &dir)),
+            Err(beneath::Step::NotAFolder) => bail!("{} is not a folder", dir.display()),
+            Err(beneath::Step::Io(err)) => {
+                return Err(err).with_context(|| format!("cannot open {}", dir.display()));
+            }
+        };
+    }
+    let temp = format!(".memidx-note-{}-{}.tmp", std::process::id(), unique());
+    let temp = OsStr::new(&temp);
+    let written = folder.create_new(temp).and_then(|mut file| {
+        file.write_all(content)?;
+        file.sync_all()
+    });
+    let placed = written
+        .with_context(|| format!("cannot write in {}", dir.display()))
+        .and_then(|()| {
+            for name in names(stem) {
+                let linked = folder
+                    .link_new(temp, OsStr::new(&name))
+                    .with_context(|| format!("cannot write {}", dir.join(&name).display()))?;
+                if linked {
+                    return Ok(name);
+                }
+            }
+            bail!(
+                "every name from {stem}.md to {stem}-{MAX_SUFFIX}.md is taken in {}",
+                dir.display()
+            )
+        });
+    // The hidden file goes on every path; the note, if linked, stays.
+    let _ = folder.remove(temp);
+    placed
+}
+
+/// A number no other note being written by this process at the same time
+/// has (with the process id, a name no concurrent `remember` takes).
+#[cfg(unix)]
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos().into());
+    nanos ^ (NEXT.fetch_add(1, Ordering::Relaxed) << 32)
+}
+
+/// [`place`] where there are no folder handles: the folders are checked
+/// by path, then the note is persisted without replacing a file.
+#[cfg(not(unix))]
+fn place(root: &Path, relative: &Path, stem: &str, content: &[u8]) -> Result<String> {
+    let dir = make_folder(root, relative)?;
+    let mut file = tempfile::Builder::new()
+        .prefix(".memidx-note-")
+        .suffix(".tmp")
         .tempfile_in(&dir)
         .with_context(|| format!("cannot write in {}", dir.display()))?;
-    file.write_all(content.as_bytes())
+    file.write_all(content)
         .and_then(|()| file.as_file().sync_all())
         .with_context(|| format!("cannot write in {}", dir.display()))?;
-    for n in 1..=MAX_SUFFIX {
-        let name = match n {
-            1 => format!("{stem}.md"),
-            n => format!("{stem}-{n}.md"),
-        };
+    for name in names(stem) {
         match file.persist_noclobber(dir.join(&name)) {
-            Ok(_) => {
-                let mut parts: Vec<String> = relative
-                    .components()
-                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                    .collect();
-                parts.push(name);
-                return Ok(parts.join("/"));
-            }
+            Ok(_) => return Ok(name),
             Err(err) if err.error.kind() == std::io::ErrorKind::AlreadyExists => file = err.file,
             Err(err) => {
                 return Err(err.error)
@@ -140,6 +211,26 @@ pub fn write(to: Destination<'_>, folder: &Path, note: &Note, now: Timestamp) ->
         "every name from {stem}.md to {stem}-{MAX_SUFFIX}.md is taken in {}",
         dir.display()
     )
+}
+
+/// The error for a symbolic link at `dir` on the way to the notes' folder.
+fn link_refused(root: &Path, dir: &Path) -> anyhow::Error {
+    let leads_outside = dir
+        .canonicalize()
+        .map_or(true, |resolved| !resolved.starts_with(root));
+    if leads_outside {
+        anyhow::anyhow!(
+            "{} leads outside the indexed folder {} (a symbolic link)",
+            dir.display(),
+            root.display()
+        )
+    } else {
+        anyhow::anyhow!(
+            "{} is a symbolic link, which the index does not follow: \
+             name the folder it points to as --dir",
+            dir.display()
+        )
+    }
 }
 
 /// The note's title and file content, refused unless the content is a note
@@ -405,27 +496,13 @@ fn nearest_existing(path: &Path) -> Result<PathBuf> {
 /// each existing part is a folder and not a symbolic link (the index does
 /// not follow links, so a note behind one would be indexed under another
 /// path, or not at all); returns the folder.
+#[cfg(not(unix))]
 fn make_folder(root: &Path, relative: &Path) -> Result<PathBuf> {
     let mut dir = root.to_path_buf();
     for part in relative.components() {
         dir.push(part);
         match std::fs::symlink_metadata(&dir) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                let leads_outside = dir
-                    .canonicalize()
-                    .map_or(true, |resolved| !resolved.starts_with(root));
-                ensure!(
-                    !leads_outside,
-                    "{} leads outside the indexed folder {} (a symbolic link)",
-                    dir.display(),
-                    root.display()
-                );
-                bail!(
-                    "{} is a symbolic link, which the index does not follow: \
-                     name the folder it points to as --dir",
-                    dir.display()
-                );
-            }
+            Ok(meta) if meta.file_type().is_symlink() => return Err(link_refused(root, &dir)),
             Ok(meta) => ensure!(meta.is_dir(), "{} is not a folder", dir.display()),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
                 std::fs::create_dir(&dir)

@@ -599,3 +599,83 @@ fn a_note_is_created_with_the_mode_the_umask_gives_any_new_file() {
         "not a temporary file's mode (unless umask 066)"
     );
 }
+
+#[test]
+#[cfg(unix)]
+fn a_folder_swapped_for_a_link_while_notes_are_written_never_carries_one_out() {
+    use memidx::corpus::note::{Destination, Note, write};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let root = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let inbox = root.path().join("inbox");
+    fs::create_dir(&inbox).unwrap();
+    // Swaps `inbox` for a link to `outside` and back, as fast as it can.
+    // While `inbox` is away a writer may create it anew (missing folders
+    // are made); the real one is then kept under another name in the root.
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let (stop, inbox, outside) = (stop.clone(), inbox.clone(), outside.path().to_path_buf());
+        let root = root.path().to_path_buf();
+        std::thread::spawn(move || {
+            let mut swaps = 0;
+            while !stop.load(Ordering::SeqCst) {
+                let real = root.join(format!("inbox-{swaps}"));
+                if fs::rename(&inbox, &real).is_err() {
+                    continue;
+                }
+                if std::os::unix::fs::symlink(&outside, &inbox).is_ok() {
+                    fs::remove_file(&inbox).unwrap();
+                }
+                let _ = fs::rename(&real, &inbox);
+                swaps += 1;
+            }
+            swaps
+        })
+    };
+    let index_dir = root.path().join(".memidx");
+    let to = Destination {
+        root: root.path(),
+        index_dir: &index_dir,
+        max_bytes: 1 << 20,
+    };
+    let now = jiff::Timestamp::now();
+    let (mut written, mut refused) = (0, 0);
+    for i in 0..300 {
+        let note = Note {
+            text: format!("Race note {i}."),
+            ..Note::default()
+        };
+        match write(to, std::path::Path::new("inbox"), &note, now) {
+            Ok(path) => {
+                assert!(path.starts_with("inbox/"), "{path}");
+                written += 1;
+            }
+            Err(_) => refused += 1,
+        }
+    }
+    stop.store(true, Ordering::SeqCst);
+    let swaps = swapper.join().unwrap();
+    eprintln!("{written} written, {refused} refused, {swaps} swaps");
+    assert_eq!(written + refused, 300);
+    assert!(written > 0);
+    let outside_files: Vec<_> = fs::read_dir(outside.path()).unwrap().collect();
+    assert!(
+        outside_files.is_empty(),
+        "notes landed outside: {outside_files:?}"
+    );
+    // Every note is in the root, and no temporary file is left anywhere.
+    let (mut notes, mut left) = (0, Vec::new());
+    for entry in walkdir::WalkDir::new(root.path()) {
+        let entry = entry.unwrap();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if entry.file_type().is_file() {
+            match name.ends_with(".md") {
+                true => notes += 1,
+                false => left.push(name),
+            }
+        }
+    }
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+    assert_eq!(notes, written);
+}
