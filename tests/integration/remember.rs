@@ -141,35 +141,29 @@ fn text_from_stdin_is_checked_and_folders_outside_the_root_are_refused() {
     let corpus = Corpus::fixtures();
     corpus.index();
     let outside = tempfile::tempdir().unwrap();
-    let refused = |args: &[&str], stdin: &[u8]| -> String {
-        let out = corpus
-            .memidx()
-            .args([&["remember"][..], args].concat())
-            .write_stdin(stdin.to_vec())
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        assert!(out.stdout.is_empty());
-        String::from_utf8(out.stderr).unwrap()
-    };
     let outside_dir = outside.path().to_str().unwrap().to_string();
     assert!(
-        refused(&["x", "--dir", "../elsewhere"], b"").contains("is outside the indexed folder")
+        refused(&corpus, &["x", "--dir", "../elsewhere"], b"")
+            .contains("is outside the indexed folder")
     );
-    assert!(refused(&["x", "--dir", &outside_dir], b"").contains("is outside the indexed folder"));
+    assert!(
+        refused(&corpus, &["x", "--dir", &outside_dir], b"")
+            .contains("is outside the indexed folder")
+    );
     assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0);
     assert!(
-        refused(&["-"], b"caf\xe9\n")
+        refused(&corpus, &["-"], b"caf\xe9\n")
             .starts_with("memidx: the note on stdin is not valid UTF-8 (at byte 3)")
     );
     assert!(
         refused(
+            &corpus,
             &["-", "--max-file-size", "10"],
             b"a note of more than ten bytes"
         )
         .contains("over the 10-byte limit")
     );
-    assert!(refused(&["-"], b"  \n").contains("nothing to remember"));
+    assert!(refused(&corpus, &["-"], b"  \n").contains("nothing to remember"));
     assert!(!corpus.path().join("memories").exists());
     let out = corpus
         .memidx()

@@ -251,22 +251,12 @@ fn a_malformed_or_impossible_bound_is_an_error_naming_the_forms() {
         let err = String::from_utf8(out.stderr).unwrap();
         assert!(err.starts_with(wanted), "{args:?}: {err}");
     }
-    let request = corpus.path().join("request.json");
-    fs::write(
-        &request,
-        r#"{"search_text": "kestrel", "time_filter": {"since": "soon"}}"#,
-    )
-    .unwrap();
-    let out = corpus
-        .memidx()
-        .args(["search", "--request", request.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
     assert!(
-        String::from_utf8(out.stderr)
-            .unwrap()
-            .starts_with("memidx: time_filter.since 'soon' is not a time;")
+        refused_request(
+            &corpus,
+            r#"{"search_text": "kestrel", "time_filter": {"since": "soon"}}"#
+        )
+        .starts_with("memidx: time_filter.since 'soon' is not a time;")
     );
 }
 
@@ -301,22 +291,12 @@ fn a_negative_span_is_refused_and_every_rfc_3339_time_is_accepted() {
             );
         }
     }
-    let request = corpus.path().join("request.json");
-    fs::write(
-        &request,
-        r#"{"search_text": "kestrel", "time_filter": {"since": "-1d"}}"#,
-    )
-    .unwrap();
-    let out = corpus
-        .memidx()
-        .args(["search", "--request", request.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
     assert!(
-        String::from_utf8(out.stderr)
-            .unwrap()
-            .starts_with("memidx: time_filter.since '-1d' would be a time in the future")
+        refused_request(
+            &corpus,
+            r#"{"search_text": "kestrel", "time_filter": {"since": "-1d"}}"#
+        )
+        .starts_with("memidx: time_filter.since '-1d' would be a time in the future")
     );
 
     // The last instants RFC 3339 can write are times: nothing is dated
@@ -534,4 +514,18 @@ fn the_dated_fixture_measures_the_recency_weights_the_readme_reports() {
     assert_eq!(round(ndcg("-time", "0.1")), (0.9705, 1.0));
     assert_eq!(round(ndcg("-neutral", "0.1")), (1.0, 1.0));
     assert_eq!(round(ndcg("-neutral", "1.0")), (1.0, 0.5982));
+}
+
+/// Runs `memidx search --request FILE` with `request` in FILE, asserts
+/// exit 2, and returns stderr.
+fn refused_request(corpus: &Corpus, request: &str) -> String {
+    let path = corpus.path().join("request.json");
+    fs::write(&path, request).unwrap();
+    let out = corpus
+        .memidx()
+        .args(["search", "--request", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{request}");
+    String::from_utf8(out.stderr).unwrap()
 }
