@@ -9,16 +9,14 @@
 //!
 //! The packages, pinned in `tests/mcp_ts/package.json`, come from
 //! `MEMIDX_MCP_NODE_MODULES` (a folder whose `node_modules` holds them;
-//! `.ci/run` installs them and sets it). Without it the test installs them
-//! itself when npm reaches the registry, else it is skipped with the reason
-//! printed.
+//! `.ci/run` installs them and sets it). Without it the test is skipped
+//! with the reason printed (a failure under `CI=true`).
 
 use crate::common::Corpus;
 use crate::common::mcp::{HttpServer, assert_shared_answers};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 
 use serde_json::{Value, json};
 
@@ -39,57 +37,24 @@ enum Transport {
     Http { token: Option<&'static str> },
 }
 
-/// The folder holding the SDKs' `node_modules`, or why there is none.
-fn node_modules() -> &'static Result<PathBuf, String> {
-    static MODULES: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    MODULES.get_or_init(|| {
-        if let Some(dir) = std::env::var_os("MEMIDX_MCP_NODE_MODULES") {
-            return Ok(PathBuf::from(dir));
-        }
-        let dir = std::env::temp_dir().join("memidx-ci-mcp-ts");
-        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_ts/package.json");
-        let npm = |args: &[&str]| {
-            Command::new("npm")
-                .args(args)
-                .arg("--prefix")
-                .arg(&dir)
-                .stdout(std::process::Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success())
-        };
-        // `npm ls` succeeds only when the pinned versions are installed.
-        let installed = std::fs::create_dir_all(&dir).is_ok()
-            && std::fs::copy(manifest, dir.join("package.json")).is_ok()
-            && (npm(&["ls", "--silent"])
-                || npm(&[
-                    "install",
-                    "--no-audit",
-                    "--no-fund",
-                    "--loglevel=error",
-                    "--fetch-timeout=15000",
-                    "--fetch-retries=1",
-                ]));
-        if installed {
-            Ok(dir)
-        } else {
-            Err("npm could not install tests/mcp_ts/package.json (no npm, \
-                 or no registry); set MEMIDX_MCP_NODE_MODULES to a folder \
-                 where `npm install` installed it, as .ci/run does"
-                .into())
-        }
-    })
+/// The folder `MEMIDX_MCP_NODE_MODULES` names, whose `node_modules` holds
+/// the SDKs, or `None` with the skip said: a test run installs nothing
+/// itself (`.ci/run` does, and sets the variable).
+fn node_modules() -> Option<PathBuf> {
+    let dir = std::env::var_os("MEMIDX_MCP_NODE_MODULES").map(PathBuf::from);
+    if dir.is_none() {
+        crate::common::skip_unless_ci(
+            "no TypeScript MCP SDKs; set MEMIDX_MCP_NODE_MODULES to a folder where \
+             `npm install` installed tests/mcp_ts/package.json, as .ci/run does",
+        );
+    }
+    dir
 }
 
 /// Runs client.mjs with `generation` over `transport` against a fresh
 /// indexed copy of the fixtures; its report, or `None` (the skip said).
 fn run_client(generation: Generation, transport: Transport) -> Option<Value> {
-    let modules = match node_modules() {
-        Ok(dir) => dir,
-        Err(reason) => {
-            crate::common::skip_unless_ci(reason);
-            return None;
-        }
-    };
+    let modules = node_modules()?;
     let corpus = Corpus::fixtures();
     corpus.index();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_ts/client.mjs");
