@@ -201,9 +201,10 @@ pub struct IndexArgs {
 /// Arguments of `memidx search`.
 #[derive(Debug, Args)]
 pub struct SearchArgs {
-    /// What to search for.
-    #[arg(required_unless_present = "request")]
-    pub query: Option<String>,
+    /// What to search for; several words need no quotes (`memidx search
+    /// replication lag` searches "replication lag").
+    #[arg(required_unless_present = "request", num_args = 1.., value_name = "QUERY")]
+    pub query: Vec<String>,
     /// Read a JSON request (query_id, search_text, top_k, hybrid_params,
     /// metadata_filter) from FILE, or from stdin with '-'; answers in JSON.
     #[arg(long, value_name = "FILE", conflicts_with = "query")]
@@ -255,8 +256,9 @@ pub struct GetArgs {
 /// Arguments of `memidx explain`.
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
-    /// The query to explain.
-    pub query: String,
+    /// The query to explain; several words need no quotes.
+    #[arg(required = true, num_args = 1.., value_name = "QUERY")]
+    pub query: Vec<String>,
     /// Number of results to explain.
     #[arg(short = 'k', long, value_name = "N")]
     pub top_k: Option<usize>,

@@ -70,9 +70,10 @@ impl SearchConfig {
             Some(path) => Some(read_request(path, stdin)?),
             None => None,
         };
+        let query = (!args.query.is_empty()).then(|| args.query.join(" "));
         let mut config = Self::build(
             request,
-            args.query.as_ref(),
+            query.as_ref(),
             args.top_k,
             args.json,
             &args.retrieval,
@@ -212,7 +213,7 @@ impl ExplainConfig {
     pub fn from_args(args: &ExplainArgs, cwd: &Path) -> Result<Self> {
         let search = SearchConfig::build(
             None,
-            Some(&args.query),
+            Some(&args.query.join(" ")),
             args.top_k,
             args.json,
             &args.retrieval,

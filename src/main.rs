@@ -67,8 +67,18 @@ fn usage_error(err: &clap::Error) -> ExitCode {
             listing = false;
         } else if listing && line.starts_with(' ') && !trimmed.is_empty() {
             let last = parts.last_mut().expect("an error line came first");
-            last.push_str(if last.ends_with(':') { " " } else { ", " });
-            last.push_str(trimmed);
+            // `[possible values: …]` reads as a parenthesis after the error.
+            match trimmed.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
+                Some(note) => {
+                    last.push_str(" (");
+                    last.push_str(note);
+                    last.push(')');
+                }
+                None => {
+                    last.push_str(if last.ends_with(':') { " " } else { ", " });
+                    last.push_str(trimmed);
+                }
+            }
         } else {
             listing = false;
         }

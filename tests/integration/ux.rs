@@ -182,7 +182,37 @@ fn a_usage_error_names_the_missing_arguments_on_one_line() {
     assert_eq!(output.status.code(), Some(2));
     assert_eq!(
         String::from_utf8(output.stderr).unwrap(),
-        "memidx: the following required arguments were not provided: <QUERY>; \
+        "memidx: the following required arguments were not provided: <QUERY>...; \
          see 'memidx search --help'\n"
     );
+    let bad = corpus
+        .memidx()
+        .args(["search", "lag", "--mode", "bm25"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8(bad.stderr).unwrap(),
+        "memidx: invalid value 'bm25' for '--mode <MODE>' \
+         (possible values: hybrid, sparse, dense, graph, recency); see 'memidx search --help'\n"
+    );
+}
+
+#[test]
+fn a_query_of_several_words_needs_no_quotes() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let run = |args: &[&str]| corpus.memidx().args(args).output().unwrap();
+    let quoted = run(&["search", "replication lag", "-k", "3", "--json"]);
+    let bare = run(&["search", "replication", "lag", "-k", "3", "--json"]);
+    assert_eq!(bare.status.code(), Some(0));
+    assert_eq!(bare.stdout, quoted.stdout);
+    let quoted = run(&["explain", "replication lag", "-k", "2", "--json"]);
+    let bare = run(&["explain", "replication", "lag", "-k", "2", "--json"]);
+    assert_eq!(bare.status.code(), Some(0));
+    let (quoted, bare): (Value, Value) = (
+        serde_json::from_slice(&quoted.stdout).unwrap(),
+        serde_json::from_slice(&bare.stdout).unwrap(),
+    );
+    assert_eq!(bare["results"], quoted["results"]);
 }
