@@ -5,7 +5,8 @@
 //! over an identifier-aware tokenizer, [`text`]), stored as immutable generations
 //! under `.memidx/` ([`store`]), and searched by a [`retriever`] that runs every
 //! list, applies metadata filters ([`filter`]) before each list takes its top
-//! window, and fuses the rankings with Reciprocal Rank Fusion ([`fusion`]).
+//! window, and fuses the rankings by relative scores (the default) or
+//! Reciprocal Rank Fusion ([`fusion`]).
 //! Behind the `milvus` feature, `remote` pushes an index to a Milvus
 //! collection and runs the lists there. The printers ([`output`]) render what the engine returns; the engine
 //! never prints. The command line (`cli`, `config`, `cmd`) is the binary's,
