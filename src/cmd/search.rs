@@ -33,8 +33,7 @@ pub fn run(
         OutputFormat::Json => json::print(out, &response)?,
         OutputFormat::JsonLines => json::print_lines(out, &response.results)?,
     }
-    let changed = decoded.changed_files(outcome.shown_chunks());
-    human::print_stale_notice(err, &changed)?;
+    human::print_stale_notice(err, &decoded.stale_files(outcome.shown_chunks()))?;
     // No results from an index of nothing is not an answer about the query.
     if retriever.generation().is_empty() {
         writeln!(

@@ -292,8 +292,13 @@ fn read_indexed(root: &Path, file: &FileEntry) -> Result<Vec<u8>> {
         anyhow::anyhow!("the indexed folder {} cannot be read: {e}", root.display())
     })?;
     let joined = root.join(shown);
-    let real = std::fs::canonicalize(&joined)
-        .map_err(|e| anyhow::anyhow!("'{shown}' cannot be read: {e}"))?;
+    let unreadable = |e: std::io::Error| match e.kind() {
+        std::io::ErrorKind::NotFound => anyhow::anyhow!(
+            "'{shown}' was deleted since indexing; run 'memidx index' (or get its chunks by id)"
+        ),
+        _ => anyhow::anyhow!("'{shown}' cannot be read: {e}"),
+    };
+    let real = std::fs::canonicalize(&joined).map_err(unreadable)?;
     if !real.starts_with(&real_root) {
         bail!("refused: '{shown}' leads outside the indexed folder through a symbolic link");
     }
@@ -309,7 +314,7 @@ fn read_indexed(root: &Path, file: &FileEntry) -> Result<Vec<u8>> {
         if e.raw_os_error() == Some(libc::ELOOP) {
             return anyhow::anyhow!("refused: '{shown}' is a symbolic link; not followed");
         }
-        anyhow::anyhow!("'{shown}' cannot be read: {e}")
+        unreadable(e)
     })?;
     let meta = opened.metadata()?;
     if !meta.is_file() {

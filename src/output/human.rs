@@ -15,6 +15,7 @@ use crate::fusion::{FusionMethod, FusionSource};
 use crate::index::status::StatusReport;
 use crate::indexer::IndexReport;
 use crate::lists::dense::codes::DenseIndexSetting;
+use crate::retriever::StaleFiles;
 
 /// Longest snippet shown under a result, in characters.
 const SNIPPET_CHARS: usize = 200;
@@ -103,17 +104,21 @@ pub fn print_search(
 }
 
 /// Warns once that some results come from files changed since indexing,
-/// naming the first (escaped).
-pub fn print_stale_notice(err: &mut dyn Write, changed: &[String]) -> Result<()> {
-    if let Some(first) = changed.first() {
-        let more = if changed.len() > 1 {
-            format!(" and {} more", changed.len() - 1)
+/// and once that some come from files deleted since, naming the first of
+/// each (escaped).
+pub fn print_stale_notice(err: &mut dyn Write, stale: &StaleFiles) -> Result<()> {
+    for (files, what) in [(&stale.changed, "changed"), (&stale.deleted, "deleted")] {
+        let Some(first) = files.first() else {
+            continue;
+        };
+        let more = if files.len() > 1 {
+            format!(" and {} more", files.len() - 1)
         } else {
             String::new()
         };
         writeln!(
             err,
-            "memidx: warning: results come from files changed since indexing ({}{more}); run 'memidx index' to update",
+            "memidx: warning: results come from files {what} since indexing ({}{more}); run 'memidx index' to update",
             escape_controls(first)
         )?;
     }

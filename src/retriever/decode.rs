@@ -1,5 +1,5 @@
 //! What a printer needs of a search's chunks, decoded once, with whether
-//! each one's file changed on disk since indexing.
+//! each one's file changed on disk since indexing, or was deleted.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -22,8 +22,20 @@ pub struct Decoded {
 pub struct DecodedChunk {
     /// Its record, file entry and text.
     pub view: ChunkView,
-    /// True when its file changed on disk since indexing.
+    /// True when its file changed on disk since indexing (or is gone).
     pub changed: bool,
+    /// True when its file is gone from disk since indexing.
+    pub deleted: bool,
+}
+
+/// The files of some chunks that are no longer as indexed, each once, in
+/// the chunks' order.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct StaleFiles {
+    /// Files changed on disk since indexing.
+    pub changed: Vec<String>,
+    /// Files deleted since indexing.
+    pub deleted: Vec<String>,
 }
 
 impl Decoded {
@@ -34,26 +46,33 @@ impl Decoded {
             .with_context(|| format!("chunk {ord} was not decoded"))
     }
 
-    /// The files of `chunks` (in their order, each once) that changed on
-    /// disk since indexing.
-    pub fn changed_files(&self, chunks: impl IntoIterator<Item = ChunkOrd>) -> Vec<String> {
-        let mut changed: Vec<String> = Vec::new();
+    /// The files of `chunks` that changed on disk or were deleted since
+    /// indexing.
+    pub fn stale_files(&self, chunks: impl IntoIterator<Item = ChunkOrd>) -> StaleFiles {
+        let mut stale = StaleFiles::default();
         for ord in chunks {
-            if let Some(chunk) = self.chunks.get(&ord).filter(|c| c.changed)
-                && !changed.contains(&chunk.view.file.path)
-            {
-                changed.push(chunk.view.file.path.clone());
+            let Some(chunk) = self.chunks.get(&ord).filter(|c| c.changed) else {
+                continue;
+            };
+            let list = match chunk.deleted {
+                true => &mut stale.deleted,
+                false => &mut stale.changed,
+            };
+            if !list.contains(&chunk.view.file.path) {
+                list.push(chunk.view.file.path.clone());
             }
         }
-        changed
+        stale
     }
 }
 
-/// True when `file` under `root` has another size or modification time
-/// than when it was indexed (or is gone).
-fn changed_on_disk(root: &Path, file: &FileEntry) -> bool {
-    std::fs::metadata(root.join(&file.path))
-        .map_or(true, |now| !file.stamp.matches(now.len(), mtime_ns(&now)))
+/// Whether `file` under `root` has another size or modification time than
+/// when it was indexed (or is gone), and whether it is gone.
+fn changed_on_disk(root: &Path, file: &FileEntry) -> (bool, bool) {
+    match std::fs::symlink_metadata(root.join(&file.path)) {
+        Ok(now) => (!file.stamp.matches(now.len(), mtime_ns(&now)), false),
+        Err(err) => (true, err.kind() == std::io::ErrorKind::NotFound),
+    }
 }
 
 impl Retriever {
@@ -73,13 +92,20 @@ impl Retriever {
             .map(|ord| Ok((ord, generation.chunk(ord)?)))
             .collect::<Result<Vec<_>>>()?;
         let mut decoded = Decoded::default();
-        let mut file_changed: BTreeMap<u32, bool> = BTreeMap::new();
+        let mut file_changed: BTreeMap<u32, (bool, bool)> = BTreeMap::new();
         for (ord, view) in views {
             let file = view.record.file;
-            let changed = *file_changed
+            let (changed, deleted) = *file_changed
                 .entry(file)
                 .or_insert_with(|| changed_on_disk(self.root(), &view.file));
-            decoded.chunks.insert(ord, DecodedChunk { view, changed });
+            decoded.chunks.insert(
+                ord,
+                DecodedChunk {
+                    view,
+                    changed,
+                    deleted,
+                },
+            );
         }
         Ok(decoded)
     }

@@ -9,7 +9,7 @@ mod search;
 
 pub use backend::{Backend, Local, local_sparse};
 
-pub use decode::{Decoded, DecodedChunk};
+pub use decode::{Decoded, DecodedChunk, StaleFiles};
 pub use explain::{Absence, ExplainedChunk, Explanation, Standing};
 pub use params::{GraphUse, ListSelection, MIN_DEFAULT_WINDOW, SearchParams, default_window};
 pub use search::{FirstPass, ListRun, MAX_QUERY_BYTES, SearchOutcome, check_query};

@@ -133,6 +133,24 @@ fn results_from_changed_files_get_one_notice() {
         .stderr(predicate::eq(
             "memidx: warning: results come from files changed since indexing (notes/auth-slow-login-query.md); run 'memidx index' to update\n",
         ));
+    // A deleted file is said to be deleted, not changed.
+    std::fs::remove_file(&note).unwrap();
+    corpus
+        .memidx()
+        .args(["search", "getUserById", "-k", "3"])
+        .assert()
+        .code(0)
+        .stderr(predicate::eq(
+            "memidx: warning: results come from files deleted since indexing (notes/auth-slow-login-query.md); run 'memidx index' to update\n",
+        ));
+    corpus
+        .memidx()
+        .args(["get", "notes/auth-slow-login-query.md"])
+        .assert()
+        .code(2)
+        .stderr(predicate::eq(
+            "memidx: 'notes/auth-slow-login-query.md' was deleted since indexing; run 'memidx index' (or get its chunks by id)\n",
+        ));
 }
 
 #[test]
