@@ -87,6 +87,12 @@ pub fn run(
     let bars = Bars::new(!quiet);
     let report = writer.run(options, embedder, &bars)?;
     index::print_report(&report, quiet, out, err)?;
+    // Said even under --quiet: without it nothing shows the watcher lives.
+    writeln!(
+        err,
+        "memidx: watching {} for changes (Ctrl-C stops)",
+        options.root.display()
+    )?;
     let later = IndexOptions {
         full: false,
         ..options.clone()

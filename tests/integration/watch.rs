@@ -166,11 +166,19 @@ fn append(path: &Path, text: &str) {
     file.write_all(text.as_bytes()).unwrap();
 }
 
-/// Asserts that `text` has lines and each is `line`.
+/// Asserts that a watcher's stderr `text` says first that it watches the
+/// corpus, and that every line after that is `line` (there is one at least).
 fn assert_lines(text: &str, line: &str) {
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or_default();
     assert!(
-        !text.is_empty() && text.lines().all(|l| l == line),
-        "expected only lines {line:?}, got:\n{text}"
+        first.starts_with("memidx: watching ") && first.ends_with(" for changes (Ctrl-C stops)"),
+        "{text}"
+    );
+    let rest: Vec<&str> = lines.collect();
+    assert!(
+        !rest.is_empty() && rest.iter().all(|l| *l == line),
+        "expected only lines {line:?} after the first, got:\n{text}"
     );
 }
 
