@@ -103,6 +103,21 @@ fn every_malformed_line_is_answered_and_the_session_goes_on() {
         (json!(-32600), Value::Null)
     );
 
+    // An unknown method is named, with what is served; a wrong type is
+    // said in words.
+    let unknown = session.request("bogus/method", json!({}));
+    assert_eq!(unknown["error"]["code"], -32601);
+    let message = unknown["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("unknown method 'bogus/method'; memidx serves initialize, ping"),
+        "{message}"
+    );
+    let typed = session.call("search", json!({"query": "x", "top_k": "ten"}));
+    assert_eq!(
+        typed["content"][0]["text"],
+        "invalid argument 'top_k': invalid type: string \"ten\", expected a whole number, 0 or more"
+    );
+
     // Lists memidx does not offer are empty, not errors.
     for method in ["resources/list", "resources/templates/list", "prompts/list"] {
         let listed = session.request(method, json!({}));

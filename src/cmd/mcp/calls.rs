@@ -138,11 +138,28 @@ impl State {
 fn parse<T: DeserializeOwned>(arguments: Value) -> Result<T> {
     serde_path_to_error::deserialize(arguments).map_err(|err| {
         let path = err.path().to_string();
+        let why = in_words(&err.into_inner().to_string());
         match path.as_str() {
-            "." => anyhow!("invalid arguments: {}", err.into_inner()),
-            _ => anyhow!("invalid argument '{path}': {}", err.into_inner()),
+            "." => anyhow!("invalid arguments: {why}"),
+            _ => anyhow!("invalid argument '{path}': {why}"),
         }
     })
+}
+
+/// A deserializer's message with Rust's type names said in words, for an
+/// agent that never saw `usize` (`expected usize` → `expected a whole
+/// number, 0 or more`).
+fn in_words(message: &str) -> String {
+    let mut out = message.to_string();
+    for (rust, words) in [
+        ("expected usize", "expected a whole number, 0 or more"),
+        ("expected u64", "expected a whole number, 0 or more"),
+        ("expected u32", "expected a whole number, 0 or more"),
+        ("expected f64", "expected a number"),
+    ] {
+        out = out.replace(rust, words);
+    }
+    out
 }
 
 /// No arguments at all.

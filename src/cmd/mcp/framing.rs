@@ -21,6 +21,8 @@ pub const PARSE_ERROR: i64 = -32700;
 pub const INVALID_REQUEST: i64 = -32600;
 /// JSON-RPC's code for a method's params of the wrong shape.
 pub const INVALID_PARAMS: i64 = -32602;
+/// JSON-RPC's code for a method the server does not have.
+pub const METHOD_NOT_FOUND: i64 = -32601;
 
 /// The client requests of the protocol: one of these whose params do not
 /// parse is invalid params, not an unknown method.
@@ -39,6 +41,18 @@ const KNOWN_METHODS: &[&str] = &[
     "prompts/get",
     "completion/complete",
     "logging/setLevel",
+];
+
+/// What memidx answers, for the error naming an unknown method.
+const SERVED_METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "server/discover",
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/templates/list",
+    "prompts/list",
 ];
 
 /// One piece of a line: a message for the server, or the error to answer.
@@ -107,6 +121,19 @@ fn message(value: Value) -> Piece {
                 id,
                 INVALID_PARAMS,
                 &format!("invalid params: the params of {method} do not have its shape"),
+            ))
+        }
+        Ok(RxJsonRpcMessage::<RoleServer>::Request(request))
+            if matches!(request.request, ClientRequest::CustomRequest(_)) =>
+        {
+            let method = request.request.method().to_string();
+            Piece::Reply(error(
+                id,
+                METHOD_NOT_FOUND,
+                &format!(
+                    "unknown method '{method}'; memidx serves {}",
+                    SERVED_METHODS.join(", ")
+                ),
             ))
         }
         Ok(message) => Piece::Message(Box::new(message)),
