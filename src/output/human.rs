@@ -667,6 +667,15 @@ pub fn print_get(out: &mut dyn Write, got: &GetResponse) -> Result<()> {
         .as_deref()
         .map(|id| format!("  {NOTE}{}{NOTE:#}", escape_controls(id)))
         .unwrap_or_default();
+    if got.total_lines == Some(0) {
+        // An empty file has no line to name.
+        writeln!(
+            out,
+            "{PATH}{}{PATH:#}  {NOTE}[an empty file]{NOTE:#}",
+            escape_controls(&got.source)
+        )?;
+        return Ok(());
+    }
     writeln!(
         out,
         "{PATH}{}{PATH:#}:{LINE}{}{LINE:#}-{}{id}",

@@ -187,3 +187,20 @@ fn a_malformed_line_range_is_a_usage_error_naming_the_forms() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("is not an indexed file"), "{err}");
 }
+
+#[test]
+fn an_empty_file_is_shown_as_empty_not_as_line_1() {
+    let corpus = Corpus::fixtures();
+    fs::write(corpus.path().join("notes/empty.md"), "").unwrap();
+    corpus.index();
+    let output = corpus
+        .memidx()
+        .args(["get", "notes/empty.md"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap(),
+        "notes/empty.md  [an empty file]\n"
+    );
+}
