@@ -10,7 +10,7 @@
 //! skipped with the reason printed (a failure under `CI=true`).
 
 use crate::common::Corpus;
-use crate::common::mcp::{HttpServer, assert_shared_answers};
+use crate::common::mcp::{HttpServer, assert_shared_answers, client_report};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -75,21 +75,13 @@ fn a_real_mcp_client_does_the_same_over_streamable_http() {
 /// the server at `url`) and returns its report.
 fn run_client(python: &Path, corpus: &Corpus, url: Option<&str>) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client.py");
-    let output = Command::new(python)
-        .arg(script)
-        .arg(assert_cmd::cargo::cargo_bin("memidx"))
-        .arg(corpus.path())
-        .args(url)
-        .output()
-        .expect("run the MCP client");
-    assert!(
-        output.status.success(),
-        "the client failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: Value = serde_json::from_slice(&output.stdout).expect("the client's JSON");
-    eprintln!("{report:#}");
-    report
+    client_report(
+        Command::new(python)
+            .arg(script)
+            .arg(assert_cmd::cargo::cargo_bin("memidx"))
+            .arg(corpus.path())
+            .args(url),
+    )
 }
 
 /// The assertions on a client session, whatever its transport: the ones

@@ -13,7 +13,7 @@
 //! with the reason printed (a failure under `CI=true`).
 
 use crate::common::Corpus;
-use crate::common::mcp::{HttpServer, assert_shared_answers};
+use crate::common::mcp::{HttpServer, assert_shared_answers, client_report};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -83,18 +83,10 @@ fn run_client(generation: Generation, transport: Transport) -> Option<Value> {
             server = Some(started);
         }
     };
-    let output = node
-        .arg(assert_cmd::cargo::cargo_bin("memidx"))
-        .arg(corpus.path())
-        .output()
-        .expect("run node");
-    assert!(
-        output.status.success(),
-        "the client failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
+    let report = client_report(
+        node.arg(assert_cmd::cargo::cargo_bin("memidx"))
+            .arg(corpus.path()),
     );
-    let report: Value = serde_json::from_slice(&output.stdout).expect("the client's JSON");
-    eprintln!("{report:#}");
     if let Some(mut server) = server {
         assert_eq!(server.signal("TERM"), Some(0), "the server stops cleanly");
     }

@@ -91,9 +91,14 @@ impl HttpOptions {
     }
 }
 
-/// Serves `server` over Streamable HTTP until Ctrl-C or SIGTERM.
-pub fn serve(server: Server, options: &HttpOptions, what: &str) -> Result<()> {
-    let token = options.token()?;
+/// Serves `server` over Streamable HTTP at `options.addr` until Ctrl-C or
+/// SIGTERM, requiring `token` (from [`HttpOptions::token`]) when given.
+pub fn serve(
+    server: Server,
+    options: &HttpOptions,
+    token: Option<String>,
+    what: &str,
+) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("memidx-http")

@@ -49,10 +49,9 @@ pub fn run(
     watch: bool,
     http: Option<&HttpOptions>,
 ) -> Result<Status> {
-    // Bad HTTP options fail before anything is opened or locked.
-    if let Some(http) = http {
-        http.token()?;
-    }
+    // Bad HTTP options fail before anything is opened or locked; the token
+    // is read once, here.
+    let token = http.map(HttpOptions::token).transpose()?.flatten();
     // The lock is taken before serving, so a held one fails the start.
     let watching = if watch {
         let options = IndexOptions::updating(&Index::open(index_dir)?);
@@ -82,7 +81,7 @@ pub fn run(
         .map(|(options, writer)| Background::start(options, writer))
         .transpose()?;
     let served = match http {
-        Some(http) => http::serve(server, http, &what),
+        Some(http) => http::serve(server, http, token, &what),
         None => stdio::serve(server),
     };
     if let Some(background) = background {

@@ -410,6 +410,20 @@ pub fn rss_kib(pid: u32) -> (u64, u64) {
     (field("VmRSS:"), field("VmHWM:"))
 }
 
+/// Runs a client script (`command`, all set) and returns the one JSON
+/// report it prints, asserting it succeeded.
+pub fn client_report(command: &mut Command) -> Value {
+    let output = command.output().expect("run the MCP client");
+    assert!(
+        output.status.success(),
+        "the client failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).expect("the client's JSON");
+    eprintln!("{report:#}");
+    report
+}
+
 /// The assertions every real-client session report shares, whichever the
 /// SDK (`tests/mcp_client.py`, `tests/mcp_ts/client.mjs`) and transport:
 /// what the server said of itself and its tools, and the exact answers to
