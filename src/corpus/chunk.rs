@@ -13,13 +13,18 @@
 //! - A block is never split unless it alone exceeds `hard_limit_tokens`; then it
 //!   is cut at line boundaries, an over-long line at whitespace, and an
 //!   over-long word at character boundaries, into pieces within the hard limit.
-//! - A heading without body produces no chunk (its text lives on in its
-//!   subsections' heading paths).
+//! - A heading without body is a section of its own, so its words are found,
+//!   unless the next section lies under it: then its text lives on in that
+//!   section's heading path (unless it was cut to fit one, see
+//!   [`super::sections::Heading::text`]). A file of only headings, or one that
+//!   ends in a heading, loses no word.
 //! - A tiny section (under `min_tokens`) is merged into the next chunk if that
 //!   one shares its parent heading, else into the previous chunk if that one
-//!   does, as long as the result stays within the budget. A merged chunk keeps
-//!   the heading path and first line of the section it starts with, and its text
-//!   contains every merged section's heading and body.
+//!   does, as long as the result stays within the budget. A merged chunk starts
+//!   at the first line of its first section, its text contains every merged
+//!   section's heading and body, and it is labelled with every section it
+//!   holds (see [`ChunkDraft::heading_path`]): a reader takes the label as the
+//!   chunk's topic, so naming only the first section would mislabel the rest.
 //!
 //! A chunk's text is its blocks' source text, headings included as written,
 //! joined with blank lines; its line range is 1-based and inclusive, in the
@@ -91,8 +96,13 @@ impl ChunkOptions {
 /// A chunk before the caller gives it an id (`{path}#{n}`, n from its position).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChunkDraft {
-    /// Heading path of the (first) section the chunk comes from; empty for
-    /// content before the first heading.
+    /// Heading path of the section the chunk comes from; empty for content
+    /// before the first heading. A chunk merged from several sections is
+    /// labelled by the headings they share, then what each adds, joined by
+    /// [`SECTIONS_SEPARATOR`]: `Postgres > Lag` and `Postgres > Vacuum` give
+    /// `["Postgres", "Lag · Vacuum"]`. A section whose path is the shared one
+    /// adds nothing after it (`Postgres` then `Postgres > Lag` give `Postgres
+    /// > Lag`), as its subsections lie inside it.
     pub heading_path: Vec<String>,
     /// 1-based inclusive line range in the original file.
     pub lines: (usize, usize),
@@ -100,17 +110,64 @@ pub struct ChunkDraft {
     pub text: String,
 }
 
+/// Joins the sections a merged chunk's label names (see [`ChunkDraft::heading_path`]).
+pub const SECTIONS_SEPARATOR: &str = " · ";
+
 /// Chunks a document's sections, in document order (see the module doc for the rules).
 pub fn chunk_sections(sections: &[Section], opts: &ChunkOptions) -> Vec<ChunkDraft> {
     let opts = opts.sanitized();
     let pieces = sections
         .iter()
-        .filter(|section| !section.blocks.is_empty())
-        .flat_map(|section| section_pieces(section, &opts));
+        .enumerate()
+        .filter(|&(i, section)| {
+            !section.blocks.is_empty() || stands_alone(section, sections.get(i + 1))
+        })
+        .flat_map(|(_, section)| section_pieces(section, &opts));
     merge_tiny(pieces, &opts)
         .into_iter()
-        .map(|piece| piece.draft)
+        .map(Piece::into_draft)
         .collect()
+}
+
+/// Whether a section without body needs a chunk for its heading's words to
+/// be found: its heading has text, and `next` does not carry that text in
+/// its heading path (it does not lie under the heading, or the heading was
+/// cut to fit a path, its text then ending in `…`).
+fn stands_alone(section: &Section, next: Option<&Section>) -> bool {
+    let Some(heading) = &section.heading else {
+        return false;
+    };
+    let path = &section.heading_path;
+    let carried = next.is_some_and(|next| {
+        next.heading_path.len() > path.len() && next.heading_path.starts_with(path)
+    });
+    !heading.text.is_empty() && (!carried || heading.text.ends_with('…'))
+}
+
+/// The label of a chunk holding sections with these heading paths, in
+/// order (see [`ChunkDraft::heading_path`]).
+fn label(paths: &[Vec<String>]) -> Vec<String> {
+    let mut distinct: Vec<&Vec<String>> = paths.iter().collect();
+    distinct.dedup();
+    let [first, rest @ ..] = distinct.as_slice() else {
+        return Vec::new();
+    };
+    let shared = rest.iter().fold(first.len(), |shared, path| {
+        let common = first.iter().zip(path.iter()).take_while(|(a, b)| a == b);
+        common.count().min(shared)
+    });
+    // What each section adds to the shared headings; a section that is the
+    // shared one adds nothing (its subsections, named after it, are in it).
+    let tails: Vec<String> = distinct
+        .iter()
+        .map(|path| path[shared..].join(" > "))
+        .filter(|tail| !tail.is_empty())
+        .collect();
+    let mut label = first[..shared].to_vec();
+    if !tails.is_empty() {
+        label.push(tails.join(SECTIONS_SEPARATOR));
+    }
+    label
 }
 
 /// Token estimate used for budgets.
@@ -226,8 +283,11 @@ impl TokenCounter {
 
 /// A chunk in the making, with what tiny-section merging needs.
 struct Piece {
-    /// The chunk itself.
+    /// The chunk itself, with the heading path of its first section (merging
+    /// goes by it; the label is made by [`Piece::into_draft`]).
     draft: ChunkDraft,
+    /// The heading paths of the sections it holds, in order.
+    sections: Vec<Vec<String>>,
     /// Its estimated tokens.
     tokens: usize,
     /// Whether it is a whole section under `min_tokens` (or a merge of such).
@@ -252,9 +312,18 @@ impl Piece {
         self.draft.text.push_str("\n\n");
         self.draft.text.push_str(&next.draft.text);
         self.draft.lines.1 = next.draft.lines.1;
+        self.sections.extend(next.sections);
         self.tokens += next.tokens;
         self.tiny = self.tokens < opts.min_tokens;
         self
+    }
+
+    /// The finished chunk, labelled with every section it holds.
+    fn into_draft(self) -> ChunkDraft {
+        ChunkDraft {
+            heading_path: label(&self.sections),
+            ..self.draft
+        }
     }
 }
 
@@ -321,6 +390,7 @@ fn piece(heading_path: &[String], units: &[Unit], tiny: bool) -> Piece {
             lines: (first, last),
             text: texts.join("\n\n"),
         },
+        sections: vec![heading_path.to_vec()],
         tokens: units.iter().map(|unit| unit.tokens).sum(),
         tiny,
     }
@@ -659,21 +729,48 @@ mod tests {
     }
 
     #[test]
-    fn heading_without_body_makes_no_chunk() {
+    fn heading_without_body_lives_on_in_a_path_or_joins_a_chunk() {
+        // `# A` lives on in `A > B`; `# C`, with nothing under it, joins the chunk before.
         let source = format!("# A\n## B\n\n{}\n\n# C\n", words(60));
         let chunks = chunks(&source, &ChunkOptions::default());
-        assert_eq!(paths(&chunks), vec!["A > B"]);
-        assert_eq!(lines(&chunks), vec![(2, 4)]);
+        assert_eq!(paths(&chunks), vec!["A > B · C"]);
+        assert_eq!(lines(&chunks), vec![(2, 6)]);
         assert!(chunks[0].text.starts_with("## B\n\nword"));
+        assert!(chunks[0].text.ends_with("\n\n# C"));
     }
 
     #[test]
-    fn only_headings_or_nothing_makes_no_chunks() {
+    fn a_file_of_headings_keeps_every_word() {
+        let opts = ChunkOptions::default();
+        let only = chunks("# A\n## B\n### C\n", &opts);
+        assert_eq!(paths(&only), vec!["A > B > C"]);
+        assert_eq!(only[0].text, "### C");
+        let one_line = chunks("# idea: foo bar", &opts);
+        assert_eq!(one_line[0].text, "# idea: foo bar");
+        let setext = chunks("Body.\n\nEnd\n---\n", &opts);
+        assert_eq!(paths(&setext), vec!["End"]);
+        assert_eq!(setext[0].text, "Body.\n\nEnd\n---");
+        let crlf = chunks("# Top\r\n\r\nbody\r\n\r\n## Last words\r\n", &opts);
+        assert_eq!(paths(&crlf), vec!["Top > Last words"]);
+        assert_eq!(lines(&crlf), vec![(1, 5)]);
+        // Siblings without body: each is a section of its own, merged as tiny ones are.
+        let siblings = chunks("# A\n## B\n## C\n", &opts);
+        assert_eq!(paths(&siblings), vec!["A > B · C"]);
+        // A heading cut to fit a path is kept whole in a chunk of its own.
+        let long = format!("# {}\n## B\n\nbody\n", "word ".repeat(100).trim_end());
+        let cut = chunks(&long, &opts);
+        assert!(cut[0].text.starts_with("# word word"), "{cut:?}");
+        assert!(cut.iter().all(|c| !c.heading_path.is_empty()));
+    }
+
+    #[test]
+    fn nothing_rules_or_empty_headings_make_no_chunks() {
         let opts = ChunkOptions::default();
         for source in [
             "",
             "\n",
-            "# A\n## B\n### C\n",
+            "#\n##\n",
+            "***\n",
             "---\ntitle: x\n---\n",
             "---\n---\n",
             "---\n",
@@ -786,7 +883,7 @@ mod tests {
     fn tiny_section_merges_into_next_sibling() {
         let source = format!("# A\n\n## B\n\nshort\n\n## C\n\n{}\n", words(100));
         let chunks = chunks(&source, &ChunkOptions::default());
-        assert_eq!(paths(&chunks), vec!["A > B"]);
+        assert_eq!(paths(&chunks), vec!["A > B · C"]);
         assert_eq!(lines(&chunks), vec![(3, 9)]);
         assert_eq!(
             chunks[0].text,
@@ -798,7 +895,7 @@ mod tests {
     fn tiny_parent_intro_merges_into_its_child() {
         let source = format!("# Runbook\n\nOps notes.\n\n## Postgres\n\n{}\n", words(100));
         let chunks = chunks(&source, &ChunkOptions::default());
-        assert_eq!(paths(&chunks), vec!["Runbook"]);
+        assert_eq!(paths(&chunks), vec!["Runbook > Postgres"]);
         assert_eq!(lines(&chunks), vec![(1, 7)]);
         assert!(chunks[0].text.contains("## Postgres"));
     }
@@ -811,7 +908,7 @@ mod tests {
             words(100)
         );
         let chunks = chunks(&source, &ChunkOptions::default());
-        assert_eq!(paths(&chunks), vec!["A", "Z"]);
+        assert_eq!(paths(&chunks), vec!["A > B", "Z"]);
         assert_eq!(lines(&chunks), vec![(1, 7), (9, 11)]);
         assert!(chunks[0].text.ends_with("## B\n\nshort"));
     }
@@ -843,7 +940,7 @@ mod tests {
     fn consecutive_tiny_sections_chain_together() {
         let source = "# A\n\none\n\n# B\n\ntwo\n\n# C\n\nthree\n";
         let chunks = chunks(source, &ChunkOptions::default());
-        assert_eq!(paths(&chunks), vec!["A"]);
+        assert_eq!(paths(&chunks), vec!["A · B · C"]);
         assert_eq!(lines(&chunks), vec![(1, 11)]);
         assert_eq!(chunks[0].text, "# A\n\none\n\n# B\n\ntwo\n\n# C\n\nthree");
     }
@@ -852,7 +949,7 @@ mod tests {
     fn tiny_preamble_merges_into_first_section() {
         let source = format!("Draft.\n\n# T\n\n{}\n", words(100));
         let chunks = chunks(&source, &ChunkOptions::default());
-        assert_eq!(paths(&chunks), vec![""]);
+        assert_eq!(paths(&chunks), vec!["T"]);
         assert_eq!(lines(&chunks), vec![(1, 5)]);
     }
 

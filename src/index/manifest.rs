@@ -50,11 +50,18 @@ use crate::store::{MANIFEST_FILE, atomic, bounded, damaged};
 /// rows, byte by byte, `codes.b32`, in place of 20 and 21's row-by-row
 /// `codes.b1`, which this build leaves unread and scans without; 23 where
 /// the index folder lies in the indexed folder, `index_in_root`, so that a
-/// copied or moved folder's index serves the folder it is in).
-pub const FORMAT_VERSION: u32 = 23;
+/// copied or moved folder's index serves the folder it is in; 24 the
+/// tokenizer's Unicode rules, `tokenizer.normalize` and `tokenizer.fold`,
+/// and chunks cut by [`CHUNKS_FORMAT_VERSION`]'s rules).
+pub const FORMAT_VERSION: u32 = 24;
+
+/// The first format whose chunks are cut the way this build cuts them
+/// (headings without body kept, merged chunks labelled by every section):
+/// a re-index of an older index cuts every file anew.
+pub const CHUNKS_FORMAT_VERSION: u32 = 24;
 
 /// The on-disk formats this build can read.
-pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 16..=23;
+pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 16..=24;
 
 /// The last format without `fusion_source`.
 const UNSOURCED_FORMAT_VERSION: u32 = 17;

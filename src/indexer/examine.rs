@@ -20,7 +20,7 @@ pub(super) enum FileOutcome {
     Fresh {
         entry: FileEntry,
         chunks: Vec<ChunkDraft>,
-        warning: Option<String>,
+        warnings: Vec<String>,
     },
     /// Left out, with the reason.
     Skipped(Skipped),
@@ -58,11 +58,16 @@ pub(super) fn examine(file: &SourceFile, options: &IndexOptions, state: FileStat
     };
     let stamp = stamp_of(file, source.as_bytes());
     let parsed = parse_file(&source, &options.chunker);
-    let warning = parsed
-        .front_matter
-        .error
-        .as_ref()
-        .map(|e| format!("{}: front matter ignored: {e}", file.rel_path));
+    let mut warnings: Vec<String> = (parsed.front_matter.error.as_ref())
+        .map(|e| format!("{}: front matter ignored: {e}", file.rel_path))
+        .into_iter()
+        .collect();
+    if parsed.chunks.is_empty() {
+        warnings.push(format!(
+            "{}: no text to index (the file is empty, or holds only front matter, rules or empty headings)",
+            file.rel_path
+        ));
+    }
     let mut metadata = parsed.front_matter.metadata;
     add_builtin_metadata(&mut metadata, &file.rel_path, parsed.title.as_deref());
     FileOutcome::Fresh {
@@ -72,6 +77,6 @@ pub(super) fn examine(file: &SourceFile, options: &IndexOptions, state: FileStat
             stamp,
         },
         chunks: parsed.chunks,
-        warning,
+        warnings,
     }
 }

@@ -11,7 +11,7 @@ use crate::corpus::read::read_walked;
 use crate::corpus::walk::{SourceFile, Walk};
 use crate::embed::Embedder;
 use crate::fusion::{FusionDefaults, FusionSource};
-use crate::index::manifest::{Manifest, SkippedFile, skipped_stamps};
+use crate::index::manifest::{CHUNKS_FORMAT_VERSION, Manifest, SkippedFile, skipped_stamps};
 use crate::lists::dense;
 use crate::lists::dense::codes::CODES_FILE;
 use crate::lists::graph;
@@ -114,8 +114,9 @@ impl Previous {
             warnings,
         );
         // Chunks are reused only when they would be cut and tokenized the same way.
-        let same_chunks =
-            manifest.tokenizer == options.analyzer && manifest.chunker == options.chunker;
+        let same_chunks = manifest.tokenizer == options.analyzer
+            && manifest.chunker == options.chunker
+            && manifest.format_version >= CHUNKS_FORMAT_VERSION;
         if let Some((entries, generation)) = generation.filter(|_| same_chunks) {
             previous.files = entries
                 .iter()

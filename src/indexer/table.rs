@@ -103,9 +103,9 @@ impl Built {
                 FileOutcome::Fresh {
                     entry,
                     chunks,
-                    warning,
+                    warnings: file_warnings,
                 } => {
-                    warnings.extend(warning);
+                    warnings.extend(file_warnings);
                     self.table.files.push(entry);
                     self.reused_from.push(None);
                     for draft in chunks {

@@ -212,6 +212,14 @@ pub trait List: Sync {
     fn no_match_reason(&self) -> &'static str {
         "no query term matched"
     }
+
+    /// Why this list matches a chunk whose searchable text (heading path
+    /// and text) is `text`, for `explain`, when its ranking does not say
+    /// already; `None` (the default) from a list with nothing to add.
+    fn match_reason(&self, query: &str, text: &str) -> Option<String> {
+        let _ = (query, text);
+        None
+    }
 }
 
 /// A scored chunk, ordered so that "greater" means "ranks higher": higher

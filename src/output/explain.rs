@@ -121,8 +121,10 @@ pub struct ListPart {
     pub contribution: f64,
     /// Why the list did not contribute, or null.
     pub absent: Option<String>,
-    /// Why the list ranks the chunk, from a list that says (the graph list:
-    /// the query entities and community members the chunk mentions), or null.
+    /// Why the list ranks the chunk, from a list that says (the sparse list:
+    /// the query terms the chunk holds, a folded match marked; the graph
+    /// list: the query entities and community members the chunk mentions),
+    /// or null.
     pub reason: Option<String>,
 }
 

@@ -6,7 +6,7 @@ use anyhow::Result;
 use super::{Retriever, SearchOutcome, SearchParams};
 use crate::filter::Filter;
 use crate::fusion::{Contribution, Fused};
-use crate::lists::{AllowSet, RankedList};
+use crate::lists::{AllowSet, List, RankedList};
 use crate::store::generation::ChunkOrd;
 
 /// Why a list did not contribute to a chunk's score.
@@ -61,7 +61,8 @@ pub struct ExplainedChunk {
     /// One standing per list, in fusion order.
     pub standings: Vec<Standing>,
     /// Per list, in fusion order: why it ranks the chunk, for a list that
-    /// says (the graph list), when it ranks it at all.
+    /// says (the sparse list: the query terms the chunk holds; the graph
+    /// list: the entities it mentions), when it ranks it at all.
     pub reasons: Vec<Option<String>>,
 }
 
@@ -159,11 +160,9 @@ impl Retriever {
                     .collect::<Result<Vec<_>>>()?;
                 let reasons = complete
                     .iter()
-                    .map(|full| {
-                        let position = full.hits.iter().position(|h| h.chunk == fused.chunk)?;
-                        full.reasons.get(position).cloned()
-                    })
-                    .collect();
+                    .zip(&self.lists)
+                    .map(|(full, list)| self.reason(query, fused.chunk, full, list.index.as_ref()))
+                    .collect::<Result<_>>()?;
                 Ok(ExplainedChunk {
                     chunk: fused.chunk,
                     fused_rank,
@@ -180,6 +179,25 @@ impl Retriever {
             chunks,
             ran_on: self.ran_on(),
         })
+    }
+
+    /// Why `list` ranks `chunk`: from its `complete` ranking if it says,
+    /// else from [`List::match_reason`]; `None` when it does not rank it.
+    fn reason(
+        &self,
+        query: &str,
+        chunk: ChunkOrd,
+        complete: &RankedList,
+        list: &dyn List,
+    ) -> Result<Option<String>> {
+        let Some(position) = complete.hits.iter().position(|h| h.chunk == chunk) else {
+            return Ok(None);
+        };
+        if let Some(reason) = complete.reasons.get(position) {
+            return Ok(Some(reason.clone()));
+        }
+        let text = self.generation().chunk(chunk)?.searchable_text();
+        Ok(list.match_reason(query, &text))
     }
 
     /// Why `chunk` is not among a list's candidates, given the list's

@@ -34,9 +34,28 @@
 //! - Other scripts written without spaces (Thai, Lao, Khmer, Myanmar) get no
 //!   dictionary segmentation: UAX #29 breaks them between letters, and each
 //!   letter is a word.
-//! - No term is longer than 64 bytes: a longer whole identifier
-//!   emits only its parts, a longer word or part is dropped. The work is
-//!   linear in the size of the input, so hostile input stays cheap.
+//! - **Unicode forms** (with [`Analyzer::normalize`]): a word is brought to
+//!   NFKC before lowercasing, so a word typed in NFC finds the same word
+//!   stored decomposed (NFD, as macOS writes names), and ligatures and
+//!   fullwidth forms read as their letters (`ﬁle` is `file`, `ｆｕｌｌ` is
+//!   `full`); default-ignorable code points (the soft hyphen, zero-width
+//!   space, joiners, the BOM) are dropped, and inside a word they no longer
+//!   split it (`exam\u{AD}ple` is `example`).
+//! - **Accent folding** (with [`Analyzer::fold`]): a word or part with Latin
+//!   diacritics or letters such as `ß`, `æ`, `ø` also emits its folded form at
+//!   the same position (`Zürich` gives `zürich` and `zurich`, `Straße` gives
+//!   `straße` and `strasse`), like Lucene's ASCII folding filter with
+//!   `preserve_original`. The query is folded the same way, so `zurich` finds
+//!   `Zürich`, while `Zürich` matches a stored `Zürich` on both forms and so
+//!   ranks it above a stored `Zurich`. Other scripts are not folded.
+//! - **Long terms**: with [`Analyzer::normalize`], a term longer than
+//!   [`LONG_TERM_BYTES`] (128) bytes is cut to that length at a character
+//!   boundary (a SHA-512 in hex fits whole; a longer identifier, base64 run
+//!   or path is found by itself, and by anything sharing its first 128
+//!   bytes). Without it (indexes built before these rules) no term is longer
+//!   than 64 bytes: a longer whole identifier emits only its parts, a longer
+//!   word or part is dropped. The work is linear in the size of the input,
+//!   so hostile input stays cheap.
 //!
 //! Every source word, identifier and CJK unit takes one position, whether or
 //! not it emits a term, so a dropped stop word leaves a gap the way Lucene's
@@ -47,6 +66,8 @@
 //! - `unicode-segmentation` provides the UAX #29 word boundaries (the same
 //!   rules Lucene's standard tokenizer follows) and grapheme clusters, which
 //!   keep combining accents attached to their letters.
+//! - `unicode-normalization` provides NFKC, and the NFD and combining-mark
+//!   test that accent folding strips diacritics with.
 //! - `rust-stemmers` provides the Snowball English stemmer, so `connections`
 //!   and `connection` meet at `connect`. Words repeat (a few thousand
 //!   make up most of any text), so each thread keeps the stems it has
@@ -59,10 +80,17 @@ use std::ops::Range;
 use rust_stemmers::{Algorithm, Stemmer};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
+use unicode_normalization::UnicodeNormalization;
+use unicode_normalization::char::is_combining_mark;
 use unicode_segmentation::UnicodeSegmentation;
 
-/// The longest term, in bytes, the tokenizer ever emits.
+/// The longest term, in bytes, of an analyzer without [`Analyzer::normalize`]:
+/// longer terms are dropped.
 const MAX_TERM_BYTES: usize = 64;
+
+/// The longest term, in bytes, of an analyzer with [`Analyzer::normalize`]:
+/// longer terms are cut to it.
+pub const LONG_TERM_BYTES: usize = 128;
 
 /// Characters that join two alphanumeric words into one identifier.
 const JOINERS: [char; 6] = ['-', '_', '.', '/', ':', '@'];
@@ -111,12 +139,17 @@ pub struct Token {
     /// Word position (0-based, one per source word/identifier; an
     /// identifier's whole form and its parts share the position).
     pub position: usize,
+    /// Whether this is the accent-folded form of the term before it (see
+    /// [`Analyzer::fold`]): same position, same source range.
+    pub folded: bool,
 }
 
-/// Settings; `Default` = stemming on, stop words on.
+/// Settings; `Default` = every rule on.
 ///
 /// An index records the settings it was built with (they are serialized into
-/// its manifest), because queries must be tokenized the same way.
+/// its manifest), because queries must be tokenized the same way. The Unicode
+/// rules came later: a manifest without them reads as both off, so an older
+/// index is searched exactly the way it was built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Analyzer {
@@ -124,6 +157,13 @@ pub struct Analyzer {
     pub stem: bool,
     /// Drop plain words that are in Lucene's English stop set.
     pub stop_words: bool,
+    /// Bring words to NFKC, drop default-ignorable code points, and cut
+    /// terms over [`LONG_TERM_BYTES`] instead of dropping those over 64.
+    #[serde(default)]
+    pub normalize: bool,
+    /// Also emit the accent-folded form of Latin words and parts.
+    #[serde(default)]
+    pub fold: bool,
 }
 
 impl Default for Analyzer {
@@ -131,6 +171,8 @@ impl Default for Analyzer {
         Self {
             stem: true,
             stop_words: true,
+            normalize: true,
+            fold: true,
         }
     }
 }
@@ -141,7 +183,14 @@ impl Analyzer {
     #[must_use]
     pub fn tokenize(&self, text: &str) -> Vec<Token> {
         let mut builder = TokenBuilder::new(text, *self);
-        for_each_piece(text, |piece| builder.accept(piece));
+        if self.normalize {
+            let mut joiner = IgnorableJoiner::default();
+            let mut accept = |piece| builder.accept(piece);
+            for_each_piece(text, |piece| joiner.accept(text, piece, &mut accept));
+            joiner.finish(&mut accept);
+        } else {
+            for_each_piece(text, |piece| builder.accept(piece));
+        }
         builder.finish()
     }
 
@@ -364,14 +413,93 @@ fn is_joiner(gap: &str) -> bool {
 }
 
 /// Lowercases with full Unicode rules and writes the typographic apostrophe
-/// `’` as `'`, so `don’t` and `don't` are the same term.
-fn normalize_case(raw: &str) -> String {
-    let lower = raw.to_lowercase();
+/// `’` as `'`, so `don’t` and `don't` are the same term; with `normalize`,
+/// first drops default-ignorable code points and brings the text to NFKC.
+fn normalize_case(raw: &str, normalize: bool) -> String {
+    let lower = if normalize && !raw.is_ascii() {
+        let visible = raw.chars().filter(|&c| !is_default_ignorable(c));
+        visible.nfkc().collect::<String>().to_lowercase()
+    } else {
+        raw.to_lowercase()
+    };
     if lower.contains('\u{2019}') {
         lower.replace('\u{2019}', "'")
     } else {
         lower
     }
+}
+
+/// Whether `c` is a default-ignorable code point (Unicode's
+/// `Default_Ignorable_Code_Point`): invisible, so it must not change or
+/// split a word. The soft hyphen, zero-width space and joiners, bidi
+/// marks, the word joiner, variation selectors and the BOM among them.
+fn is_default_ignorable(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
+        | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}'
+        | '\u{FFA0}' | '\u{FFF0}'..='\u{FFF8}' | '\u{1BCA0}'..='\u{1BCA3}'
+        | '\u{1D173}'..='\u{1D17A}' | '\u{E0000}'..='\u{E0FFF}'
+    )
+}
+
+/// The accent-folded form of a lowercase word, when it differs: Latin
+/// letters lose their diacritics (`é` → `e`, `ṩ` → `s`), and the Latin
+/// letters that are not a base letter plus marks are spelled out (`ß` →
+/// `ss`, `æ` → `ae`, `œ` → `oe`, `ø` → `o`, `đ`/`ð` → `d`, `ł` → `l`, `þ` →
+/// `th`, `ı` → `i`, `ħ` → `h`, `ŧ` → `t`). Marks on letters of other scripts
+/// are kept: they often make a different letter there (Cyrillic `й`).
+fn fold_latin(word: &str) -> Option<String> {
+    if word.is_ascii() {
+        return None;
+    }
+    let mut folded = String::with_capacity(word.len());
+    let mut after_latin = false;
+    for c in word.nfd() {
+        if is_combining_mark(c) {
+            if !after_latin {
+                folded.push(c);
+            }
+            continue;
+        }
+        after_latin = is_latin(c);
+        match c {
+            'ß' => folded.push_str("ss"),
+            'æ' => folded.push_str("ae"),
+            'œ' => folded.push_str("oe"),
+            'þ' => folded.push_str("th"),
+            'ø' => folded.push('o'),
+            'đ' | 'ð' => folded.push('d'),
+            'ł' => folded.push('l'),
+            'ı' => folded.push('i'),
+            'ħ' => folded.push('h'),
+            'ŧ' => folded.push('t'),
+            _ => folded.push(c),
+        }
+    }
+    let folded: String = folded.nfc().collect();
+    (folded != word).then_some(folded)
+}
+
+/// Whether `c` is a letter of the Latin script's blocks (ASCII, Latin-1,
+/// Extended-A and -B, IPA, Extended Additional, -C, -D).
+fn is_latin(c: char) -> bool {
+    c.is_ascii_alphabetic()
+        || matches!(c,
+            '\u{00C0}'..='\u{02AF}' | '\u{1E00}'..='\u{1EFF}' | '\u{2C60}'..='\u{2C7F}'
+            | '\u{A720}'..='\u{A7FF}')
+}
+
+/// `term` cut to its first `max` bytes, at a character boundary.
+fn cut_to(mut term: String, max: usize) -> String {
+    if term.len() > max {
+        let end = (0..=max)
+            .rev()
+            .find(|&i| term.is_char_boundary(i))
+            .unwrap_or(0);
+        term.truncate(end);
+    }
+    term
 }
 
 /// `user's` becomes `user`; anything else is unchanged.
@@ -393,6 +521,21 @@ fn is_stop_word(word: &str) -> bool {
     STOP_WORDS.binary_search(&word).is_ok()
 }
 
+/// How a piece of text becomes a term.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// A plain word: possessive stripped, stop words dropped (when enabled), stemmed.
+    Word,
+    /// An identifier part: like a word, but never dropped as a stop word.
+    Part,
+    /// An identifier's whole form: lowercase only.
+    Whole,
+}
+
+/// The terms of one piece of text: its own and, when accent folding changes
+/// it, the folded one (at most two, at one position).
+type Terms = [Option<String>; 2];
+
 /// Normalizes words and identifier parts under one [`Analyzer`]'s settings.
 struct Normalizer {
     analyzer: Analyzer,
@@ -400,31 +543,106 @@ struct Normalizer {
 }
 
 impl Normalizer {
-    /// The term for a plain word, or `None` when it is too long or a stop word.
-    fn word(&self, raw: &str) -> Option<String> {
-        self.normalize(raw, self.analyzer.stop_words)
+    /// The terms for `raw` taken as `form`, with its folded term when
+    /// folding is on and changes it.
+    fn terms(&self, raw: &str, form: Form) -> Terms {
+        let lower = normalize_case(raw, self.analyzer.normalize);
+        let folded = self.analyzer.fold.then(|| fold_latin(&lower)).flatten();
+        let exact = self.term(lower, form);
+        let folded = folded
+            .and_then(|folded| self.term(folded, form))
+            .filter(|folded| exact.as_ref() != Some(folded));
+        [exact, folded]
     }
 
-    /// The term for an identifier part, or `None` when it is too long.
-    fn part(&self, raw: &str) -> Option<String> {
-        self.normalize(raw, false)
-    }
-
-    /// Lowercases, strips a possessive, applies the length bound and the stop
-    /// set (when asked), then stems a purely alphabetic word (when enabled).
-    fn normalize(&self, raw: &str, drop_stop_words: bool) -> Option<String> {
-        let mut lower = normalize_case(raw);
+    /// The term for a lowercase `word` taken as `form`, or `None` when it is
+    /// a stop word (or, without [`Analyzer::normalize`], too long).
+    fn term(&self, mut lower: String, form: Form) -> Option<String> {
+        if form == Form::Whole {
+            return self.bounded(lower);
+        }
         let word = strip_possessive(&lower);
-        if word.len() > MAX_TERM_BYTES || (drop_stop_words && is_stop_word(word)) {
+        let drop_stop_words = form == Form::Word && self.analyzer.stop_words;
+        if (!self.analyzer.normalize && word.len() > MAX_TERM_BYTES)
+            || (drop_stop_words && is_stop_word(word))
+        {
             return None;
         }
-        // Snowball English only ever shortens a word, so the bound still holds.
         if self.analyzer.stem && is_alphabetic_word(word) {
-            return Some(stem(&self.stemmer, word));
+            return self.bounded(stem(&self.stemmer, word));
         }
         // The possessive is a suffix: the word is the start of `lower`.
         lower.truncate(word.len());
-        Some(lower)
+        self.bounded(lower)
+    }
+
+    /// The term for a CJK unit (one character or a bigram).
+    fn cjk(&self, raw: &str) -> Option<String> {
+        if self.analyzer.normalize {
+            let visible = raw.chars().filter(|&c| !is_default_ignorable(c));
+            self.bounded(visible.nfkc().collect())
+        } else {
+            self.bounded(raw.to_owned())
+        }
+    }
+
+    /// `term` within the length bound: cut to [`LONG_TERM_BYTES`] with
+    /// [`Analyzer::normalize`], else dropped when over [`MAX_TERM_BYTES`]
+    /// (e.g. a CJK bigram of graphemes carrying long joiner sequences).
+    fn bounded(&self, term: String) -> Option<String> {
+        if self.analyzer.normalize {
+            Some(cut_to(term, LONG_TERM_BYTES)).filter(|term| !term.is_empty())
+        } else {
+            (term.len() <= MAX_TERM_BYTES).then_some(term)
+        }
+    }
+}
+
+/// Drops the gaps made only of default-ignorable code points, and joins a
+/// word and the word right after such a gap into one word piece, so an
+/// invisible character never splits a word: `exam\u{AD}ple` (a soft hyphen,
+/// its own grapheme) and `exam\u{200B}ple` (a zero-width space, where UAX #29
+/// cuts) are `example`, and `max\u{AD}_conn` is still an identifier.
+#[derive(Debug, Default)]
+struct IgnorableJoiner {
+    /// A word piece not passed on yet.
+    word: Option<Range<usize>>,
+    /// Whether an ignorable gap came right after `word`.
+    after_ignorable: bool,
+}
+
+impl IgnorableJoiner {
+    /// Takes the next piece of `text`, passing on to `out` what is settled.
+    fn accept(&mut self, text: &str, piece: Piece, out: &mut impl FnMut(Piece)) {
+        match piece {
+            Piece::Word(range) => {
+                let joined = match self.word.take() {
+                    Some(word) if self.after_ignorable => word.start..range.end,
+                    pending => {
+                        pending.into_iter().for_each(|word| out(Piece::Word(word)));
+                        range
+                    }
+                };
+                self.word = Some(joined);
+                self.after_ignorable = false;
+            }
+            Piece::Gap(range) if text[range.clone()].chars().all(is_default_ignorable) => {
+                self.after_ignorable = self.word.is_some();
+            }
+            other => {
+                self.finish(out);
+                out(other);
+            }
+        }
+    }
+
+    /// Passes on what is still pending.
+    fn finish(&mut self, out: &mut impl FnMut(Piece)) {
+        self.word
+            .take()
+            .into_iter()
+            .for_each(|word| out(Piece::Word(word)));
+        self.after_ignorable = false;
     }
 }
 
@@ -493,10 +711,9 @@ impl<'a> TokenBuilder<'a> {
             Piece::Cjk(range) => {
                 self.flush_group();
                 if let Some(last) = self.cjk_last.take() {
-                    self.push(
-                        self.text[last.start..range.end].to_owned(),
-                        last.start..range.end,
-                    );
+                    let bigram = last.start..range.end;
+                    let term = self.normalizer.cjk(&self.text[bigram.clone()]);
+                    self.push([term, None], &bigram);
                     self.position += 1;
                     self.cjk_emitted_bigram = true;
                 }
@@ -516,7 +733,8 @@ impl<'a> TokenBuilder<'a> {
     fn flush_cjk(&mut self) {
         if let Some(last) = self.cjk_last.take() {
             if !self.cjk_emitted_bigram {
-                self.push(self.text[last.clone()].to_owned(), last);
+                let term = self.normalizer.cjk(&self.text[last.clone()]);
+                self.push([term, None], &last);
                 self.position += 1;
             }
             self.cjk_emitted_bigram = false;
@@ -535,9 +753,8 @@ impl<'a> TokenBuilder<'a> {
             split_case(self.text, piece.clone(), &mut self.parts);
         }
         if self.parts.len() == 1 {
-            if let Some(term) = self.normalizer.word(&self.text[span.clone()]) {
-                self.push(term, span);
-            }
+            let terms = self.normalizer.terms(&self.text[span.clone()], Form::Word);
+            self.push(terms, &span);
         } else {
             self.push_identifier(span);
         }
@@ -545,35 +762,30 @@ impl<'a> TokenBuilder<'a> {
         self.position += 1;
     }
 
-    /// Emits the whole form of the identifier at `span` (unless too long),
-    /// then each of its `parts`.
+    /// Emits the whole form of the identifier at `span`, then each of its `parts`.
     fn push_identifier(&mut self, span: Range<usize>) {
-        let whole = normalize_case(&self.text[span.clone()]);
-        if whole.len() <= MAX_TERM_BYTES {
-            self.push(whole, span);
-        }
+        let whole = self.normalizer.terms(&self.text[span.clone()], Form::Whole);
+        self.push(whole, &span);
         let parts = std::mem::take(&mut self.parts);
         for part in &parts {
-            if let Some(term) = self.normalizer.part(&self.text[part.clone()]) {
-                self.push(term, part.clone());
-            }
+            let terms = self.normalizer.terms(&self.text[part.clone()], Form::Part);
+            self.push(terms, part);
         }
         self.parts = parts;
     }
 
-    /// Records one term at the current position; a term over the length
-    /// bound (e.g. a CJK bigram of graphemes carrying long joiner sequences)
-    /// is dropped, so no path can emit one.
-    fn push(&mut self, text: String, range: Range<usize>) {
-        if text.len() > MAX_TERM_BYTES {
-            return;
+    /// Records terms at the current position, all from the input's `range`.
+    fn push(&mut self, [exact, folded]: Terms, range: &Range<usize>) {
+        let terms = [(exact, false), (folded, true)];
+        for (text, folded) in terms.into_iter().filter_map(|(t, f)| Some((t?, f))) {
+            self.tokens.push(Token {
+                text,
+                offset_from: range.start,
+                offset_to: range.end,
+                position: self.position,
+                folded,
+            });
         }
-        self.tokens.push(Token {
-            text,
-            offset_from: range.start,
-            offset_to: range.end,
-            position: self.position,
-        });
     }
 }
 
@@ -582,6 +794,14 @@ mod tests {
     use super::*;
 
     const NONE: [&str; 0] = [];
+
+    /// The analyzer of indexes built before the Unicode rules.
+    const LEGACY: Analyzer = Analyzer {
+        stem: true,
+        stop_words: true,
+        normalize: false,
+        fold: false,
+    };
 
     /// Terms under the default analyzer (stemming and stop words on).
     fn terms(text: &str) -> Vec<String> {
@@ -593,6 +813,7 @@ mod tests {
         Analyzer {
             stem: false,
             stop_words: false,
+            ..Analyzer::default()
         }
         .terms(text)
     }
@@ -609,12 +830,14 @@ mod tests {
     // --- The public API ---
 
     #[test]
-    fn default_turns_stemming_and_stop_words_on() {
+    fn default_turns_every_rule_on() {
         assert_eq!(
             Analyzer::default(),
             Analyzer {
                 stem: true,
                 stop_words: true,
+                normalize: true,
+                fold: true,
             }
         );
     }
@@ -624,10 +847,21 @@ mod tests {
         let analyzer = Analyzer {
             stem: false,
             stop_words: true,
+            normalize: true,
+            fold: false,
         };
         let json = serde_json::to_string(&analyzer).expect("serializes");
-        assert_eq!(json, r#"{"stem":false,"stop_words":true}"#);
+        assert_eq!(
+            json,
+            r#"{"stem":false,"stop_words":true,"normalize":true,"fold":false}"#
+        );
         assert_eq!(serde_json::from_str::<Analyzer>(&json).ok(), Some(analyzer));
+    }
+
+    #[test]
+    fn settings_from_before_the_unicode_rules_read_as_without_them() {
+        let old: Analyzer = serde_json::from_str(r#"{"stem":true,"stop_words":true}"#).unwrap();
+        assert_eq!(old, LEGACY);
     }
 
     #[test]
@@ -716,7 +950,7 @@ mod tests {
     fn stemming_off_keeps_the_lowercase_word() {
         let analyzer = Analyzer {
             stem: false,
-            stop_words: true,
+            ..Analyzer::default()
         };
         assert_eq!(
             analyzer.terms("Running QUICKLY through the Connections"),
@@ -740,8 +974,8 @@ mod tests {
     #[test]
     fn stop_words_are_kept_when_off() {
         let analyzer = Analyzer {
-            stem: true,
             stop_words: false,
+            ..Analyzer::default()
         };
         assert_eq!(
             analyzer.terms("The cat is on the mat"),
@@ -1040,27 +1274,100 @@ mod tests {
     // --- Unicode ---
 
     #[test]
-    fn accented_latin() {
-        assert_eq!(terms("Café naïve résumé"), ["café", "naïv", "résumé"]);
+    fn accented_latin_emits_its_folded_form_too() {
+        assert_eq!(
+            terms("Café naïve résumé Zürich"),
+            [
+                "café", "cafe", "naïv", "naiv", "résumé", "resum", "zürich", "zurich"
+            ]
+        );
+        assert_eq!(
+            LEGACY.terms("Café naïve résumé"),
+            ["café", "naïv", "résumé"]
+        );
+        // Folded before stemming: `résumés` meets the query `resumes` at `resum`.
+        assert_eq!(terms("résumés")[1], terms("resumes")[0]);
     }
 
     #[test]
-    fn decomposed_accents_stay_with_their_letters() {
+    fn folded_forms_share_the_position_and_source_of_their_word() {
+        assert_eq!(
+            spans("Zürich now"),
+            [
+                ("zürich".to_owned(), "Zürich", 0),
+                ("zurich".to_owned(), "Zürich", 0),
+                ("now".to_owned(), "now", 1),
+            ]
+        );
+    }
+
+    #[test]
+    fn decomposed_accents_are_composed() {
         let text = "Cafe\u{301} e\u{301}cole";
-        assert_eq!(raw_terms(text), ["cafe\u{301}", "e\u{301}cole"]);
+        assert_eq!(raw_terms(text), ["café", "cafe", "école", "ecole"]);
+        assert_eq!(terms("café")[0], terms("cafe\u{301}")[0]);
+        assert_eq!(LEGACY.terms("Cafe\u{301}"), ["cafe\u{301}"]);
     }
 
     #[test]
     fn accented_camel_case() {
         assert_eq!(
             raw_terms("ÉcoleNormale"),
-            ["écolenormale", "école", "normale"]
+            ["écolenormale", "ecolenormale", "école", "ecole", "normale"]
         );
     }
 
     #[test]
-    fn german_sharp_s_is_lowercase_not_folded() {
-        assert_eq!(raw_terms("Straße STRASSE"), ["straße", "strasse"]);
+    fn latin_letters_without_a_base_letter_are_spelled_out() {
+        assert_eq!(
+            raw_terms("Straße STRASSE"),
+            ["straße", "strasse", "strasse"]
+        );
+        assert_eq!(
+            raw_terms("Æther Œuvre Søren Łódź Þing Đà"),
+            [
+                "æther", "aether", "œuvre", "oeuvre", "søren", "soren", "łódź", "lodz", "þing",
+                "thing", "đà", "da"
+            ]
+        );
+        assert_eq!(raw_terms("Việt"), ["việt", "viet"]);
+    }
+
+    #[test]
+    fn other_scripts_keep_their_marks() {
+        assert_eq!(raw_terms("йод Λόγος"), ["йод", "λόγος"]);
+        assert_eq!(raw_terms("हिन्दी"), ["हिन्दी"]);
+    }
+
+    #[test]
+    fn ligatures_and_fullwidth_forms_read_as_their_letters() {
+        assert_eq!(terms("ﬁle ｆｕｌｌ ＩＤ"), ["file", "full", "id"]);
+        assert_eq!(LEGACY.terms("ﬁle"), ["ﬁle"]);
+    }
+
+    #[test]
+    fn invisible_characters_neither_change_nor_split_a_word() {
+        for text in [
+            "exam\u{AD}ple",
+            "exam\u{200B}ple",
+            "exam\u{200C}ple",
+            "exam\u{200D}ple",
+            "exam\u{2060}ple",
+            "exam\u{FEFF}ple",
+            "exam\u{AD}\u{200B}ple",
+        ] {
+            assert_eq!(terms(text), ["exampl"], "{text:?}");
+            assert_eq!(spans(text)[0].1, text, "{text:?}");
+        }
+        assert_eq!(terms("\u{200B}start end\u{AD}"), ["start", "end"]);
+        assert_eq!(terms("max\u{AD}_conn"), ["max_conn", "max", "conn"]);
+        assert_eq!(terms("a-\u{200B}b"), ["a-b", "a", "b"]);
+        assert_eq!(LEGACY.terms("exam\u{AD}ple"), ["exam", "ple"]);
+    }
+
+    #[test]
+    fn halfwidth_kana_meet_their_fullwidth_forms() {
+        assert_eq!(terms("ｶﾀｶﾅ"), terms("カタカナ"));
     }
 
     #[test]
@@ -1161,7 +1468,9 @@ mod tests {
             [
                 "das",
                 "straßen-netz",
+                "strassen-netz",
                 "straßen",
+                "strassen",
                 "netz",
                 "и",
                 "поиск",
@@ -1210,8 +1519,11 @@ mod tests {
             spans(text),
             [
                 ("àb_ça".to_owned(), "ÀB_ça", 0),
+                ("ab_ca".to_owned(), "ÀB_ça", 0),
                 ("àb".to_owned(), "ÀB", 0),
+                ("ab".to_owned(), "ÀB", 0),
                 ("ça".to_owned(), "ça", 0),
+                ("ca".to_owned(), "ça", 0),
                 ("東京".to_owned(), "東京", 1),
             ]
         );
@@ -1250,60 +1562,81 @@ mod tests {
     // --- Length bounds and hostile input ---
 
     #[test]
-    fn a_word_of_64_bytes_is_kept_and_of_65_dropped() {
+    fn a_long_term_is_cut_and_still_found_by_itself() {
+        let sha512 = "ab".repeat(64);
+        assert_eq!(terms(&sha512), [sha512.as_str()]);
+        let long = format!("{}_{}", "a".repeat(100), "b".repeat(100));
+        let cut = format!("{}_{}", "a".repeat(100), "b".repeat(27));
+        assert_eq!(raw_terms(&long), [cut, "a".repeat(100), "b".repeat(100)]);
+        let base64 = "qujd".repeat(1_000);
+        let terms = terms(&base64);
+        assert_eq!(terms, [&base64[..LONG_TERM_BYTES]]);
+        assert_eq!(
+            self::terms(&base64),
+            self::terms(&base64[..LONG_TERM_BYTES])
+        );
+    }
+
+    #[test]
+    fn a_cut_falls_on_a_character_boundary() {
+        let word = "é".repeat(100);
+        assert_eq!(raw_terms(&word)[0], "é".repeat(64));
+        assert_eq!(raw_terms(&word)[1], "e".repeat(100));
+    }
+
+    #[test]
+    fn without_normalize_a_word_of_64_bytes_is_kept_and_of_65_dropped() {
         let kept = "x".repeat(64);
         let dropped = "x".repeat(65);
         assert_eq!(
-            terms(&format!("{kept} {dropped} ok")),
+            LEGACY.terms(&format!("{kept} {dropped} ok")),
             [kept.as_str(), "ok"]
         );
-    }
-
-    #[test]
-    fn the_bound_counts_bytes_not_characters() {
+        // The bound counts bytes, not characters.
         let kept = "é".repeat(32);
         let dropped = "é".repeat(33);
-        assert_eq!(raw_terms(&format!("{kept} {dropped}")), [kept]);
+        assert_eq!(LEGACY.terms(&format!("{kept} {dropped}")), [kept]);
     }
 
     #[test]
-    fn an_identifier_over_64_bytes_emits_only_its_parts() {
+    fn without_normalize_an_identifier_over_64_bytes_emits_only_its_parts() {
         let at_bound = format!("{}_{}", "a".repeat(31), "b".repeat(32));
         assert_eq!(
-            raw_terms(&at_bound),
+            LEGACY.terms(&at_bound),
             [at_bound.clone(), "a".repeat(31), "b".repeat(32)]
         );
         let over = format!("{}_{}", "a".repeat(32), "b".repeat(32));
-        assert_eq!(raw_terms(&over), ["a".repeat(32), "b".repeat(32)]);
-    }
-
-    #[test]
-    fn a_part_over_64_bytes_is_dropped() {
-        let text = format!("{}_short", "a".repeat(65));
-        assert_eq!(raw_terms(&text), ["short"]);
+        assert_eq!(LEGACY.terms(&over), ["a".repeat(32), "b".repeat(32)]);
+        let part_over = format!("{}_short", "a".repeat(65));
+        assert_eq!(LEGACY.terms(&part_over), ["short"]);
     }
 
     #[test]
     fn megabytes_of_joined_parts_stay_bounded() {
         let text = "a-".repeat(1_500_000);
         let tokens = Analyzer::default().tokenize(&text);
-        assert_eq!(tokens.len(), 1_500_000);
-        assert!(tokens.iter().all(|t| t.text == "a" && t.position == 0));
+        assert_eq!(tokens.len(), 1_500_001);
+        assert_eq!(tokens[0].text, "a-".repeat(64));
+        assert!(tokens[1..].iter().all(|t| t.text == "a" && t.position == 0));
+        assert_eq!(LEGACY.tokenize(&text).len(), 1_500_000);
     }
 
     #[test]
-    fn a_giant_word_is_dropped() {
+    fn a_giant_word_is_cut() {
         let text = format!("{} after", "a".repeat(3_000_000));
-        assert_eq!(spans(&text), [("after".to_owned(), "after", 1)]);
+        let spans = spans(&text);
+        assert_eq!(spans[0].0, "a".repeat(LONG_TERM_BYTES));
+        assert_eq!(spans[1], ("after".to_owned(), "after", 1));
+        assert_eq!(LEGACY.terms(&text), ["after"]);
     }
 
     #[test]
     fn a_giant_camel_case_word_emits_bounded_parts() {
         let text = "aB".repeat(500_000);
         let tokens = Analyzer::default().tokenize(&text);
-        assert_eq!(tokens.len(), 500_001);
-        assert!(tokens.iter().all(|t| t.text.len() <= MAX_TERM_BYTES));
-        assert_eq!(tokens.first().map(|t| t.text.as_str()), Some("a"));
+        assert_eq!(tokens.len(), 500_002);
+        assert!(tokens.iter().all(|t| t.text.len() <= LONG_TERM_BYTES));
+        assert_eq!(tokens[1].text, "a");
         assert_eq!(tokens.last().map(|t| t.text.as_str()), Some("b"));
     }
 

@@ -254,7 +254,18 @@ fn explain_prints_a_compact_table() {
     assert_eq!(lines[3].trim(), "auth-service > Error codes");
     assert_eq!(
         lines[4].split_whitespace().collect::<Vec<_>>(),
-        ["sparse", "1", "18.0081", "0.60", "0.600000"]
+        [
+            "sparse",
+            "1",
+            "18.0283",
+            "0.60",
+            "0.600000",
+            "[matched",
+            "err_token_expired,",
+            "err,",
+            "token,",
+            "expir]"
+        ]
     );
     assert_eq!(
         lines[5].split_whitespace().collect::<Vec<_>>(),
@@ -266,7 +277,7 @@ fn explain_prints_a_compact_table() {
     );
     assert!(
         lines[7].starts_with(
-            "lists: sparse 16 of 16 matched (0 filtered out, best 18.0081, 20 of 20 postings scored) in "
+            "lists: sparse 16 of 16 matched (0 filtered out, best 18.0283, 20 of 20 postings scored) in "
         ),
         "{text}"
     );
@@ -284,7 +295,18 @@ fn explain_prints_a_compact_table() {
     );
     assert_eq!(
         lines[4].split_whitespace().collect::<Vec<_>>(),
-        ["sparse", "1", "18.0081", "0.60", "0.009836"]
+        [
+            "sparse",
+            "1",
+            "18.0283",
+            "0.60",
+            "0.009836",
+            "[matched",
+            "err_token_expired,",
+            "err,",
+            "token,",
+            "expir]"
+        ]
     );
     assert!(
         lines[7].starts_with(

@@ -15,6 +15,7 @@ mod completions;
 mod dense_index;
 mod embeddings;
 mod eval;
+mod findability;
 mod get;
 mod graph;
 mod hardening;

@@ -195,9 +195,13 @@ impl EntityExtractor {
     /// stemmed, and plain words matter only through their raw text).
     pub fn new() -> Self {
         Self {
+            // The Unicode rules stay off: entity names are the text as
+            // written, and the graph was built and tuned without them.
             analyzer: Analyzer {
                 stem: false,
                 stop_words: true,
+                normalize: false,
+                fold: false,
             },
         }
     }

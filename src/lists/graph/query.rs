@@ -323,9 +323,12 @@ pub fn find_seeds(view: &GraphView<'_>, query: &str, options: &QueryOptions) -> 
 
 /// The query's words, lowercase, as written (no stemming, stop words kept).
 fn raw_words(query: &str) -> Vec<String> {
+    // As the entity extractor reads names: without the Unicode rules.
     let analyzer = crate::text::tokenize::Analyzer {
         stem: false,
         stop_words: false,
+        normalize: false,
+        fold: false,
     };
     analyzer.terms(query)
 }

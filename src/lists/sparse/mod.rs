@@ -591,6 +591,35 @@ impl List for SparseList {
         list.elapsed = started.elapsed();
         Ok(list)
     }
+
+    /// The query's terms the chunk holds, in query order, each matched
+    /// through accent folding marked with the accented word it came from
+    /// (the query's or the chunk's): `matched café, cafe (folded from café)`.
+    fn match_reason(&self, query: &str, text: &str) -> Option<String> {
+        let held = self.analyzer.tokenize(text);
+        let exact_in_text = |term: &str| held.iter().any(|t| t.text == term && !t.folded);
+        let mut matched: Vec<String> = Vec::new();
+        for token in self.analyzer.tokenize(query) {
+            let Some(found) = held.iter().find(|t| t.text == token.text) else {
+                continue;
+            };
+            let accented = if token.folded {
+                Some(&query[token.offset_from..token.offset_to])
+            } else if !exact_in_text(&token.text) {
+                Some(&text[found.offset_from..found.offset_to])
+            } else {
+                None
+            };
+            let shown = match accented {
+                Some(word) => format!("{} (folded from {word})", token.text),
+                None => token.text,
+            };
+            if !matched.contains(&shown) {
+                matched.push(shown);
+            }
+        }
+        (!matched.is_empty()).then(|| format!("matched {}", matched.join(", ")))
+    }
 }
 
 impl SparseList {
