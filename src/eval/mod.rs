@@ -311,7 +311,7 @@ fn chunk_doc_ids(retriever: &Retriever) -> Result<Vec<String>> {
         .map(|f| doc_id(&f.path))
         .collect();
     Ok(generation
-        .chunk_files()
+        .chunk_files()?
         .map(|f| files[f as usize].clone())
         .collect())
 }

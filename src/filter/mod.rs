@@ -139,7 +139,7 @@ impl Filter {
                 *passes &= self.time.admits(date);
             }
         }
-        Ok(allow_chunks(&passing, generation.chunk_files()))
+        Ok(allow_chunks(&passing, generation.chunk_files()?))
     }
 
     /// Evaluates the filter over `files` for chunks whose file indices are

@@ -102,7 +102,7 @@ impl Index {
             return Ok(None);
         };
         let ids = generation
-            .chunks_of_file(file)
+            .chunks_of_file(file)?
             .map(|ord| generation.record(ord).map(|r| format!("{path}#{}", r.n)))
             .collect::<Result<_>>()?;
         Ok(Some((generation.file(file)?, ids)))

@@ -178,7 +178,7 @@ impl Previous {
         };
         let flags = generation.vector_flags();
         let rows = (0..flags.len() as u32)
-            .filter(|&ord| flags.get(ord) == Some(true))
+            .filter(|&ord| flags.get(ord).ok().flatten() == Some(true))
             .count();
         let setting = options.dense_index_setting(Some(manifest));
         setting == manifest.dense_index.setting
@@ -197,7 +197,10 @@ impl Previous {
         let (mut chunks, mut bytes) = (0u64, 0u64);
         for state in states {
             if let FileState::Unchanged { previous_file, .. } = state {
-                for ord in old.chunks_of_file(*previous_file as u32) {
+                for ord in old
+                    .chunks_of_file(*previous_file as u32)
+                    .unwrap_or_default()
+                {
                     chunks += 1;
                     bytes += old.text_len(ord).unwrap_or(0);
                 }

@@ -82,7 +82,7 @@ impl Built {
                     entry.stamp.mtime_ns = stamp.mtime_ns;
                     self.table.files.push(entry);
                     self.reused_from.push(Some(previous_file as u32));
-                    for old_ord in old.chunks_of_file(previous_file as u32) {
+                    for old_ord in old.chunks_of_file(previous_file as u32)? {
                         let mut record = old.record(old_ord)?;
                         record.file = file;
                         let source = if carry {

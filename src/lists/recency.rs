@@ -38,7 +38,7 @@ impl RecencyList {
     pub fn open(generation: &Generation) -> Result<Self> {
         let file_dates = generation.file_dates()?;
         let dates = generation
-            .chunk_files()
+            .chunk_files()?
             .map(|file| file_dates.get(file as usize).copied().unwrap_or(i64::MIN))
             .collect();
         Ok(Self { dates })

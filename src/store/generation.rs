@@ -12,10 +12,16 @@
 //! dates.bin     one little-endian i64 per file: its document date, seconds
 //!               since the epoch (see [`crate::corpus::date`]); absent
 //!               before format 19, when dates are worked out from files.bin
+//! file_chunks.u32  one little-endian u32 per file: its first chunk's
+//!               ordinal, then the number of chunks; absent before format
+//!               24, when it is worked out from chunks.bin
 //! metadata.bin  each metadata key's values and the files that have them
 //!               (see [`super::metadata_index`]; absent before format 19)
 //! texts.bin     every chunk's text, zstd-compressed in blocks (see [`super::texts`])
 //! texts.idx     u64 pairs (uncompressed start, compressed start) per block, plus the end
+//! NAME.blocks   beside each table above but the texts: a CRC-32 per 4 KiB
+//!               block, checked as reads touch it (see [`super::checked`];
+//!               absent before format 24)
 //! ```
 //! `memmap2` maps the files and `bytemuck` views the records in place (it
 //! checks size and alignment); `zstd` compresses the texts (markdown shrinks
@@ -31,7 +37,6 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail, ensure};
 use bytemuck::{Pod, Zeroable};
-use memmap2::Mmap;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
@@ -39,10 +44,11 @@ use crate::corpus::Metadata;
 use crate::corpus::date::{DocDate, document_date};
 use crate::corpus::read::{PATH_KEYS, add_path_metadata};
 
+use super::checked::{CheckedMap, write_with_blocks};
 use super::checks::{self, Checksums};
+use super::damaged;
 use super::metadata_index::{self, METADATA_INDEX_FILE, MetadataIndex};
 use super::texts::{TEXT_INDEX_FILE, TEXTS_FILE, TextStore};
-use super::{atomic, damaged, map_file};
 
 /// File holding one [`RawChunk`] per chunk.
 pub const CHUNKS_FILE: &str = "chunks.bin";
@@ -54,6 +60,8 @@ pub const FILE_INDEX_FILE: &str = "files.idx";
 pub const FILES_FILE: &str = "files.bin";
 /// File holding each file's document date.
 pub const DATES_FILE: &str = "dates.bin";
+/// File holding each file's first chunk ordinal (absent before format 24).
+pub const FILE_CHUNKS_FILE: &str = "file_chunks.u32";
 /// Folder holding the sparse (tantivy) index.
 pub const SPARSE_DIR: &str = "sparse";
 
@@ -292,8 +300,8 @@ fn write_chunks(gen_dir: &Path, table: &ChunkTable) -> Result<()> {
             uid: c.uid,
         });
     }
-    atomic::write_synced(&gen_dir.join(CHUNKS_FILE), bytemuck::cast_slice(&raw))?;
-    atomic::write_synced(&gen_dir.join(HEADINGS_FILE), headings.as_bytes())
+    write_with_blocks(&gen_dir.join(CHUNKS_FILE), bytemuck::cast_slice(&raw))?;
+    write_with_blocks(&gen_dir.join(HEADINGS_FILE), headings.as_bytes())
 }
 
 /// Writes `table`'s file entries and their offsets.
@@ -305,8 +313,28 @@ fn write_files(gen_dir: &Path, table: &ChunkTable) -> Result<()> {
         offsets.push(files.len() as u64);
     }
     let offsets: Vec<u8> = offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
-    atomic::write_synced(&gen_dir.join(FILE_INDEX_FILE), &offsets)?;
-    atomic::write_synced(&gen_dir.join(FILES_FILE), &files)
+    write_with_blocks(&gen_dir.join(FILE_INDEX_FILE), &offsets)?;
+    write_with_blocks(&gen_dir.join(FILES_FILE), &files)?;
+    let starts = chunk_starts(table.files.len(), table.chunks.iter().map(|c| c.file));
+    write_with_blocks(
+        &gen_dir.join(FILE_CHUNKS_FILE),
+        bytemuck::cast_slice(&starts),
+    )
+}
+
+/// Each of `files` files' first chunk ordinal, then the number of chunks,
+/// given every chunk's file in ordinal order (chunks are sorted by file).
+fn chunk_starts(files: usize, chunk_files: impl Iterator<Item = u32>) -> Vec<u32> {
+    let mut starts = vec![0u32; files + 1];
+    for file in chunk_files {
+        if let Some(next) = starts.get_mut(file as usize + 1) {
+            *next += 1;
+        }
+    }
+    for i in 1..starts.len() {
+        starts[i] += starts[i - 1];
+    }
+    starts
 }
 
 /// Writes each of `table`'s files' document date and the metadata index.
@@ -316,45 +344,52 @@ fn write_dates_and_metadata(gen_dir: &Path, table: &ChunkTable) -> Result<()> {
         .iter()
         .flat_map(|f| f.date().seconds.to_le_bytes())
         .collect();
-    atomic::write_synced(&gen_dir.join(DATES_FILE), &dates)?;
+    write_with_blocks(&gen_dir.join(DATES_FILE), &dates)?;
     metadata_index::write(gen_dir, table.files.iter().map(|f| &f.metadata))
 }
 
-/// The chunk records of a mapped `chunks.bin` (empty for an unmapped one).
-fn raw_records(chunks: Option<&Mmap>) -> Result<&[RawChunk], bytemuck::PodCastError> {
-    match chunks {
-        Some(bytes) if !bytes.is_empty() => bytemuck::try_cast_slice(bytes),
-        _ => Ok(&[]),
+/// The chunk records in `bytes` of `chunks.bin` (empty for an empty file).
+fn raw_records(bytes: &[u8]) -> Result<&[RawChunk], bytemuck::PodCastError> {
+    match bytes {
+        [] => Ok(&[]),
+        bytes => bytemuck::try_cast_slice(bytes),
     }
+}
+
+/// Reads chunk record `ord` of the `chunks.bin` table `chunks`, its
+/// bytes checked (`None` past the end).
+fn checked_record(chunks: &CheckedMap, ord: ChunkOrd) -> Result<Option<&RawChunk>> {
+    let size = std::mem::size_of::<RawChunk>();
+    let start = ord as usize * size;
+    if start + size > chunks.len() {
+        return Ok(None);
+    }
+    let bytes = chunks.bytes(start..start + size)?;
+    Ok(Some(bytemuck::from_bytes(bytes)))
 }
 
 /// Per chunk, whether its vector is non-zero: a shared view of the chunk
 /// table, cheap to clone and to open.
 #[derive(Debug, Clone)]
 pub struct VectorFlags {
-    chunks: Option<Arc<Mmap>>,
+    chunks: Arc<CheckedMap>,
 }
 
 impl VectorFlags {
-    fn records(&self) -> &[RawChunk] {
-        raw_records(self.chunks.as_deref()).unwrap_or_default()
-    }
-
     /// Number of chunks.
     pub fn len(&self) -> usize {
-        self.records().len()
+        self.chunks.len() / std::mem::size_of::<RawChunk>()
     }
 
     /// True when there is no chunk.
     pub fn is_empty(&self) -> bool {
-        self.records().is_empty()
+        self.len() == 0
     }
 
-    /// Whether chunk `ord` has a non-zero vector (`None` past the end).
-    pub fn get(&self, ord: ChunkOrd) -> Option<bool> {
-        self.records()
-            .get(ord as usize)
-            .map(|c| c.flags & HAS_VECTOR != 0)
+    /// Whether chunk `ord` has a non-zero vector (`None` past the end); an
+    /// error when its record is damaged.
+    pub fn get(&self, ord: ChunkOrd) -> Result<Option<bool>> {
+        Ok(checked_record(&self.chunks, ord)?.map(|c| c.flags & HAS_VECTOR != 0))
     }
 }
 
@@ -362,11 +397,12 @@ impl VectorFlags {
 #[derive(Debug)]
 pub struct Generation {
     dir: PathBuf,
-    chunks: Option<Arc<Mmap>>,
-    headings: Option<Mmap>,
-    file_index: Option<Mmap>,
-    files: Option<Mmap>,
-    dates: Option<Mmap>,
+    chunks: Arc<CheckedMap>,
+    headings: CheckedMap,
+    file_index: CheckedMap,
+    files: CheckedMap,
+    dates: Option<CheckedMap>,
+    file_chunks: Option<CheckedMap>,
     metadata: Option<MetadataIndex>,
     texts: TextStore,
 }
@@ -399,14 +435,6 @@ impl ChunkView {
     }
 }
 
-/// The bytes `range` of a mapped file, or an error naming `path` as damaged.
-fn slice(map: &Option<Mmap>, range: Range<usize>, path: impl FnOnce() -> PathBuf) -> Result<&[u8]> {
-    map.as_deref()
-        .unwrap_or_default()
-        .get(range)
-        .with_context(|| damaged(&path(), "is too short"))
-}
-
 impl Generation {
     /// Opens generation `generation` under `index_dir`, whose files the
     /// manifest records in `checksums`, after the
@@ -424,22 +452,25 @@ impl Generation {
                 damaged(&dir.join(name), "is not in the manifest")
             );
         }
+        let table = |name| CheckedMap::open(&dir, name, checksums);
         let generation = Self {
-            chunks: map_file(&dir.join(CHUNKS_FILE))?.map(Arc::new),
-            headings: map_file(&dir.join(HEADINGS_FILE))?,
-            file_index: map_file(&dir.join(FILE_INDEX_FILE))?,
-            files: map_file(&dir.join(FILES_FILE))?,
+            chunks: Arc::new(table(CHUNKS_FILE)?),
+            headings: table(HEADINGS_FILE)?,
+            file_index: table(FILE_INDEX_FILE)?,
+            files: table(FILES_FILE)?,
             dates: match checksums.contains_key(DATES_FILE) {
-                true => map_file(&dir.join(DATES_FILE))?,
+                true => Some(table(DATES_FILE)?),
+                false => None,
+            },
+            file_chunks: match checksums.contains_key(FILE_CHUNKS_FILE) {
+                true => Some(table(FILE_CHUNKS_FILE)?),
                 false => None,
             },
             metadata: match checksums.contains_key(METADATA_INDEX_FILE) {
-                true => {
-                    let path = dir.join(METADATA_INDEX_FILE);
-                    map_file(&path)?
-                        .map(|map| MetadataIndex::open(&path, map))
-                        .transpose()?
-                }
+                true => Some(MetadataIndex::open(
+                    &dir.join(METADATA_INDEX_FILE),
+                    table(METADATA_INDEX_FILE)?,
+                )?),
                 false => None,
             },
             texts: TextStore::open(&dir)?,
@@ -455,23 +486,24 @@ impl Generation {
         &self.dir
     }
 
-    /// The chunk records, viewed in place.
+    /// The chunk records, viewed in place, unchecked: for sizing only.
     fn raw_chunks(&self) -> Result<&[RawChunk]> {
-        raw_records(self.chunks.as_deref())
+        raw_records(self.chunks.unchecked())
             .map_err(|_| anyhow::anyhow!(damaged(&self.dir.join(CHUNKS_FILE), "has a bad length")))
     }
 
-    /// The file offsets (one per file, plus the end).
+    /// The file offsets (one per file, plus the end), unchecked: for
+    /// sizing only ([`Generation::file_range`] reads them checked).
     fn file_offsets(&self) -> Result<&[u64]> {
         // Called once per file entry read: the path is built only for an error.
         let path = || self.dir.join(FILE_INDEX_FILE);
-        let offsets: &[u64] = match self.file_index.as_deref() {
-            None => &[],
-            Some(bytes) => bytemuck::try_cast_slice(bytes)
+        let offsets: &[u64] = match self.file_index.unchecked() {
+            [] => &[],
+            bytes => bytemuck::try_cast_slice(bytes)
                 .map_err(|_| anyhow::anyhow!(damaged(&path(), "has a bad length")))?,
         };
         ensure!(
-            !offsets.is_empty() || self.files.is_none(),
+            !offsets.is_empty() || self.files.is_empty(),
             damaged(&path(), "is empty")
         );
         Ok(offsets)
@@ -492,8 +524,9 @@ impl Generation {
         self.file_offsets().map_or(0, |o| o.len().saturating_sub(1))
     }
 
+    /// Chunk record `ord`, its bytes checked.
     fn raw(&self, ord: ChunkOrd) -> Result<&RawChunk> {
-        self.raw_chunks()?.get(ord as usize).with_context(|| {
+        checked_record(&self.chunks, ord)?.with_context(|| {
             damaged(
                 &self.dir.join(CHUNKS_FILE),
                 "names a chunk it does not hold",
@@ -501,9 +534,37 @@ impl Generation {
         })
     }
 
+    /// Each file's first chunk ordinal, then the number of chunks (chunks
+    /// are sorted by file): read from `file_chunks.u32`, checked, or for a
+    /// generation written before it, worked out from the chunk records.
+    pub fn chunk_starts(&self) -> Result<std::borrow::Cow<'_, [u32]>> {
+        let Some(table) = &self.file_chunks else {
+            let files = self.raw_chunks()?.iter().map(|c| c.file);
+            return Ok(std::borrow::Cow::Owned(chunk_starts(
+                self.file_count(),
+                files,
+            )));
+        };
+        let path = || self.dir.join(FILE_CHUNKS_FILE);
+        let starts: &[u32] = bytemuck::try_cast_slice(table.all()?)
+            .map_err(|_| anyhow::anyhow!(damaged(&path(), "has a bad length")))?;
+        ensure!(
+            starts.len() == self.file_count() + 1
+                && starts.first() == Some(&0)
+                && starts.last().copied() == Some(self.len() as u32)
+                && starts.is_sorted(),
+            damaged(&path(), "does not hold each file's chunks")
+        );
+        Ok(std::borrow::Cow::Borrowed(starts))
+    }
+
     /// The file index of every chunk, in ordinal order.
-    pub fn chunk_files(&self) -> impl Iterator<Item = u32> + '_ {
-        self.raw_chunks().unwrap_or_default().iter().map(|c| c.file)
+    pub fn chunk_files(&self) -> Result<impl Iterator<Item = u32> + '_> {
+        let starts = self.chunk_starts()?;
+        let files = starts.len().saturating_sub(1);
+        Ok((0..files).flat_map(move |file| {
+            std::iter::repeat_n(file as u32, (starts[file + 1] - starts[file]) as usize)
+        }))
     }
 
     /// Which chunks have a non-zero vector, read on demand (a search checks
@@ -515,18 +576,57 @@ impl Generation {
     }
 
     /// The chunks of file `file`, as an ordinal range.
-    pub fn chunks_of_file(&self, file: u32) -> Range<ChunkOrd> {
-        let raw = self.raw_chunks().unwrap_or_default();
-        let start = raw.partition_point(|c| c.file < file);
-        let end = raw.partition_point(|c| c.file <= file);
-        start as ChunkOrd..end as ChunkOrd
+    pub fn chunks_of_file(&self, file: u32) -> Result<Range<ChunkOrd>> {
+        if let Some(table) = &self.file_chunks {
+            let start = file as usize * 4;
+            let bad = || {
+                anyhow::anyhow!(damaged(
+                    &self.dir.join(FILE_CHUNKS_FILE),
+                    "names chunks it does not hold"
+                ))
+            };
+            let bytes = table.bytes(start..start + 8).map_err(|_| bad())?;
+            let bounds: &[u32] = bytemuck::cast_slice(bytes);
+            ensure!(
+                bounds[0] <= bounds[1] && bounds[1] as usize <= self.len(),
+                bad()
+            );
+            return Ok(bounds[0]..bounds[1]);
+        }
+        let start = self.partition_chunks(0..self.len() as ChunkOrd, |c| c.file < file)?;
+        let end = self.partition_chunks(start..self.len() as ChunkOrd, |c| c.file <= file)?;
+        Ok(start..end)
+    }
+
+    /// The first chunk in `chunks` whose record fails `before`, which holds
+    /// for a leading run of them.
+    fn partition_chunks(
+        &self,
+        chunks: Range<ChunkOrd>,
+        before: impl Fn(&RawChunk) -> bool,
+    ) -> Result<ChunkOrd> {
+        let (mut low, mut high) = (chunks.start, chunks.end);
+        while low < high {
+            let mid = low + (high - low) / 2;
+            if before(self.raw(mid)?) {
+                low = mid + 1;
+            } else {
+                high = mid;
+            }
+        }
+        Ok(low)
     }
 
     /// Where file `index`'s entry lies in `files.bin`.
     fn file_range(&self, index: u32) -> Result<Range<usize>> {
-        let offsets = self.file_offsets()?;
-        match (offsets.get(index as usize), offsets.get(index as usize + 1)) {
-            (Some(&s), Some(&e)) if s <= e => Ok(s as usize..e as usize),
+        let start = index as usize * 8;
+        let bounds = match start + 16 <= self.file_index.len() {
+            true => self.file_index.bytes(start..start + 16)?,
+            false => &[],
+        };
+        let offset = |i: usize| u64::from_le_bytes(bounds[i..i + 8].try_into().unwrap_or_default());
+        match bounds.len() {
+            16 if offset(0) <= offset(8) => Ok(offset(0) as usize..offset(8) as usize),
             _ => bail!(damaged(
                 &self.dir.join(FILE_INDEX_FILE),
                 "names a file it does not hold"
@@ -536,9 +636,7 @@ impl Generation {
 
     /// The bytes of file `index`'s entry in `files.bin`.
     fn entry_bytes(&self, index: u32) -> Result<&[u8]> {
-        slice(&self.files, self.file_range(index)?, || {
-            self.dir.join(FILES_FILE)
-        })
+        self.files.bytes(self.file_range(index)?)
     }
 
     /// The file entry at `index`, decoded.
@@ -551,10 +649,11 @@ impl Generation {
     /// place, or worked out from the file entries for a generation written
     /// before dates were stored.
     pub fn file_dates(&self) -> Result<std::borrow::Cow<'_, [i64]>> {
-        let Some(bytes) = self.dates.as_deref() else {
+        let Some(table) = &self.dates else {
             let dates = self.files()?.iter().map(|f| f.date().seconds).collect();
             return Ok(std::borrow::Cow::Owned(dates));
         };
+        let bytes = table.all()?;
         let path = self.dir.join(DATES_FILE);
         let dates: &[i64] = bytemuck::try_cast_slice(bytes)
             .map_err(|_| anyhow::anyhow!(damaged(&path, "has a bad length")))?;
@@ -582,14 +681,11 @@ impl Generation {
     pub fn record(&self, ord: ChunkOrd) -> Result<ChunkRecord> {
         let raw = self.raw(ord)?;
         let start = raw.heading_start as usize;
-        let headings_path = || self.dir.join(HEADINGS_FILE);
-        let bytes = slice(
-            &self.headings,
-            start..start + raw.heading_len as usize,
-            headings_path,
-        )?;
+        let bytes = self
+            .headings
+            .bytes(start..start + raw.heading_len as usize)?;
         let joined = std::str::from_utf8(bytes)
-            .with_context(|| damaged(&headings_path(), "holds invalid UTF-8"))?;
+            .with_context(|| damaged(&self.dir.join(HEADINGS_FILE), "holds invalid UTF-8"))?;
         let heading_path = HeadingPath(joined.to_string());
         Ok(ChunkRecord {
             file: raw.file,
@@ -636,8 +732,9 @@ impl Generation {
         let (path, n) = id.rsplit_once('#')?;
         let n: u32 = n.parse().ok()?;
         let file = self.file_index(path)?;
-        let raw = self.raw_chunks().ok()?;
-        self.chunks_of_file(file).find(|&o| raw[o as usize].n == n)
+        self.chunks_of_file(file)
+            .ok()?
+            .find(|&o| self.raw(o).is_ok_and(|raw| raw.n == n))
     }
 
     /// The index of the file at `path` (files are sorted by path).
@@ -793,13 +890,18 @@ mod tests {
         assert_eq!((view.id().as_str(), view.text.as_str()), ("b/c.md#2", "ta"));
         assert_eq!(view.record.heading_path.iter().collect::<Vec<_>>(), ["H"]);
         assert_eq!(generation.file_count(), 2);
-        assert_eq!(generation.chunks_of_file(1), 1..3);
+        assert_eq!(generation.chunks_of_file(1).unwrap(), 1..3);
         let flags = generation.vector_flags();
         assert_eq!(
-            (0..4).map(|ord| flags.get(ord)).collect::<Vec<_>>(),
+            (0..4)
+                .map(|ord| flags.get(ord).unwrap())
+                .collect::<Vec<_>>(),
             [Some(true), Some(true), Some(false), None]
         );
-        assert_eq!(generation.chunk_files().collect::<Vec<_>>(), [0, 1, 1]);
+        assert_eq!(
+            generation.chunk_files().unwrap().collect::<Vec<_>>(),
+            [0, 1, 1]
+        );
         assert_eq!(generation.find("b/c.md#1"), Some(1));
         assert_eq!(generation.find("a.md#1"), Some(0));
         assert_eq!(generation.find("a.md#2"), None);

@@ -21,10 +21,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, ensure};
 use bytemuck::{Pod, Zeroable};
-use memmap2::Mmap;
 use rayon::slice::ParallelSliceMut;
 
-use super::{atomic, damaged};
+use super::checked::{CheckedMap, write_with_blocks};
+use super::damaged;
 use crate::corpus::Metadata;
 use crate::corpus::read::PATH_KEY;
 
@@ -129,14 +129,14 @@ pub fn write<'a>(gen_dir: &Path, files: impl IntoIterator<Item = &'a Metadata>) 
     bytes.extend_from_slice(bytemuck::cast_slice(&values));
     bytes.extend_from_slice(bytemuck::cast_slice(&refs));
     bytes.extend_from_slice(&strings);
-    atomic::write_synced(&gen_dir.join(METADATA_INDEX_FILE), &bytes)
+    write_with_blocks(&gen_dir.join(METADATA_INDEX_FILE), &bytes)
 }
 
 /// A mapped value index.
 #[derive(Debug)]
 pub struct MetadataIndex {
     path: PathBuf,
-    map: Mmap,
+    map: CheckedMap,
     keys: Range<usize>,
     values: Range<usize>,
     refs: Range<usize>,
@@ -151,13 +151,13 @@ pub struct KeyValues<'a> {
 }
 
 impl MetadataIndex {
-    /// Views the mapped file at `path`, checking its header and sections.
-    pub fn open(path: &Path, map: Mmap) -> Result<Self> {
+    /// Views the mapped file at `path`, checking its header and sections
+    /// (and, as they are read, its blocks: see [`super::checked`]).
+    pub fn open(path: &Path, map: CheckedMap) -> Result<Self> {
         let bad = |what: &str| anyhow::anyhow!(damaged(path, what));
-        let header: &[u32] = map
-            .get(..4 * HEADER_WORDS)
-            .and_then(|h| bytemuck::try_cast_slice(h).ok())
-            .ok_or_else(|| bad("is too short"))?;
+        ensure!(map.len() >= 4 * HEADER_WORDS, bad("is too short"));
+        let header: &[u32] = bytemuck::try_cast_slice(map.bytes(0..4 * HEADER_WORDS)?)
+            .map_err(|_| bad("is too short"))?;
         ensure!(header[0] == MAGIC, bad("is not a metadata index"));
         let sizes = [
             16 * header[1] as usize,
@@ -188,49 +188,57 @@ impl MetadataIndex {
         })
     }
 
-    fn entries(&self, range: &Range<usize>) -> &[Entry] {
-        bytemuck::cast_slice(&self.map[range.clone()])
+    /// The bytes of items `first..first + count`, each `size` bytes, of
+    /// `section`, checked; `what` names them in the error when the section
+    /// does not hold them.
+    fn items(
+        &self,
+        section: &Range<usize>,
+        size: usize,
+        (first, count): (u32, u32),
+        what: &str,
+    ) -> Result<&[u8]> {
+        let start = section.start + first as usize * size;
+        let end = start + count as usize * size;
+        ensure!(
+            end <= section.end,
+            damaged(&self.path, &format!("names {what} it does not hold"))
+        );
+        self.map.bytes(start..end)
     }
 
     fn text(&self, entry: &Entry) -> Result<&str> {
-        let start = self.strings.start + entry.text_start as usize;
-        let bytes = self
-            .map
-            .get(start..start + entry.text_len as usize)
-            .filter(|_| start + entry.text_len as usize <= self.strings.end)
-            .with_context(|| damaged(&self.path, "names text it does not hold"))?;
+        let bytes = self.items(&self.strings, 1, (entry.text_start, entry.text_len), "text")?;
         std::str::from_utf8(bytes).with_context(|| damaged(&self.path, "holds invalid UTF-8"))
+    }
+
+    /// The key entries, checked.
+    fn key_entries(&self) -> Result<&[Entry]> {
+        Ok(bytemuck::cast_slice(self.map.bytes(self.keys.clone())?))
     }
 
     /// Every key, sorted.
     pub fn keys(&self) -> Result<Vec<&str>> {
-        self.entries(&self.keys)
-            .iter()
-            .map(|k| self.text(k))
-            .collect()
+        self.key_entries()?.iter().map(|k| self.text(k)).collect()
     }
 
     /// The values of `key`, or `None` when no file has it.
     pub fn key(&self, key: &str) -> Result<Option<KeyValues<'_>>> {
-        let keys = self.entries(&self.keys);
+        let keys = self.key_entries()?;
         let Some(found) = search(keys, key, |k| self.text(k))? else {
             return Ok(None);
         };
         let entry = keys[found];
-        let all = self.entries(&self.values);
-        let values = all
-            .get(entry.first as usize..entry.first as usize + entry.count as usize)
-            .with_context(|| damaged(&self.path, "names values it does not hold"))?;
+        let values = self.items(&self.values, 16, (entry.first, entry.count), "values")?;
         Ok(Some(KeyValues {
             index: self,
-            values,
+            values: bytemuck::cast_slice(values),
         }))
     }
 
     fn files_of(&self, entry: &Entry) -> Result<&[u32]> {
-        let refs: &[u32] = bytemuck::cast_slice(&self.map[self.refs.clone()]);
-        refs.get(entry.first as usize..entry.first as usize + entry.count as usize)
-            .with_context(|| damaged(&self.path, "names files it does not hold"))
+        let refs = self.items(&self.refs, 4, (entry.first, entry.count), "files")?;
+        Ok(bytemuck::cast_slice(refs))
     }
 }
 
@@ -292,7 +300,8 @@ mod tests {
         ];
         write(dir.path(), &files).unwrap();
         let path = dir.path().join(METADATA_INDEX_FILE);
-        let map = crate::store::map_file(&path).unwrap().unwrap();
+        let unchecked = crate::store::checks::Checksums::new();
+        let map = CheckedMap::open(dir.path(), METADATA_INDEX_FILE, &unchecked).unwrap();
         let index = MetadataIndex::open(&path, map).unwrap();
         assert_eq!(index.keys().unwrap(), ["env"]);
         let env = index.key("env").unwrap().unwrap();
@@ -304,7 +313,7 @@ mod tests {
         // A truncated file is named, not misread.
         let bytes = std::fs::read(&path).unwrap();
         std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
-        let map = crate::store::map_file(&path).unwrap().unwrap();
+        let map = CheckedMap::open(dir.path(), METADATA_INDEX_FILE, &unchecked).unwrap();
         let err = MetadataIndex::open(&path, map).unwrap_err().to_string();
         assert!(err.contains("has a bad length"), "{err}");
     }

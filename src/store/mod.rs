@@ -16,6 +16,7 @@
 pub mod atomic;
 pub mod blocks;
 pub mod bounded;
+pub mod checked;
 pub mod checks;
 pub mod generation;
 pub mod lock;

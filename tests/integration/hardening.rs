@@ -155,6 +155,60 @@ fn rot_in_the_sparse_files_is_an_error_or_an_answer_never_a_panic() {
     assert!(errors > 0, "some rot must be named as damage");
 }
 
+#[test]
+fn rot_in_a_table_a_search_reads_is_named_never_served() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let generation = live_generation_dir(&corpus);
+    let plain = &["search", "connection pool exhausted", "--json", "-k", "50"][..];
+    let filtered = &[
+        plain,
+        &[
+            "--filter",
+            "environment=production",
+            "--since",
+            "2000-01-01",
+        ],
+    ]
+    .concat()[..];
+    for (name, query) in [
+        ("chunks.bin", plain),
+        ("headings.bin", plain),
+        ("files.bin", plain),
+        ("files.idx", plain),
+        ("file_chunks.u32", filtered),
+        ("dates.bin", filtered),
+        ("metadata.bin", filtered),
+    ] {
+        let intact = corpus.memidx().args(query).output().unwrap();
+        assert_eq!(intact.status.code(), Some(0), "{}", stderr(&intact));
+        let file = generation.join(name);
+        let original = fs::read(&file).unwrap();
+        let len = original.len();
+        for offset in [0, len / 3, len / 2, len - 1] {
+            for bit in [0x01, 0x80, 0xff] {
+                let mut bytes = original.clone();
+                bytes[offset] ^= bit;
+                write_sealed(&file, &bytes);
+                let output = corpus.memidx().args(query).output().unwrap();
+                let err = stderr(&output);
+                let what = format!("{name} at {offset} ^ {bit:#x}: {err}");
+                assert_eq!(output.status.code(), Some(2), "{what}");
+                assert!(
+                    err.starts_with("memidx: index is damaged: ")
+                        && err.contains(name)
+                        && err.lines().count() == 1,
+                    "{what}"
+                );
+            }
+        }
+        write_sealed(&file, &original);
+        // Restored, the index answers as before.
+        let back = corpus.memidx().args(query).output().unwrap();
+        assert_eq!(back.stdout, intact.stdout, "{name}");
+    }
+}
+
 /// Runs `memidx ARGS…` as a user who may read but not write the index: as
 /// root, through `setpriv` as `nobody`; otherwise with write bits cleared.
 #[cfg(unix)]

@@ -300,7 +300,7 @@ impl DenseList {
             // Squares summed as integers, exactly.
             let squares: i64 = values.iter().map(|&v| i64::from(v) * i64::from(v)).sum();
             let norm = (squares as f32).sqrt() * scale;
-            let expected = if self.has_vector.get(chunk) == Some(true) {
+            let expected = if self.has_vector.get(chunk)? == Some(true) {
                 1.0
             } else {
                 0.0
@@ -371,7 +371,7 @@ pub fn moved_query(
     let mut used = Vec::new();
     let mut rows = Vec::new();
     for &chunk in seeds {
-        if has_vector.get(chunk) != Some(true) {
+        if has_vector.get(chunk)? != Some(true) {
             continue;
         }
         let similarity: f32 = vectors
