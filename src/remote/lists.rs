@@ -118,7 +118,8 @@ impl Backend for Milvus {
         // and there are no sign codes for `options.rescore` to size.
         let feedback = options.feedback;
         let generation = reopen(index)?;
-        let vectors = StoredVectors::open(generation.dir(), generation.len(), embedder.info().dim)?;
+        let vectors = StoredVectors::open(generation.dir(), generation.len(), embedder.info().dim)?
+            .checked(&index.manifest().checksums)?;
         Ok(Box::new(DenseOnMilvus {
             shared: self.shared(index)?,
             has_vector: generation.vector_flags(),

@@ -75,6 +75,7 @@ impl Backend for Local {
         let generation = index.generation();
         let dense = DenseList::open(
             generation.dir(),
+            &index.manifest().checksums,
             generation.vector_flags(),
             embedder,
             options,

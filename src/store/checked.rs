@@ -14,6 +14,10 @@
 //! and reads it many times). A read of a damaged block is an error naming
 //! the table, never an answer. A generation written before the sidecars
 //! (format 23 and older) is read unchecked, as it was.
+//!
+//! The vector files get sidecars too ([`BlockHasher`] makes them as the rows
+//! stream out), and the dense list checks the rows of the chunks it returns
+//! with [`BlockChecks`] (see `lists::dense`).
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -32,27 +36,134 @@ pub const BLOCK_BYTES: usize = 4096;
 /// What a table's sidecar name adds to the table's.
 pub const BLOCKS_SUFFIX: &str = ".blocks";
 
-/// The CRC-32 of each [`BLOCK_BYTES`] block of `bytes` (the last one
-/// shorter), as the sidecar stores them.
-fn block_checksums(bytes: &[u8]) -> Vec<u8> {
-    bytes
-        .chunks(BLOCK_BYTES)
-        .flat_map(|block| crc32fast::hash(block).to_le_bytes())
-        .collect()
+/// Computes a sidecar from a file's bytes as they are written, in any
+/// pieces: the CRC-32 of each [`BLOCK_BYTES`] block (the last one shorter).
+#[derive(Default)]
+pub struct BlockHasher {
+    /// The sidecar so far.
+    sums: Vec<u8>,
+    /// The open block's CRC and length.
+    open: crc32fast::Hasher,
+    open_len: usize,
+}
+
+impl BlockHasher {
+    /// Takes the next bytes of the file.
+    pub fn push(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            let take = bytes.len().min(BLOCK_BYTES - self.open_len);
+            self.open.update(&bytes[..take]);
+            self.open_len += take;
+            bytes = &bytes[take..];
+            if self.open_len == BLOCK_BYTES {
+                self.close();
+            }
+        }
+    }
+
+    /// Closes the open block.
+    fn close(&mut self) {
+        let hasher = std::mem::take(&mut self.open);
+        self.sums.extend(hasher.finalize().to_le_bytes());
+        self.open_len = 0;
+    }
+
+    /// The sidecar's bytes.
+    pub fn finish(mut self) -> Vec<u8> {
+        if self.open_len > 0 {
+            self.close();
+        }
+        self.sums
+    }
 }
 
 /// Writes `bytes` to `path` and its block checksums beside it, both
 /// fsynced (see the module doc).
 pub fn write_with_blocks(path: &Path, bytes: &[u8]) -> Result<()> {
     atomic::write_synced(path, bytes)?;
-    atomic::write_synced(&sidecar_path(path), &block_checksums(bytes))
+    let mut sums = BlockHasher::default();
+    sums.push(bytes);
+    atomic::write_synced(&sidecar_path(path), &sums.finish())
 }
 
-/// The sidecar of the table at `path`.
-fn sidecar_path(path: &Path) -> PathBuf {
+/// The sidecar of the file at `path`.
+pub fn sidecar_path(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(BLOCKS_SUFFIX);
     PathBuf::from(name)
+}
+
+/// A file's block checksums, with which blocks were found intact.
+#[derive(Debug)]
+pub struct BlockChecks {
+    /// Each block's CRC-32.
+    checksums: Box<[u32]>,
+    /// One bit per block: checked and found intact.
+    checked: Box<[AtomicU64]>,
+    /// The file, for errors.
+    path: PathBuf,
+}
+
+impl BlockChecks {
+    /// The checks of file `name` of `dir`, `len` bytes long, from its
+    /// sidecar when the manifest's `checksums` list one (`None` when not):
+    /// the sidecar is read whole and must match its manifest CRC-32 and
+    /// cover the file exactly.
+    pub fn load(dir: &Path, name: &str, checksums: &Checksums, len: usize) -> Result<Option<Self>> {
+        let sidecar_name = format!("{name}{BLOCKS_SUFFIX}");
+        let Some(check) = checksums.get(&sidecar_name) else {
+            return Ok(None);
+        };
+        let sidecar = dir.join(&sidecar_name);
+        let bytes = bounded::read_regular(&sidecar, check.size)
+            .map_err(|err| anyhow!(damaged(&sidecar, &err.to_string())))?;
+        ensure!(
+            crc32fast::hash(&bytes) == check.crc32,
+            damaged(&sidecar, "checksum mismatch")
+        );
+        ensure!(
+            bytes.len() == len.div_ceil(BLOCK_BYTES) * 4,
+            damaged(&sidecar, "does not cover its table")
+        );
+        let checksums: Box<[u32]> = bytes
+            .chunks_exact(4)
+            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+            .collect();
+        Ok(Some(Self {
+            checked: (0..checksums.len().div_ceil(64))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+            checksums,
+            path: dir.join(name),
+        }))
+    }
+
+    /// Checks the blocks of `file` (the file's bytes) that `range` touches
+    /// and no check found intact before.
+    pub fn check(&self, file: &[u8], range: Range<usize>) -> Result<()> {
+        if range.is_empty() {
+            return Ok(());
+        }
+        for block in range.start / BLOCK_BYTES..(range.end - 1) / BLOCK_BYTES + 1 {
+            let (word, bit) = (&self.checked[block / 64], 1u64 << (block % 64));
+            if word.load(Ordering::Relaxed) & bit != 0 {
+                continue;
+            }
+            let start = block * BLOCK_BYTES;
+            let bytes = &file[start..file.len().min(start + BLOCK_BYTES)];
+            if crc32fast::hash(bytes) != self.checksums[block] {
+                bail!(damaged(
+                    &self.path,
+                    &format!(
+                        "checksum mismatch in bytes {start}..{}",
+                        start + bytes.len()
+                    )
+                ));
+            }
+            word.fetch_or(bit, Ordering::Relaxed);
+        }
+        Ok(())
+    }
 }
 
 /// A mapped table whose blocks are checked as reads touch them.
@@ -60,58 +171,29 @@ fn sidecar_path(path: &Path) -> PathBuf {
 pub struct CheckedMap {
     /// The table (`None` when empty).
     map: Option<Mmap>,
-    /// Each block's CRC-32; `None` for a table written without them.
-    checksums: Option<Box<[u32]>>,
-    /// One bit per block: checked and found intact.
-    checked: Box<[AtomicU64]>,
+    /// Its block checks; `None` for a table written without them.
+    checks: Option<BlockChecks>,
     /// The table, for errors.
     path: PathBuf,
 }
 
 impl CheckedMap {
-    /// Maps table `name` of the generation in `dir`, with its sidecar when
-    /// the manifest's `checksums` list one: the sidecar is read whole and
-    /// must match its manifest CRC-32 and cover the table exactly.
+    /// Maps table `name` of the generation in `dir`, with its block checks
+    /// when the manifest's `checksums` list a sidecar ([`BlockChecks::load`]).
     pub fn open(dir: &Path, name: &str, checksums: &Checksums) -> Result<Self> {
         let path = dir.join(name);
         let map = map_file(&path)?;
-        let sidecar_name = format!("{name}{BLOCKS_SUFFIX}");
-        let table_checksums = match checksums.get(&sidecar_name) {
-            None => None,
-            Some(check) => {
-                let sidecar = dir.join(&sidecar_name);
-                let bytes = bounded::read_regular(&sidecar, check.size)
-                    .map_err(|err| anyhow!(damaged(&sidecar, &err.to_string())))?;
-                ensure!(
-                    crc32fast::hash(&bytes) == check.crc32,
-                    damaged(&sidecar, "checksum mismatch")
-                );
-                let len = map.as_deref().map_or(0, <[u8]>::len);
-                ensure!(
-                    bytes.len() == len.div_ceil(BLOCK_BYTES) * 4,
-                    damaged(&sidecar, "does not cover its table")
-                );
-                let words = bytes.chunks_exact(4);
-                let sums: Box<[u32]> = words
-                    .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
-                    .collect();
-                Some(sums)
-            }
-        };
-        let blocks = table_checksums.as_deref().map_or(0, <[u32]>::len);
+        let len = map.as_deref().map_or(0, <[u8]>::len);
         Ok(Self {
+            checks: BlockChecks::load(dir, name, checksums, len)?,
             map,
-            checksums: table_checksums,
-            checked: (0..blocks.div_ceil(64))
-                .map(|_| AtomicU64::new(0))
-                .collect(),
             path,
         })
     }
 
     /// The table's length in bytes.
     pub fn len(&self) -> usize {
-        self.map.as_deref().map_or(0, <[u8]>::len)
+        self.unchecked().len()
     }
 
     /// True when the table is empty.
@@ -123,14 +205,12 @@ impl CheckedMap {
     /// error naming the table when the range lies past its end or a block
     /// is damaged.
     pub fn bytes(&self, range: Range<usize>) -> Result<&[u8]> {
-        let bytes = self
-            .map
-            .as_deref()
-            .unwrap_or_default()
+        let table = self.unchecked();
+        let bytes = table
             .get(range.clone())
             .ok_or_else(|| anyhow!(damaged(&self.path, "is too short")))?;
-        if !range.is_empty() {
-            self.check_blocks(range.start / BLOCK_BYTES..(range.end - 1) / BLOCK_BYTES + 1)?;
+        if let Some(checks) = &self.checks {
+            checks.check(table, range)?;
         }
         Ok(bytes)
     }
@@ -143,32 +223,6 @@ impl CheckedMap {
     /// The whole table, unchecked: for a caller that only sizes it.
     pub fn unchecked(&self) -> &[u8] {
         self.map.as_deref().unwrap_or_default()
-    }
-
-    /// Checks the blocks `blocks` not checked before.
-    fn check_blocks(&self, blocks: Range<usize>) -> Result<()> {
-        let (Some(checksums), Some(map)) = (&self.checksums, &self.map) else {
-            return Ok(());
-        };
-        for block in blocks {
-            let (word, bit) = (&self.checked[block / 64], 1u64 << (block % 64));
-            if word.load(Ordering::Relaxed) & bit != 0 {
-                continue;
-            }
-            let start = block * BLOCK_BYTES;
-            let bytes = &map[start..map.len().min(start + BLOCK_BYTES)];
-            if crc32fast::hash(bytes) != checksums[block] {
-                bail!(damaged(
-                    &self.path,
-                    &format!(
-                        "checksum mismatch in bytes {start}..{}",
-                        start + bytes.len()
-                    )
-                ));
-            }
-            word.fetch_or(bit, Ordering::Relaxed);
-        }
-        Ok(())
     }
 }
 
@@ -220,6 +274,26 @@ mod tests {
         assert_eq!(
             table.bytes(2 * BLOCK_BYTES..2 * BLOCK_BYTES + 3).unwrap(),
             &[7; 3]
+        );
+    }
+
+    #[test]
+    fn a_streamed_sidecar_equals_one_made_at_once() {
+        let bytes: Vec<u8> = (0..3 * BLOCK_BYTES as u32 + 77)
+            .map(|i| (i * 7) as u8)
+            .collect();
+        let mut whole = BlockHasher::default();
+        whole.push(&bytes);
+        let mut pieces = BlockHasher::default();
+        for piece in bytes.chunks(1000) {
+            pieces.push(piece);
+        }
+        let sums = whole.finish();
+        assert_eq!(sums.len(), 16);
+        assert_eq!(pieces.finish(), sums);
+        assert_eq!(
+            sums[..4],
+            crc32fast::hash(&bytes[..BLOCK_BYTES]).to_le_bytes()
         );
     }
 

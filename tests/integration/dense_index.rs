@@ -278,8 +278,9 @@ fn zeroed_vectors_are_named_by_search_and_by_explain() {
     let path = corpus.path().join(".memidx/gen-1/vectors.i8");
     let bytes = fs::read(&path).unwrap();
     // Zeroed at the same length and modification time (so only a checksum
-    // would tell): every score is 0, within a cosine's range, but the
-    // chunks returned have vectors of length 0 where the table says 1.
+    // would tell): every score is 0, within a cosine's range; the rows of
+    // the chunks returned fail their block checksums (and, in an index
+    // without them, have length 0 where the table says 1).
     let mtime = fs::metadata(&path).unwrap().modified().unwrap();
     fs::write(&path, vec![0u8; bytes.len()]).unwrap();
     crate::common::set_mtime(&path, mtime);
@@ -291,7 +292,7 @@ fn zeroed_vectors_are_named_by_search_and_by_explain() {
         assert_eq!(output.status.code(), Some(2), "{args:?}");
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(
-            stderr.contains("vectors.i8") && stderr.contains("does not match its chunk"),
+            stderr.contains("vectors.i8 checksum mismatch in bytes 0..4096"),
             "{args:?}: {stderr}"
         );
     }

@@ -171,6 +171,18 @@ fn rot_in_a_table_a_search_reads_is_named_never_served() {
         ],
     ]
     .concat()[..];
+    // Every chunk among the dense list's answers, so every row is returned.
+    let every_row = &[
+        "search",
+        "connection pool exhausted",
+        "--json",
+        "--mode",
+        "dense",
+        "-k",
+        "1000",
+        "--window",
+        "1000",
+    ][..];
     for (name, query) in [
         ("chunks.bin", plain),
         ("headings.bin", plain),
@@ -179,6 +191,8 @@ fn rot_in_a_table_a_search_reads_is_named_never_served() {
         ("file_chunks.u32", filtered),
         ("dates.bin", filtered),
         ("metadata.bin", filtered),
+        ("vectors.i8", every_row),
+        ("scales.f32", every_row),
     ] {
         let intact = corpus.memidx().args(query).output().unwrap();
         assert_eq!(intact.status.code(), Some(0), "{}", stderr(&intact));

@@ -36,11 +36,12 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use anyhow::{Result, ensure};
+use anyhow::{Result, bail, ensure};
 
 use super::AllowSet;
 use super::{Approximate, Candidate, List, ListHit, ListKind, RankedList, TopWindow};
 use crate::embed::{Embedder, normalize};
+use crate::store::checks::Checksums;
 use crate::store::damaged;
 use crate::store::generation::{ChunkOrd, VectorFlags};
 use codes::SignCodes;
@@ -108,9 +109,12 @@ impl DenseList {
     /// which are non-zero), of the embedder's dimension, and the
     /// generation's sign codes unless `options` ask for exact scans.
     /// Searches move the query toward its best `options.feedback` chunks
-    /// first (0: they do not).
+    /// first (0: they do not). The rows of the chunks a search returns are
+    /// checked against the block checksums the manifest's `checksums` list
+    /// ([`StoredVectors::checked`]).
     pub fn open(
         gen_dir: &Path,
+        checksums: &Checksums,
         has_vector: VectorFlags,
         embedder: &'static dyn Embedder,
         options: DenseOptions,
@@ -124,7 +128,8 @@ impl DenseList {
         let vectors = match codes {
             Some(_) => StoredVectors::open_lazily(gen_dir, has_vector.len(), dim)?,
             None => StoredVectors::open(gen_dir, has_vector.len(), dim)?,
-        };
+        }
+        .checked(checksums)?;
         Ok(Self {
             vectors,
             has_vector,
@@ -231,7 +236,7 @@ impl DenseList {
             .score_ords(&quantized, query_scale, &candidates, &mut scores)?;
         let mut best = TopWindow::new(window);
         for (&chunk, &score) in candidates.iter().zip(&scores) {
-            self.check_score(score)?;
+            self.check_score(chunk, score)?;
             best.push(Candidate { score, chunk });
         }
         let hits: Vec<ListHit> = best.into_sorted().into_iter().map(ListHit::from).collect();
@@ -257,7 +262,7 @@ impl DenseList {
         let (mut matched, mut filtered_out) = (0, 0);
         for (chunk, score) in self.vectors.similarities(query)?.into_iter().enumerate() {
             let chunk = chunk as ChunkOrd;
-            self.check_score(score)?;
+            self.check_score(chunk, score)?;
             if allow.allows(chunk) {
                 matched += 1;
                 best.push(Candidate { score, chunk });
@@ -273,16 +278,18 @@ impl DenseList {
         })
     }
 
-    /// Unit vectors give cosines in [-1, 1]; anything else is a damaged file.
-    fn check_score(&self, score: f32) -> Result<()> {
-        ensure!(
-            score.is_finite() && score.abs() <= 1.0 + SCORE_TOLERANCE,
-            damaged(
-                self.vectors.path(),
-                "holds a vector that is not unit length"
-            )
-        );
-        Ok(())
+    /// Unit vectors give cosines in [-1, 1]; anything else is a damaged
+    /// file: the one whose block checks fail on `chunk`'s row, else the
+    /// vector file.
+    fn check_score(&self, chunk: ChunkOrd, score: f32) -> Result<()> {
+        if score.is_finite() && score.abs() <= 1.0 + SCORE_TOLERANCE {
+            return Ok(());
+        }
+        self.vectors.quantized_row(chunk)?;
+        bail!(damaged(
+            self.vectors.path(),
+            "holds a vector that is not unit length"
+        ))
     }
 
     /// Checks that every returned chunk's vector is what the chunk table

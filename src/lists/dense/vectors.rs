@@ -21,8 +21,10 @@ use ndarray::ArrayView2;
 use rayon::prelude::*;
 
 use super::prefetch::prefetch;
-use crate::store::damaged;
+use crate::store::checked::{BlockChecks, BlockHasher, sidecar_path};
+use crate::store::checks::Checksums;
 use crate::store::generation::ChunkOrd;
+use crate::store::{atomic, damaged};
 
 /// File holding the quantized chunk vectors.
 pub const VECTORS_FILE: &str = "vectors.i8";
@@ -112,6 +114,8 @@ pub struct VectorWriter {
     values: BufWriter<File>,
     scales: BufWriter<File>,
     keys: BufWriter<File>,
+    /// The block checksums of the values and of the scales, as written.
+    sums: [BlockHasher; 2],
 }
 
 /// Buffer of each vector file's writer. Large writes matter: the kernel
@@ -133,6 +137,7 @@ impl VectorWriter {
             values: create(VECTORS_FILE)?,
             scales: create(SCALES_FILE)?,
             keys: create(KEYS_FILE)?,
+            sums: Default::default(),
             dir: dir.to_path_buf(),
         })
     }
@@ -161,8 +166,11 @@ impl VectorWriter {
     ) -> std::io::Result<usize> {
         let mut count = 0;
         for (values, scale) in rows {
-            self.values.write_all(bytemuck::cast_slice(values))?;
-            self.scales.write_all(&scale.to_le_bytes())?;
+            let (values, scale) = (bytemuck::cast_slice(values), scale.to_le_bytes());
+            self.values.write_all(values)?;
+            self.scales.write_all(&scale)?;
+            self.sums[0].push(values);
+            self.sums[1].push(&scale);
             count += 1;
         }
         let keys: Vec<u8> = keys.iter().flat_map(|k| k.to_le_bytes()).collect();
@@ -170,7 +178,8 @@ impl VectorWriter {
         Ok(count)
     }
 
-    /// Flushes and fsyncs the files.
+    /// Flushes and fsyncs the files, and writes the values' and scales'
+    /// block checksums beside them (see [`crate::store::checked`]).
     pub fn finish(self) -> Result<()> {
         for writer in [self.values, self.scales, self.keys] {
             writer
@@ -178,6 +187,10 @@ impl VectorWriter {
                 .map_err(|e| e.into_error())
                 .and_then(|file| file.sync_all())
                 .with_context(|| format!("cannot write the vectors in {}", self.dir.display()))?;
+        }
+        let [values, scales] = self.sums;
+        for (name, sums) in [(VECTORS_FILE, values), (SCALES_FILE, scales)] {
+            atomic::write_synced(&sidecar_path(&self.dir.join(name)), &sums.finish())?;
         }
         Ok(())
     }
@@ -189,6 +202,9 @@ pub struct StoredVectors {
     path: PathBuf,
     values: Option<Mmap>,
     scales: Option<Mmap>,
+    /// The block checks of the values and of the scales, for the rows a
+    /// search returns (see [`StoredVectors::checked`]).
+    checks: [Option<BlockChecks>; 2],
     rows: usize,
     dim: usize,
 }
@@ -241,9 +257,28 @@ impl StoredVectors {
             path,
             values,
             scales,
+            checks: [None, None],
             rows,
             dim,
         })
+    }
+
+    /// These vectors, a generation's, with the block checks its manifest's
+    /// `checksums` list: every row read one at a time
+    /// ([`StoredVectors::quantized_row`], the rows of the chunks a search
+    /// returns and of its feedback) is then checked, and a damaged one is
+    /// an error naming the file. The scans and the rescoring read rows
+    /// unchecked: checking every row they touch would cost a tenth of a
+    /// search, and a damaged row they rank high is returned, so checked.
+    pub fn checked(mut self, checksums: &Checksums) -> Result<Self> {
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        let values_len = self.values.as_deref().map_or(0, <[u8]>::len);
+        let scales_len = self.scales.as_deref().map_or(0, <[u8]>::len);
+        self.checks = [
+            BlockChecks::load(dir, VECTORS_FILE, checksums, values_len)?,
+            BlockChecks::load(dir, SCALES_FILE, checksums, scales_len)?,
+        ];
+        Ok(self)
     }
 
     /// The vector file, for messages.
@@ -289,9 +324,15 @@ impl StoredVectors {
             .get(ord as usize)
             .context("chunk ordinal beyond the vector file")?;
         let values: &[i8] = bytemuck::cast_slice(self.values.as_deref().unwrap_or_default());
+        let range = ord as usize * self.dim..(ord as usize + 1) * self.dim;
         let row = values
-            .get(ord as usize * self.dim..(ord as usize + 1) * self.dim)
+            .get(range.clone())
             .context("chunk ordinal beyond the vector file")?;
+        if let [Some(values), Some(scales)] = &self.checks {
+            values.check(row_bytes(&self.values), range)?;
+            let at = ord as usize * 4;
+            scales.check(row_bytes(&self.scales), at..at + 4)?;
+        }
         Ok((row, scale))
     }
 
@@ -353,6 +394,11 @@ impl StoredVectors {
             });
         Ok(out)
     }
+}
+
+/// The bytes of a mapped vector file (none when it is empty).
+fn row_bytes(map: &Option<Mmap>) -> &[u8] {
+    map.as_deref().unwrap_or_default()
 }
 
 /// A block of quantized rows and their scales.
