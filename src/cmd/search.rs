@@ -25,7 +25,7 @@ pub fn run(
         params.filter = params.filter.within_folder(&folder);
     }
     let outcome = retriever.search(&config.query, &params)?;
-    let decoded = retriever.decode(outcome.shown_chunks())?;
+    let decoded = retriever.decode_outcome(&config.query, &outcome)?;
     let response =
         SearchResponse::build(config.query_id.clone(), &outcome, &decoded)?.within(config.budget);
     match config.format {

@@ -213,6 +213,17 @@ pub trait List: Sync {
         "no query term matched"
     }
 
+    /// Checks that `score`, the raw score this list gave a chunk whose
+    /// searchable text (heading path and text) is `text`, is the score the
+    /// text itself gives: for a list that can tell (the sparse list, whose
+    /// postings and lengths must agree with the text they were made from),
+    /// so that damage in its files is named rather than served. `Ok` (the
+    /// default) from a list that cannot.
+    fn check_hit(&self, query: &str, text: &str, score: f32) -> Result<()> {
+        let _ = (query, text, score);
+        Ok(())
+    }
+
     /// Why this list matches a chunk whose searchable text (heading path
     /// and text) is `text`, for `explain`, when its ranking does not say
     /// already; `None` (the default) from a list with nothing to add.

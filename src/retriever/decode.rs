@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use rayon::prelude::*;
 
-use super::Retriever;
+use super::{Retriever, SearchOutcome};
 use crate::corpus::walk::mtime_ns;
 use crate::store::generation::{ChunkOrd, ChunkView, FileEntry};
 
@@ -106,6 +106,25 @@ impl Retriever {
                     deleted,
                 },
             );
+        }
+        Ok(decoded)
+    }
+
+    /// Decodes what a printer shows of `outcome`, the search of `query`
+    /// ([`Retriever::decode`]), and checks each result against the lists
+    /// that ranked it ([`crate::lists::List::check_hit`]): a result whose
+    /// text does not give the score a list gave it is damage, named, not an
+    /// answer. The texts are the ones decoded for printing, so the check
+    /// costs a tokenizing of the results.
+    pub fn decode_outcome(&self, query: &str, outcome: &SearchOutcome) -> Result<Decoded> {
+        let decoded = self.decode(outcome.shown_chunks())?;
+        for fused in &outcome.results {
+            let text = decoded.get(fused.chunk)?.view.searchable_text();
+            for (contribution, list) in fused.contributions.iter().zip(&self.lists) {
+                if let Some(contribution) = contribution {
+                    list.index.check_hit(query, &text, contribution.raw_score)?;
+                }
+            }
         }
         Ok(decoded)
     }

@@ -251,7 +251,7 @@ fn search(state: &mut State, dir: &Path, args: QueryArgs) -> Result<(Value, Stri
     };
     let retriever = state.retriever(dir, &selection)?;
     let outcome = retriever.search(&args.query, &params)?;
-    let decoded = retriever.decode(outcome.shown_chunks())?;
+    let decoded = retriever.decode_outcome(&args.query, &outcome)?;
     let response = SearchResponse::build(None, &outcome, &decoded)?.within(budget);
     Ok((serde_json::to_value(&response)?, compact::search(&response)))
 }

@@ -108,6 +108,11 @@ pub const DEAD: u32 = u32::MAX;
 /// at a time costs less (measured: bench/README.md).
 const MAX_PRUNED_TERMS: usize = 12;
 
+/// How far, relative to the score (or to 1 below it), a returned chunk's
+/// score may differ from the one its text gives before the files are named
+/// as damaged: the two are summed the same way, so only damage moves them.
+const HIT_SCORE_TOLERANCE: f32 = 1e-5;
+
 /// Indexing memory budget for tantivy's writer, all threads together.
 const WRITER_MEMORY_BYTES: usize = 256 * 1024 * 1024;
 
@@ -590,6 +595,28 @@ impl List for SparseList {
         }
         list.elapsed = started.elapsed();
         Ok(list)
+    }
+
+    /// Scores `text` as a search does ([`WeighedQuery::score`], its terms
+    /// counted by this list's analyzer) and compares: postings or lengths
+    /// that disagree with the chunk's text are damage in the sparse files.
+    fn check_hit(&self, query: &str, text: &str, score: f32) -> Result<()> {
+        let weighed = self.weigh(query)?;
+        let tokens = self.analyzer.tokenize(text);
+        let tf = |i: usize| {
+            let term = &weighed.terms[i].0;
+            tokens.iter().filter(|t| &t.text == term).count() as u32
+        };
+        let expected = weighed.score(tf, tokens.len() as u64);
+        let dir = self.ords_path.parent().unwrap_or(&self.ords_path);
+        ensure!(
+            (expected - score).abs() <= HIT_SCORE_TOLERANCE * expected.abs().max(1.0),
+            damaged(
+                dir,
+                &format!("gives a chunk the score {score}, where its text gives {expected}")
+            )
+        );
+        Ok(())
     }
 
     /// The query's terms the chunk holds, in query order, each matched
