@@ -56,8 +56,19 @@ pub struct Local;
 pub fn local_sparse(index: &Index) -> Result<SparseList> {
     let manifest = index.manifest();
     let dir = index.generation().dir().join(SPARSE_DIR);
+    // The manifest's checks of the sparse folder's files, by name in it.
+    let prefix = format!("{SPARSE_DIR}/");
+    let checksums = (manifest.checksums.iter())
+        .filter_map(|(name, check)| Some((name.strip_prefix(&prefix)?.to_string(), *check)))
+        .collect();
     guard::catch("sparse", &dir, || {
-        SparseList::open(&dir, manifest.tokenizer, manifest.bm25, manifest.sparse)
+        SparseList::open(
+            &dir,
+            manifest.tokenizer,
+            manifest.bm25,
+            manifest.sparse,
+            checksums,
+        )
     })
 }
 

@@ -17,7 +17,9 @@
 //!
 //! The vector files get sidecars too ([`BlockHasher`] makes them as the rows
 //! stream out), and the dense list checks the rows of the chunks it returns
-//! with [`BlockChecks`] (see `lists::dense`).
+//! with [`BlockChecks`] (see `lists::dense`); so do the sparse folder's files,
+//! which its read-only tantivy directory hands out checked (see
+//! `lists::frozen_dir`).
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -86,6 +88,15 @@ pub fn write_with_blocks(path: &Path, bytes: &[u8]) -> Result<()> {
     atomic::write_synced(&sidecar_path(path), &sums.finish())
 }
 
+/// Writes the sidecar of the file at `path` from its content, fsynced.
+pub fn write_sidecar(path: &Path) -> Result<()> {
+    let mut sums = BlockHasher::default();
+    if let Some(map) = map_file(path)? {
+        sums.push(&map);
+    }
+    atomic::write_synced(&sidecar_path(path), &sums.finish())
+}
+
 /// The sidecar of the file at `path`.
 pub fn sidecar_path(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
@@ -106,9 +117,9 @@ pub struct BlockChecks {
 
 impl BlockChecks {
     /// The checks of file `name` of `dir`, `len` bytes long, from its
-    /// sidecar when the manifest's `checksums` list one (`None` when not):
-    /// the sidecar is read whole and must match its manifest CRC-32 and
-    /// cover the file exactly.
+    /// sidecar when `checksums` (the manifest's, by names relative to
+    /// `dir`) list one (`None` when not): the sidecar is read whole and
+    /// must match its manifest CRC-32 and cover the file exactly.
     pub fn load(dir: &Path, name: &str, checksums: &Checksums, len: usize) -> Result<Option<Self>> {
         let sidecar_name = format!("{name}{BLOCKS_SUFFIX}");
         let Some(check) = checksums.get(&sidecar_name) else {

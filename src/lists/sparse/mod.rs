@@ -51,7 +51,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail, ensure};
-use memmap2::Mmap;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use tantivy::columnar::Column;
@@ -66,7 +65,9 @@ use tantivy::{
 use super::AllowSet;
 use super::frozen_dir::FrozenDirectory;
 use super::{List, ListHit, ListKind, PostingCounts, RankedList, TopWindow};
-use crate::store::{atomic, damaged, map_file};
+use crate::store::checked::{BLOCKS_SUFFIX, CheckedMap, write_sidecar};
+use crate::store::checks::Checksums;
+use crate::store::{atomic, damaged};
 use crate::text::tokenize::{Analyzer, Token};
 use bounds::SegmentBounds;
 use score::{Bm25, Collected, QueryTerm};
@@ -167,8 +168,8 @@ pub struct SparseList {
     analyzer: Analyzer,
     params: Bm25Params,
     stats: SparseStats,
-    /// The [`ORDS_FILE`] map, memory-mapped (`None` when empty).
-    ords: Option<Mmap>,
+    /// The [`ORDS_FILE`] map, memory-mapped, checked whole at open.
+    ords: CheckedMap,
     segments: Vec<Segment>,
     ords_path: PathBuf,
     /// Most distinct terms a query may have to be scored with pruning
@@ -382,6 +383,7 @@ impl SparseWriter {
         atomic::write_synced(&self.dir.join(ORDS_FILE), &header)?;
         // Bounds of segments tantivy merged away were linked from the base.
         bounds::remove_stale(&self.dir, &segment_ids)?;
+        refresh_sidecars(&self.dir)?;
         let dir = &self.dir;
         self.linked.retain(|name| dir.join(name).exists());
         Ok(SparseWritten {
@@ -389,6 +391,45 @@ impl SparseWriter {
             linked: self.linked,
         })
     }
+}
+
+/// Files of a sparse folder read whole at every open (tantivy's term
+/// dictionary, an FST it views in one piece) or never by a search (its
+/// document store), and tantivy's own small files: they get no
+/// block-checksum sidecar, since checking one would cost a search more
+/// than its work (2.4 MB a segment on corpus-big). A damaged term
+/// dictionary gives postings that do not match the chunks' texts, which
+/// [`SparseList::check_hit`] names.
+fn unchecked_file(name: &str) -> bool {
+    name.ends_with(".term")
+        || name.ends_with(".store")
+        || name.ends_with(BLOCKS_SUFFIX)
+        || name.ends_with(".json")
+        || name.starts_with('.')
+}
+
+/// Gives every file of the sparse folder `dir` a block-checksum sidecar
+/// ([`crate::store::checked`]) but the [`unchecked_file`]s, and removes the
+/// sidecars of files tantivy merged away. A segment file linked from the
+/// base came with its sidecar, and keeps it.
+fn refresh_sidecars(dir: &Path) -> Result<()> {
+    let names: Vec<String> = fs::read_dir(dir)
+        .with_context(|| damaged(dir, "cannot be listed"))?
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .collect();
+    for name in &names {
+        match name.strip_suffix(BLOCKS_SUFFIX) {
+            Some(file) if !names.iter().any(|n| n == file) => {
+                fs::remove_file(dir.join(name))
+                    .with_context(|| format!("cannot remove {}", dir.join(name).display()))?;
+            }
+            Some(_) => {}
+            None if unchecked_file(name) => {}
+            None if names.contains(&format!("{name}{BLOCKS_SUFFIX}")) => {}
+            None => write_sidecar(&dir.join(name))?,
+        }
+    }
+    Ok(())
 }
 
 /// Hard-links the files of the tantivy index in `base` into `dir`; its
@@ -404,7 +445,10 @@ fn link_segments(base: &Path, dir: &Path) -> Result<Vec<String>> {
             continue;
         };
         let (from, to) = (entry.path(), dir.join(&name));
-        if name == ORDS_FILE || (name.starts_with(".tantivy-") && name.ends_with(".lock")) {
+        // The uid map and its sidecar are written anew (a link would be
+        // written through, into the base).
+        let rewritten = name.strip_suffix(BLOCKS_SUFFIX).unwrap_or(&name) == ORDS_FILE;
+        if rewritten || (name.starts_with(".tantivy-") && name.ends_with(".lock")) {
             continue;
         }
         let copy = || {
@@ -457,21 +501,24 @@ fn to_tantivy(t: Token) -> TantivyToken {
 
 impl SparseList {
     /// Opens the sparse index in `dir`, scoring with `params` over the live
-    /// documents `stats` describes.
+    /// documents `stats` describes; its files' block-checksum sidecars are
+    /// found in `checksums` (the manifest's checks of the files in `dir`,
+    /// by name in it), and checked as tantivy reads them.
     pub fn open(
         dir: &Path,
         analyzer: Analyzer,
         params: Bm25Params,
         stats: SparseStats,
+        checksums: Checksums,
     ) -> Result<Self> {
         let damaged = || damaged(dir, "cannot be opened");
-        let index = FrozenDirectory::open(dir)
+        let ords = CheckedMap::open(dir, ORDS_FILE, &checksums)?;
+        let index = FrozenDirectory::open(dir, checksums)
             .map_err(anyhow::Error::from)
             .and_then(|frozen| Ok(Index::open(frozen)?))
             .with_context(damaged)?;
         let ords_path = dir.join(ORDS_FILE);
-        let ords = map_file(&ords_path)?;
-        let maps = segment_ranges(ords.as_deref().unwrap_or_default())
+        let maps = segment_ranges(ords.all()?)
             .with_context(|| crate::store::damaged(&ords_path, "is malformed"))?;
         register(&index, analyzer);
         let body = index.schema().get_field(BODY_FIELD).with_context(damaged)?;
@@ -530,7 +577,8 @@ impl SparseList {
     /// The chunk ordinal (or [`DEAD`]) of each document of `segment`.
     fn ords_of(&self, segment: &Segment) -> Result<&[u32]> {
         let damaged = || crate::store::damaged(&self.ords_path, "does not match the index");
-        let all: &[u32] = bytemuck::try_cast_slice(self.ords.as_deref().unwrap_or_default())
+        // Checked whole when the list opened.
+        let all: &[u32] = bytemuck::try_cast_slice(self.ords.unchecked())
             .map_err(|_| anyhow::anyhow!(damaged()))?;
         all.get(segment.ords.clone()).with_context(damaged)
     }

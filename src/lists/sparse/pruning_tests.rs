@@ -38,8 +38,14 @@ fn write(dir: &Path, base: Option<&Path>, added: &[(u32, &str)], ords: &[u32]) -
 /// The list in `dir`, pruning every query (however many its terms) or
 /// none.
 fn open(dir: &Path, stats: SparseStats, prune: bool) -> SparseList {
-    let mut list =
-        SparseList::open(dir, Analyzer::default(), Bm25Params::default(), stats).unwrap();
+    let mut list = SparseList::open(
+        dir,
+        Analyzer::default(),
+        Bm25Params::default(),
+        stats,
+        Checksums::new(),
+    )
+    .unwrap();
     list.pruned_terms = if prune { usize::MAX } else { 0 };
     list
 }
