@@ -24,13 +24,14 @@ use std::fs;
 use std::path::Path;
 
 use anyhow::{Context, Result, ensure};
-use memmap2::Mmap;
 use tantivy::columnar::Column;
 use tantivy::postings::{Postings, SegmentPostings};
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{DocSet, SegmentReader, TERMINATED};
 
-use crate::store::{atomic, damaged, map_file};
+use crate::store::checked::CheckedMap;
+use crate::store::checks::Checksums;
+use crate::store::{atomic, damaged};
 
 /// Ending of a segment's bounds file, after the segment id.
 pub(super) const FILE_SUFFIX: &str = ".bounds";
@@ -144,24 +145,27 @@ pub(super) fn remove_stale(dir: &Path, live: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// A segment's stored frontiers, memory-mapped.
+/// A segment's stored frontiers, memory-mapped (checked whole at open
+/// against its block checksums, when it has them).
 pub(super) struct SegmentBounds {
-    map: Mmap,
+    map: CheckedMap,
     terms: usize,
 }
 
 impl SegmentBounds {
-    /// Opens the bounds file at `path`; `None` when there is none (a
-    /// segment written before bounds were, whose terms are then scored in
-    /// full).
-    pub(super) fn open(path: &Path) -> Result<Option<Self>> {
+    /// Opens the bounds file `name` in `dir`, its sidecar found in
+    /// `checksums` (by name in `dir`); `None` when there is none (a segment
+    /// written before bounds were, whose terms are then scored in full).
+    pub(super) fn open(dir: &Path, name: &str, checksums: &Checksums) -> Result<Option<Self>> {
+        let path = dir.join(name);
         if !path.exists() {
             return Ok(None);
         }
-        let malformed = || damaged(path, "is malformed");
-        let map = map_file(path)?.with_context(malformed)?;
-        ensure!(map.starts_with(MAGIC), malformed());
-        let terms = map
+        let malformed = || damaged(&path, "is malformed");
+        let map = CheckedMap::open(dir, name, checksums)?;
+        let bytes = map.all()?;
+        ensure!(bytes.starts_with(MAGIC), malformed());
+        let terms = bytes
             .get(MAGIC.len()..HEADER_BYTES)
             .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")) as usize)
             .with_context(malformed)?;
@@ -186,7 +190,7 @@ impl SegmentBounds {
             return None;
         }
         let at = HEADER_BYTES + i * ENTRY_BYTES;
-        let bytes = self.map.get(at..at + ENTRY_BYTES)?;
+        let bytes = self.map.unchecked().get(at..at + ENTRY_BYTES)?;
         let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().expect("4 bytes"));
         let ord = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
         Some((ord, u32_at(8) as usize, u32_at(12) as usize))
@@ -201,7 +205,7 @@ impl SegmentBounds {
             let (ord, first, count) = self.entry(mid)?;
             if ord == term_ord {
                 let start = self.points_start() + first * 8;
-                let bytes = self.map.get(start..start + count * 8)?;
+                let bytes = self.map.unchecked().get(start..start + count * 8)?;
                 let pairs = bytes.chunks_exact(8).map(|p| {
                     let word = |o: usize| u32::from_le_bytes(p[o..o + 4].try_into().expect("4"));
                     [word(0), word(4)]

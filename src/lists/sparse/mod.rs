@@ -513,7 +513,7 @@ impl SparseList {
     ) -> Result<Self> {
         let damaged = || damaged(dir, "cannot be opened");
         let ords = CheckedMap::open(dir, ORDS_FILE, &checksums)?;
-        let index = FrozenDirectory::open(dir, checksums)
+        let index = FrozenDirectory::open(dir, checksums.clone())
             .map_err(anyhow::Error::from)
             .and_then(|frozen| Ok(Index::open(frozen)?))
             .with_context(damaged)?;
@@ -538,19 +538,21 @@ impl SparseList {
             pruned_terms: MAX_PRUNED_TERMS,
         };
         for segment in reader.searcher().segment_readers() {
-            let part = list.open_segment(dir, segment, &maps);
+            let part = list.open_segment(dir, segment, &maps, &checksums);
             let part = part.map_err(|err| list.named_as_damage(err))?;
             list.segments.push(part);
         }
         Ok(list)
     }
 
-    /// What a search needs of `segment`, whose ordinals `maps` locates.
+    /// What a search needs of `segment`, whose ordinals `maps` locates
+    /// (its bounds' sidecar found in `checksums`, by name in `dir`).
     fn open_segment(
         &self,
         dir: &Path,
         segment: &SegmentReader,
         maps: &[SegmentMap],
+        checksums: &Checksums,
     ) -> Result<Segment> {
         let damaged = || crate::store::damaged(&self.ords_path, "does not match the index");
         let id = segment.segment_id().uuid_string();
@@ -561,7 +563,7 @@ impl SparseList {
             lengths: segment.fast_fields().u64(LEN_FIELD)?,
             ords: map.range.clone(),
             dead: Vec::new(),
-            bounds: SegmentBounds::open(&dir.join(bounds::file_name(&id)))?,
+            bounds: SegmentBounds::open(dir, &bounds::file_name(&id), checksums)?,
         };
         // An ordinal past the chunk table is caught as a search reaches it
         // (`score::chunk_of`).
