@@ -171,14 +171,24 @@ fn yaml_options() -> serde_saphyr::Options {
 }
 
 /// A one-line message for a YAML error: the parser's first line (its full
-/// message can include a multi-line source snippet), cut to [`MAX_ERROR_CHARS`].
+/// message can include a multi-line source snippet), cut to [`MAX_ERROR_CHARS`],
+/// its position given as a line of the file: the parser counts from the
+/// YAML's first line, the file's second (after the opening `---`).
 fn describe_yaml_error(error: serde_saphyr::Error) -> String {
     let message = error.to_string();
-    let line = message.lines().next().unwrap_or_default().trim();
-    let line = line.strip_prefix("error: ").unwrap_or(line);
+    let first = message.lines().next().unwrap_or_default().trim();
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    let text = match error.location().filter(|at| at.line() > 0) {
+        Some(at) => {
+            let parser_position = format!("line {} column {}: ", at.line(), at.column());
+            let detail = first.strip_prefix(&parser_position).unwrap_or(first);
+            format!("line {} column {}: {detail}", at.line() + 1, at.column())
+        }
+        None => first.to_string(),
+    };
     format!(
         "invalid front matter YAML: {}",
-        truncate_chars(line, MAX_ERROR_CHARS)
+        truncate_chars(&text, MAX_ERROR_CHARS)
     )
 }
 
@@ -449,6 +459,18 @@ mod tests {
             assert_eq!(fm.metadata, Metadata::new());
             assert_eq!((fm.body_start, fm.body_first_line), (0, 1));
         }
+    }
+
+    #[test]
+    fn a_yaml_error_names_the_line_of_the_file() {
+        // `title: Design review: search` is the file's line 3.
+        let source = "---\ndate: 2024-01-02\ntitle: Design review: search\n---\nbody\n";
+        let error = parse_front_matter(source).error.expect("error");
+        assert!(
+            error.starts_with("invalid front matter YAML: line 3 column "),
+            "{error}"
+        );
+        assert_eq!(error.matches("line").count(), 1, "{error}");
     }
 
     #[test]
