@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{CommandFactory, Parser};
 use cli::Cli;
 use cmd::Status;
+use memidx::index::get::NotFound;
 use memidx::output::one_line;
 
 mod cli;
@@ -31,7 +32,11 @@ fn main() -> ExitCode {
                 "memidx: {}",
                 one_line(&format!("{err:#}"))
             );
-            ExitCode::from(2)
+            // Like grep: nothing found is 1 (an id the index does not hold), any failure 2.
+            match err.downcast_ref::<NotFound>() {
+                Some(_) => ExitCode::from(1),
+                None => ExitCode::from(2),
+            }
         }
     }
 }

@@ -3,10 +3,11 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::Status;
 use crate::config::{ExplainConfig, OutputFormat};
+use memidx::index::get;
 use memidx::output::explain::ExplainReport;
 use memidx::output::{human, json};
 use memidx::retriever::{Retriever, SearchParams};
@@ -38,7 +39,8 @@ pub fn run(config: &ExplainConfig, out: &mut dyn Write) -> Result<Status> {
 
 /// The explain report of `query` over `retriever` (for the chunk `focus`
 /// alone, by id, when given); `open_time` is how long opening the index
-/// took. An unknown id is an error ending with `hint`, where ids come from.
+/// took. An unknown id is [`get::NotFound`] (exit 1, as from `get`), ending
+/// with `hint`, where ids come from, when its file is not indexed either.
 pub(super) fn report(
     retriever: &Retriever,
     query: &str,
@@ -48,12 +50,11 @@ pub(super) fn report(
     hint: &str,
 ) -> Result<ExplainReport> {
     let focus = match focus {
-        Some(id) => Some(
-            retriever
-                .generation()
-                .find(id)
-                .with_context(|| format!("no chunk '{id}' in the index; {hint}"))?,
-        ),
+        Some(id) => {
+            let generation = retriever.generation();
+            let ord = generation.find(id);
+            Some(ord.ok_or_else(|| get::chunk_not_found(generation, id, hint))?)
+        }
         None => None,
     };
     let explanation = retriever.explain(query, params, focus)?;

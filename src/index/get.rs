@@ -23,7 +23,7 @@ use std::path::{Component, Path, PathBuf};
 use anyhow::{Result, bail};
 
 use super::Index;
-use crate::store::generation::{ChunkView, FileEntry};
+use crate::store::generation::{ChunkView, FileEntry, Generation};
 
 /// What to fetch, as `memidx get` and the MCP `get` tool name it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,6 +141,26 @@ impl fmt::Display for NotFound {
 
 impl std::error::Error for NotFound {}
 
+/// The error for chunk id `id`, which `generation` does not hold: it names
+/// the ids its file holds when the file is indexed (`a.md holds chunks #1
+/// to #4`), else ends with `hint`, where ids come from.
+pub fn chunk_not_found(generation: &Generation, id: &str, hint: &str) -> NotFound {
+    let held = id.rsplit_once('#').and_then(|(path, _)| {
+        let chunks = generation
+            .chunks_of_file(generation.file_index(path)?)
+            .ok()?;
+        Some(match chunks.len() {
+            0 => format!("{path} holds no chunk"),
+            1 => format!("{path} holds chunk #1 only"),
+            n => format!("{path} holds chunks #1 to #{n}"),
+        })
+    });
+    NotFound(format!(
+        "no chunk '{id}' in the index; {}",
+        held.as_deref().unwrap_or(hint)
+    ))
+}
+
 /// What was fetched.
 #[derive(Debug, Clone)]
 pub enum Fetched {
@@ -171,9 +191,11 @@ pub fn fetch(index: &Index, target: &Target) -> Result<Fetched> {
         Target::Chunk(id) => {
             let generation = index.generation();
             let Some(ord) = generation.find(id) else {
-                return Err(NotFound(format!(
-                    "no chunk '{id}' in the index; chunk ids come from search (chunk_id)"
-                ))
+                return Err(chunk_not_found(
+                    generation,
+                    id,
+                    "chunk ids come from search (chunk_id)",
+                )
                 .into());
             };
             let view = generation.chunk(ord)?;

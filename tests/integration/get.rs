@@ -103,7 +103,8 @@ fn unknown_ids_and_paths_exit_1_and_unsafe_paths_are_refused() {
         (
             format!("{FILE}#99"),
             1,
-            "no chunk 'incidents/2023/q4/billing-month-end-timeouts.md#99' in the index",
+            "no chunk 'incidents/2023/q4/billing-month-end-timeouts.md#99' in the index; \
+             incidents/2023/q4/billing-month-end-timeouts.md holds chunks #1 to #6",
         ),
         (
             "nowhere.md".to_string(),

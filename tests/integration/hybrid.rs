@@ -217,14 +217,27 @@ fn explain_says_why_a_list_did_not_contribute() {
         unmatched["results"][0]["lists"][0]["absent"],
         "no query term matched"
     );
+    // An id the index does not hold is "nothing found" (exit 1), as from
+    // `get`; when its file is indexed, the message names the file's ids.
     corpus
         .memidx()
         .args(["explain", "x", "--chunk", "nope.md#1"])
         .assert()
-        .code(2)
+        .code(1)
         .stderr(predicate::str::contains(
-            "no chunk 'nope.md#1' in the index",
+            "no chunk 'nope.md#1' in the index; chunk ids look like",
         ));
+    let file = "incidents/2023/q4/billing-month-end-timeouts.md";
+    for command in ["explain", "get"] {
+        let id = format!("{file}#0");
+        let args = match command {
+            "explain" => vec!["explain", "x", "--chunk", id.as_str()],
+            _ => vec!["get", id.as_str()],
+        };
+        corpus.memidx().args(&args).assert().code(1).stderr(format!(
+            "memidx: no chunk '{file}#0' in the index; {file} holds chunks #1 to #6\n"
+        ));
+    }
 }
 
 #[test]

@@ -106,7 +106,7 @@ fn assert_session(report: &Value) {
     );
     assert_eq!(
         report["get_unknown"],
-        format!("no chunk '{incident}#99' in the index; chunk ids come from search (chunk_id)")
+        format!("no chunk '{incident}#99' in the index; {incident} holds chunks #1 to #6")
     );
     let unknown_tool = report["unknown_tool"].as_str().unwrap();
     assert!(
