@@ -68,7 +68,7 @@ fn usage_error(err: &clap::Error) -> ExitCode {
             parts.push(part.to_string());
             listing = true;
         } else if let Some(tip) = trimmed.strip_prefix("tip: ") {
-            parts.push(tip.to_string());
+            parts.push(closest_first(err).unwrap_or_else(|| tip.to_string()));
             listing = false;
         } else if listing && line.starts_with(' ') && !trimmed.is_empty() {
             let last = parts.last_mut().expect("an error line came first");
@@ -99,6 +99,29 @@ fn usage_error(err: &clap::Error) -> ExitCode {
         parts.join("; ")
     );
     ExitCode::from(2)
+}
+
+/// clap's tip for a mistyped subcommand with its suggestions, the closest
+/// to what was typed first (clap lists them closest last: `serach` gave
+/// 'graph', 'search'); `None` for any other error. `strsim` measures.
+fn closest_first(err: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    let Some(ContextValue::String(typed)) = err.get(ContextKind::InvalidSubcommand) else {
+        return None;
+    };
+    let Some(ContextValue::Strings(suggested)) = err.get(ContextKind::SuggestedSubcommand) else {
+        return None;
+    };
+    let mut suggested = suggested.clone();
+    suggested.sort_by(|a, b| {
+        let closeness = |s: &String| strsim::jaro_winkler(typed, s);
+        closeness(b).total_cmp(&closeness(a))
+    });
+    let quoted: Vec<String> = suggested.iter().map(|s| format!("'{s}'")).collect();
+    Some(match quoted.as_slice() {
+        [one] => format!("a similar subcommand exists: {one}"),
+        _ => format!("some similar subcommands exist: {}", quoted.join(", ")),
+    })
 }
 
 /// True when the reader of our output went away (`memidx search … | head`).

@@ -217,6 +217,25 @@ fn a_usage_error_names_the_missing_arguments_on_one_line() {
 }
 
 #[test]
+fn a_mistyped_subcommand_suggests_the_closest_first() {
+    let corpus = Corpus::empty();
+    for (typed, tip) in [
+        (
+            "serach",
+            "some similar subcommands exist: 'search', 'graph'",
+        ),
+        ("serch", "a similar subcommand exists: 'search'"),
+    ] {
+        let output = corpus.memidx().args([typed, "x"]).output().unwrap();
+        assert_eq!(output.status.code(), Some(2));
+        assert_eq!(
+            String::from_utf8(output.stderr).unwrap(),
+            format!("memidx: unrecognized subcommand '{typed}'; {tip}; see 'memidx --help'\n")
+        );
+    }
+}
+
+#[test]
 fn a_query_of_several_words_needs_no_quotes() {
     let corpus = Corpus::fixtures();
     corpus.index();
