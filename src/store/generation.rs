@@ -605,16 +605,7 @@ impl Generation {
         chunks: Range<ChunkOrd>,
         before: impl Fn(&RawChunk) -> bool,
     ) -> Result<ChunkOrd> {
-        let (mut low, mut high) = (chunks.start, chunks.end);
-        while low < high {
-            let mid = low + (high - low) / 2;
-            if before(self.raw(mid)?) {
-                low = mid + 1;
-            } else {
-                high = mid;
-            }
-        }
-        Ok(low)
+        partition(chunks, |ord| Ok(before(self.raw(ord)?)))
     }
 
     /// Where file `index`'s entry lies in `files.bin`.
@@ -756,16 +747,7 @@ impl Generation {
     /// The first file in `files` whose path fails `before`, which holds
     /// for a leading run of them.
     fn partition_files(&self, files: Range<u32>, before: impl Fn(&str) -> bool) -> Result<u32> {
-        let (mut low, mut high) = (files.start, files.end);
-        while low < high {
-            let mid = low + (high - low) / 2;
-            if before(self.file_path(mid)?) {
-                low = mid + 1;
-            } else {
-                high = mid;
-            }
-        }
-        Ok(low)
+        partition(files, |index| Ok(before(self.file_path(index)?)))
     }
 
     /// The path of file `index`, read without decoding the rest of its
@@ -775,6 +757,21 @@ impl Generation {
             .with_context(|| damaged(&self.dir.join(FILES_FILE), "does not decode"))?;
         Ok(file_path)
     }
+}
+
+/// The first index in `range` for which `before` is false, where it is true
+/// for a leading run of them (a binary search; reading an item may fail).
+fn partition(range: Range<u32>, before: impl Fn(u32) -> Result<bool>) -> Result<u32> {
+    let (mut low, mut high) = (range.start, range.end);
+    while low < high {
+        let mid = low + (high - low) / 2;
+        if before(mid)? {
+            low = mid + 1;
+        } else {
+            high = mid;
+        }
+    }
+    Ok(low)
 }
 
 /// The text a chunk is indexed under: its heading path, then its text.
