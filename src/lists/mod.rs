@@ -213,14 +213,14 @@ pub trait List: Sync {
         "no query term matched"
     }
 
-    /// Checks that `score`, the raw score this list gave a chunk whose
-    /// searchable text (heading path and text) is `text`, is the score the
-    /// text itself gives: for a list that can tell (the sparse list, whose
-    /// postings and lengths must agree with the text they were made from),
-    /// so that damage in its files is named rather than served. `Ok` (the
-    /// default) from a list that cannot.
-    fn check_hit(&self, query: &str, text: &str, score: f32) -> Result<()> {
-        let _ = (query, text, score);
+    /// Checks that each of `hits`, the searchable text (heading path and
+    /// text) of a chunk this list ranked for `query` with its raw score, has
+    /// the score the text itself gives: for a list that can tell (the
+    /// sparse list, whose postings and lengths must agree with the text they
+    /// were made from), so that damage in its files is named rather than
+    /// served. `Ok` (the default) from a list that cannot.
+    fn check_hits(&self, query: &str, hits: &[(&str, f32)]) -> Result<()> {
+        let _ = (query, hits);
         Ok(())
     }
 

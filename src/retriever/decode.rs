@@ -112,19 +112,23 @@ impl Retriever {
 
     /// Decodes what a printer shows of `outcome`, the search of `query`
     /// ([`Retriever::decode`]), and checks each result against the lists
-    /// that ranked it ([`crate::lists::List::check_hit`]): a result whose
+    /// that ranked it ([`crate::lists::List::check_hits`]): a result whose
     /// text does not give the score a list gave it is damage, named, not an
     /// answer. The texts are the ones decoded for printing, so the check
     /// costs a tokenizing of the results.
     pub fn decode_outcome(&self, query: &str, outcome: &SearchOutcome) -> Result<Decoded> {
         let decoded = self.decode(outcome.shown_chunks())?;
-        for fused in &outcome.results {
-            let text = decoded.get(fused.chunk)?.view.searchable_text();
-            for (contribution, list) in fused.contributions.iter().zip(&self.lists) {
-                if let Some(contribution) = contribution {
-                    list.index.check_hit(query, &text, contribution.raw_score)?;
-                }
-            }
+        let texts = (outcome.results.iter())
+            .map(|fused| Ok(decoded.get(fused.chunk)?.view.searchable_text()))
+            .collect::<Result<Vec<String>>>()?;
+        for (i, list) in self.lists.iter().enumerate() {
+            let hits: Vec<(&str, f32)> = (outcome.results.iter().zip(&texts))
+                .filter_map(|(fused, text)| {
+                    let contribution = fused.contributions.get(i)?.as_ref()?;
+                    Some((text.as_str(), contribution.raw_score))
+                })
+                .collect();
+            list.index.check_hits(query, &hits)?;
         }
         Ok(decoded)
     }

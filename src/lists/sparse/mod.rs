@@ -399,7 +399,7 @@ impl SparseWriter {
 /// block-checksum sidecar, since checking one would cost a search more
 /// than its work (2.4 MB a segment on corpus-big). A damaged term
 /// dictionary gives postings that do not match the chunks' texts, which
-/// [`SparseList::check_hit`] names.
+/// [`SparseList::check_hits`] names.
 fn unchecked_file(name: &str) -> bool {
     name.ends_with(".term")
         || name.ends_with(".store")
@@ -647,25 +647,31 @@ impl List for SparseList {
         Ok(list)
     }
 
-    /// Scores `text` as a search does ([`WeighedQuery::score`], its terms
-    /// counted by this list's analyzer) and compares: postings or lengths
-    /// that disagree with the chunk's text are damage in the sparse files.
-    fn check_hit(&self, query: &str, text: &str, score: f32) -> Result<()> {
+    /// Scores each hit's text as a search does ([`WeighedQuery::score`],
+    /// the query weighed once, its terms counted by this list's analyzer)
+    /// and compares: postings or lengths that disagree with the chunk's
+    /// text are damage in the sparse files.
+    fn check_hits(&self, query: &str, hits: &[(&str, f32)]) -> Result<()> {
+        if hits.is_empty() {
+            return Ok(());
+        }
         let weighed = self.weigh(query)?;
-        let tokens = self.analyzer.tokenize(text);
-        let tf = |i: usize| {
-            let term = &weighed.terms[i].0;
-            tokens.iter().filter(|t| &t.text == term).count() as u32
-        };
-        let expected = weighed.score(tf, tokens.len() as u64);
         let dir = self.ords_path.parent().unwrap_or(&self.ords_path);
-        ensure!(
-            (expected - score).abs() <= HIT_SCORE_TOLERANCE * expected.abs().max(1.0),
-            damaged(
-                dir,
-                &format!("gives a chunk the score {score}, where its text gives {expected}")
-            )
-        );
+        for &(text, score) in hits {
+            let tokens = self.analyzer.tokenize(text);
+            let tf = |i: usize| {
+                let term = &weighed.terms[i].0;
+                tokens.iter().filter(|t| &t.text == term).count() as u32
+            };
+            let expected = weighed.score(tf, tokens.len() as u64);
+            ensure!(
+                (expected - score).abs() <= HIT_SCORE_TOLERANCE * expected.abs().max(1.0),
+                damaged(
+                    dir,
+                    &format!("gives a chunk the score {score}, where its text gives {expected}")
+                )
+            );
+        }
         Ok(())
     }
 

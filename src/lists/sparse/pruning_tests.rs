@@ -159,14 +159,15 @@ fn check_collection(docs: &[String], queries: &[String]) {
     }
 
     // Every hit's text gives the score the updated list gave it, so a
-    // search can check its results (`check_hit`) with no false alarm; the
+    // search can check its results (`check_hits`) with no false alarm; the
     // same text with the query added does not.
     for query in queries.iter().take(50) {
         for hit in pruned.search(query, 10, &AllowSet::All).unwrap().hits {
             let text = live_texts[hit.chunk as usize];
-            pruned.check_hit(query, text, hit.score).unwrap();
+            pruned.check_hits(query, &[(text, hit.score)]).unwrap();
+            let altered = format!("{text}\n{query}");
             let err = pruned
-                .check_hit(query, &format!("{text}\n{query}"), hit.score)
+                .check_hits(query, &[(text, hit.score), (&altered, hit.score)])
                 .unwrap_err()
                 .to_string();
             assert!(err.contains("where its text gives"), "{err}");
