@@ -52,16 +52,26 @@ use crate::store::{MANIFEST_FILE, atomic, bounded, damaged};
 /// the index folder lies in the indexed folder, `index_in_root`, so that a
 /// copied or moved folder's index serves the folder it is in; 24 the
 /// tokenizer's Unicode rules, `tokenizer.normalize` and `tokenizer.fold`,
-/// and chunks cut by [`CHUNKS_FORMAT_VERSION`]'s rules).
-pub const FORMAT_VERSION: u32 = 24;
+/// and chunks cut by [`CHUNKS_FORMAT_VERSION`]'s rules; 25 the sparse
+/// list's term dictionaries as sorted string tables, see
+/// [`SPARSE_FORMAT_VERSION`]).
+pub const FORMAT_VERSION: u32 = 25;
 
 /// The first format whose chunks are cut the way this build cuts them
 /// (headings without body kept, merged chunks labelled by every section):
 /// a re-index of an older index cuts every file anew.
 pub const CHUNKS_FORMAT_VERSION: u32 = 24;
 
-/// The on-disk formats this build can read.
-pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 16..=24;
+/// The first format whose sparse list this build reads: tantivy's term
+/// dictionaries became sorted string tables, read (and checked) a block at
+/// a time, in place of an FST read whole. A search refuses an older index;
+/// `memidx index` upgrades it, keeping its chunks and vectors and building
+/// the sparse list anew.
+pub const SPARSE_FORMAT_VERSION: u32 = 25;
+
+/// The on-disk formats this build can read (searched from
+/// [`SPARSE_FORMAT_VERSION`] on; older ones only upgraded).
+pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 16..=25;
 
 /// The last format without `fusion_source`.
 const UNSOURCED_FORMAT_VERSION: u32 = 17;

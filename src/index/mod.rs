@@ -14,15 +14,15 @@ pub mod status;
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 
 use crate::error::IndexError;
 use crate::fusion::{FusionDefaults, FusionSource};
 use crate::lists::graph::{GraphList, QueryOptions, no_graph};
-use crate::store::LOCK_FILE;
 use crate::store::checks;
 use crate::store::generation::{FileEntry, Generation};
 use crate::store::lock::IndexLock;
+use crate::store::{LOCK_FILE, MANIFEST_FILE};
 use manifest::Manifest;
 
 /// How often opening is retried when a concurrent index run replaced the
@@ -138,7 +138,7 @@ impl LiveStamp {
     /// The stamp of the index in `dir`, or `None` when it has no readable
     /// `meta.json`.
     pub fn of(dir: &Path) -> Option<Self> {
-        let manifest_path = dir.join(crate::store::MANIFEST_FILE);
+        let manifest_path = dir.join(MANIFEST_FILE);
         let manifest = FileStamp::of(&std::fs::metadata(&manifest_path).ok()?);
         let generation = read_manifest(dir).ok()?.generation;
         let mut files: Vec<(PathBuf, FileStamp)> =
@@ -210,13 +210,21 @@ fn a_race_may_explain(err: &anyhow::Error) -> bool {
         })
 }
 
-/// Reads `dir/meta.json`, which must exist.
-/// The manifest of the index in `dir`, its root the folder the index
-/// serves now ([`moved_root`]).
+/// The manifest of the index in `dir`, which must exist and be of a
+/// format this build searches, its root the folder the index serves now
+/// ([`moved_root`]).
 fn read_manifest(dir: &Path) -> Result<Manifest> {
     let mut manifest = Manifest::read(dir)?.ok_or_else(|| IndexError::NoIndex {
         dir: dir.to_path_buf(),
     })?;
+    if manifest.format_version < manifest::SPARSE_FORMAT_VERSION {
+        bail!(IndexError::Unsupported {
+            path: dir.join(MANIFEST_FILE),
+            found: manifest.format_version,
+            oldest: manifest::SPARSE_FORMAT_VERSION,
+            newest: manifest::FORMAT_VERSION,
+        });
+    }
     if let Some(root) = moved_root(dir, &manifest) {
         manifest.root = root.display().to_string();
     }

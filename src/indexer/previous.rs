@@ -11,7 +11,9 @@ use crate::corpus::read::read_walked;
 use crate::corpus::walk::{SourceFile, Walk};
 use crate::embed::Embedder;
 use crate::fusion::{FusionDefaults, FusionSource};
-use crate::index::manifest::{CHUNKS_FORMAT_VERSION, Manifest, SkippedFile, skipped_stamps};
+use crate::index::manifest::{
+    CHUNKS_FORMAT_VERSION, Manifest, SPARSE_FORMAT_VERSION, SkippedFile, skipped_stamps,
+};
 use crate::lists::dense;
 use crate::lists::dense::codes::CODES_FILE;
 use crate::lists::graph;
@@ -145,6 +147,7 @@ impl Previous {
     ) -> Option<&Manifest> {
         let manifest = self.manifest.as_ref()?;
         let current = self.generation.is_some()
+            && manifest.format_version >= SPARSE_FORMAT_VERSION
             && self.vectors.is_some()
             && manifest.embedder == *embedder.info()
             && manifest.walk == options.walk
@@ -189,11 +192,17 @@ impl Previous {
     /// texts, sparse documents and uids) rather than rewriting everything:
     /// yes, unless there is nothing to carry or carrying would leave more
     /// garbage (texts and sparse documents of removed or changed files'
-    /// chunks) than the data carried.
+    /// chunks) than the data carried, or the previous sparse list is of a
+    /// format this build no longer reads ([`SPARSE_FORMAT_VERSION`]).
     pub(super) fn carry_for(&self, states: &[FileState]) -> bool {
-        let (Some(old), Some(carried)) = (&self.generation, &self.carried) else {
+        let (Some(old), Some(carried), Some(manifest)) =
+            (&self.generation, &self.carried, &self.manifest)
+        else {
             return false;
         };
+        if manifest.format_version < SPARSE_FORMAT_VERSION {
+            return false;
+        }
         let (mut chunks, mut bytes) = (0u64, 0u64);
         for state in states {
             if let FileState::Unchanged { previous_file, .. } = state {

@@ -679,6 +679,80 @@ fn an_index_from_a_future_format_version_is_refused_with_the_supported_range() {
     }
 }
 
+#[test]
+fn an_index_of_an_older_sparse_format_is_refused_by_search_and_upgraded_by_index() {
+    use memidx::index::manifest::{Manifest, SPARSE_FORMAT_VERSION};
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let dir = corpus.path().join(".memidx");
+    let sparse_files = |generation: u64| -> Vec<String> {
+        let sparse = dir.join(format!("gen-{generation}/sparse"));
+        let mut names: Vec<String> = fs::read_dir(sparse)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|name| name.ends_with(".term"))
+            .collect();
+        names.sort();
+        names
+    };
+    let old_terms = sparse_files(Manifest::read(&dir).unwrap().unwrap().generation);
+    // The manifest as the build before wrote it: the older version, sealed
+    // with the CRC-32 of the bytes before its seal field.
+    let path = dir.join("meta.json");
+    let text = fs::read_to_string(&path).unwrap();
+    let (head, _) = text.rsplit_once(",\n  \"meta_crc32\"").unwrap();
+    let head = head.replace(
+        &format!(
+            "\"format_version\": {}",
+            memidx::index::manifest::FORMAT_VERSION
+        ),
+        &format!("\"format_version\": {}", SPARSE_FORMAT_VERSION - 1),
+    );
+    let crc = crc32fast::hash(head.as_bytes());
+    fs::write(&path, format!("{head},\n  \"meta_crc32\": {crc}\n}}\n")).unwrap();
+
+    let output = corpus
+        .memidx()
+        .args(["search", "connection pool"])
+        .output()
+        .unwrap();
+    let line = assert_one_line_error(&output, "search on an index of the older format");
+    assert!(
+        line.contains(&format!("version {}", SPARSE_FORMAT_VERSION - 1))
+            && line.contains("'memidx index'"),
+        "the refusal should name the old version and the fix: {line}"
+    );
+
+    let output = corpus.memidx().args(["index", "."]).output().unwrap();
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the upgrade failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        said.contains("embedding 0 chunks"),
+        "the upgrade should keep every vector: {said}"
+    );
+    let new = Manifest::read(&dir).unwrap().unwrap();
+    assert_eq!(new.format_version, memidx::index::manifest::FORMAT_VERSION);
+    let new_terms = sparse_files(new.generation);
+    assert!(
+        !new_terms.is_empty() && new_terms.iter().all(|name| !old_terms.contains(name)),
+        "the sparse list should be built anew, not linked: {old_terms:?} -> {new_terms:?}"
+    );
+    let output = corpus
+        .memidx()
+        .args(["search", "connection pool", "--mode", "sparse"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success() && !output.stdout.is_empty(),
+        "the upgraded index should be searched: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 // ---------------------------------------------------------------------------
 // 4. Hostile input files
 // ---------------------------------------------------------------------------

@@ -393,16 +393,12 @@ impl SparseWriter {
     }
 }
 
-/// Files of a sparse folder read whole at every open (tantivy's term
-/// dictionary, an FST it views in one piece) or never by a search (its
-/// document store), and tantivy's own small files: they get no
-/// block-checksum sidecar, since checking one would cost a search more
-/// than its work (2.4 MB a segment on corpus-big). A damaged term
-/// dictionary gives postings that do not match the chunks' texts, which
-/// [`SparseList::check_hits`] names.
+/// Files of a sparse folder a search never reads (tantivy's document
+/// store) and tantivy's own small files: they get no block-checksum
+/// sidecar. Every other file, the term dictionaries included (sorted string
+/// tables, read a block at a time), is checked where a search reads it.
 fn unchecked_file(name: &str) -> bool {
-    name.ends_with(".term")
-        || name.ends_with(".store")
+    name.ends_with(".store")
         || name.ends_with(BLOCKS_SUFFIX)
         || name.ends_with(".json")
         || name.starts_with('.')
