@@ -42,7 +42,7 @@ Register-ArgumentCompleter -Native -CommandName 'memidx' -ScriptBlock {
         }
         'memidx;index' {
             [CompletionResult]::new('--max-file-size', '--max-file-size', [CompletionResultType]::ParameterName, 'Skip files larger than this (bytes; K, M, G suffixes allowed)')
-            [CompletionResult]::new('--chunk-tokens', '--chunk-tokens', [CompletionResultType]::ParameterName, 'Target chunk size in estimated tokens; longer sections split at block boundaries [default: what the index was built with, else 400]')
+            [CompletionResult]::new('--chunk-tokens', '--chunk-tokens', [CompletionResultType]::ParameterName, 'Target chunk size in estimated tokens; longer sections split at block boundaries [default: what the index was built with, else 200]')
             [CompletionResult]::new('--include', '--include', [CompletionResultType]::ParameterName, 'Index only files whose path (relative to DIR) matches GLOB (repeatable)')
             [CompletionResult]::new('--exclude', '--exclude', [CompletionResultType]::ParameterName, 'Skip files and folders whose path (relative to DIR) matches GLOB (repeatable)')
             [CompletionResult]::new('--model', '--model', [CompletionResultType]::ParameterName, 'Embed with this sentence-transformers model folder (config.json, tokenizer.json, model.safetensors) instead of the bundled model; later runs keep embedding with it until --bundled-model')

@@ -38,7 +38,7 @@ set edit:completion:arg-completer[memidx] = {|@words|
         }
         &'memidx;index'= {
             cand --max-file-size 'Skip files larger than this (bytes; K, M, G suffixes allowed)'
-            cand --chunk-tokens 'Target chunk size in estimated tokens; longer sections split at block boundaries [default: what the index was built with, else 400]'
+            cand --chunk-tokens 'Target chunk size in estimated tokens; longer sections split at block boundaries [default: what the index was built with, else 200]'
             cand --include 'Index only files whose path (relative to DIR) matches GLOB (repeatable)'
             cand --exclude 'Skip files and folders whose path (relative to DIR) matches GLOB (repeatable)'
             cand --model 'Embed with this sentence-transformers model folder (config.json, tokenizer.json, model.safetensors) instead of the bundled model; later runs keep embedding with it until --bundled-model'

@@ -42,7 +42,7 @@ complete -c memidx -n "__fish_memidx_needs_command" -f -a "push" -d 'Send the in
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "completions" -d 'Print a shell completion script to stdout'
 complete -c memidx -n "__fish_memidx_needs_command" -f -a "man" -d 'Print a man page (roff) to stdout: memidx(1), or one subcommand\'s'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l max-file-size -d 'Skip files larger than this (bytes; K, M, G suffixes allowed)' -r
-complete -c memidx -n "__fish_memidx_using_subcommand index" -l chunk-tokens -d 'Target chunk size in estimated tokens; longer sections split at block boundaries [default: what the index was built with, else 400]' -r
+complete -c memidx -n "__fish_memidx_using_subcommand index" -l chunk-tokens -d 'Target chunk size in estimated tokens; longer sections split at block boundaries [default: what the index was built with, else 200]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l include -d 'Index only files whose path (relative to DIR) matches GLOB (repeatable)' -r
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l exclude -d 'Skip files and folders whose path (relative to DIR) matches GLOB (repeatable)' -r
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l model -d 'Embed with this sentence-transformers model folder (config.json, tokenizer.json, model.safetensors) instead of the bundled model; later runs keep embedding with it until --bundled-model' -r -F

@@ -148,7 +148,7 @@ pub struct IndexArgs {
     #[arg(long, value_name = "SIZE", default_value = "10M", value_parser = parse_size)]
     pub max_file_size: u64,
     /// Target chunk size in estimated tokens; longer sections split at block
-    /// boundaries [default: what the index was built with, else 400].
+    /// boundaries [default: what the index was built with, else 200].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(16..=100_000))]
     pub chunk_tokens: Option<u32>,
     /// Index files that .gitignore or .memidxignore rules exclude. This,

@@ -15,7 +15,7 @@ const TOP: [(&str, usize); 5] = [
     ("incidents/2023/q3/payments-webhook-backlog.md#1", 374),
     ("incidents/2024/q1/search-staging-empty-results.md#1", 440),
     ("incidents/2023/q4/billing-month-end-timeouts.md#3", 825),
-    ("index.md#4", 778),
+    ("adr/0008-canary-deploys-with-argo-rollouts.md#9", 302),
 ];
 
 fn text_chars(response: &Value) -> Vec<usize> {

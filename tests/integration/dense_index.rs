@@ -267,7 +267,7 @@ fn damaged_codes_are_named_and_exact_searches_skip_them() {
         .unwrap();
     assert_eq!(verify.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&verify.stderr);
-    // 107 rows fill four blocks of 32 (the file's whole length, 4096).
+    // 119 rows fill four blocks of 32 (the file's whole length, 4096).
     assert!(stderr.contains("codes.b32 has 2048 bytes"), "{stderr}");
 }
 

@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use common::{Corpus, chunk_ids};
+use common::{Corpus, FIXTURE_CHUNKS, chunk_ids};
 use predicates::prelude::*;
 use serde_json::Value;
 
@@ -37,9 +37,9 @@ fn a_paraphrase_with_no_shared_words_is_found_by_the_dense_list() {
     assert_eq!(hit["ranks"]["sparse"], Value::Null);
     // In a hybrid search the dense query is moved toward the fused first
     // pass's best chunks, here node-drain chunks that the sparse list finds
-    // by "node": the chunk drops from 3rd to 5th in the dense list, and
+    // by "node": the chunk drops from 1st to 6th in the dense list, and
     // stays in the fused top 20 only by it.
-    assert_eq!(hit["ranks"]["dense"]["rank"], 5);
+    assert_eq!(hit["ranks"]["dense"]["rank"], 6);
 }
 
 #[test]
@@ -70,12 +70,12 @@ fn a_chunk_ranked_well_in_both_lists_beats_one_that_tops_only_one() {
             )
         })
         .collect();
-    // The sparse list's first chunk (11th in the dense list) is not among
+    // The sparse list's first chunk (13th in the dense list) is not among
     // them: chunks ranked well in both lists beat it.
-    assert_eq!(ranks, [(6, 1), (5, 2), (4, 3)]);
+    assert_eq!(ranks, [(2, 3), (5, 1), (4, 2)]);
     assert_eq!(
         response["results"][0]["rrf_score"].as_f64().unwrap(),
-        1.0 / 66.0 + 1.0 / 61.0
+        1.0 / 62.0 + 1.0 / 63.0
     );
 }
 
@@ -270,7 +270,7 @@ fn explain_prints_a_compact_table() {
         [
             "sparse",
             "1",
-            "18.0283",
+            "19.2844",
             "0.60",
             "0.600000",
             "[matched",
@@ -282,7 +282,7 @@ fn explain_prints_a_compact_table() {
     );
     assert_eq!(
         lines[5].split_whitespace().collect::<Vec<_>>(),
-        ["dense", "1", "0.8492", "0.40", "0.400000"]
+        ["dense", "1", "0.8783", "0.40", "0.400000"]
     );
     assert_eq!(
         lines[6].split_whitespace().collect::<Vec<_>>(),
@@ -290,7 +290,7 @@ fn explain_prints_a_compact_table() {
     );
     assert!(
         lines[7].starts_with(
-            "lists: sparse 16 of 16 matched (0 filtered out, best 18.0283, 20 of 20 postings scored) in "
+            "lists: sparse 17 of 17 matched (0 filtered out, best 19.2844, 21 of 21 postings scored) in "
         ),
         "{text}"
     );
@@ -311,7 +311,7 @@ fn explain_prints_a_compact_table() {
         [
             "sparse",
             "1",
-            "18.0283",
+            "19.2844",
             "0.60",
             "0.009836",
             "[matched",
@@ -323,7 +323,7 @@ fn explain_prints_a_compact_table() {
     );
     assert!(
         lines[7].starts_with(
-            "lists: sparse 16 of 16 matched (0 filtered out, 20 of 20 postings scored) in "
+            "lists: sparse 17 of 17 matched (0 filtered out, 21 of 21 postings scored) in "
         ),
         "{text}"
     );
@@ -356,7 +356,10 @@ fn an_index_embedded_by_another_model_is_refused_for_dense_search() {
     // Re-indexing re-embeds every chunk with the bundled model.
     let output = corpus.memidx().args(["index", "."]).output().unwrap();
     let summary = String::from_utf8_lossy(&output.stdout);
-    assert!(summary.contains("(embedding 107 chunks:"), "{summary}");
+    assert!(
+        summary.contains(&format!("(embedding {FIXTURE_CHUNKS} chunks:")),
+        "{summary}"
+    );
     corpus.search_json("connection pool", &[]);
 }
 
@@ -388,19 +391,20 @@ fn the_dense_query_moves_toward_its_best_chunks_which_explain_names() {
         plain,
         [
             "runbooks/kubernetes/node-drain.md#1",
+            "runbooks/databases/postgres-replication.md#6",
             PROMOTION_CHUNK,
-            "runbooks/kubernetes/node-drain.md#3",
         ]
     );
     assert_eq!(feedback_of(&[]), plain);
-    // ... and the moved query ranks them anew: the promotion chunk drops
-    // behind the drain runbook's third section, nearer their centroid.
+    // ... and the moved query ranks them anew: two of the three are the
+    // replication runbook's, so the promotion chunk, nearest their
+    // centroid, rises from third to first.
     assert_eq!(
         dense_top3(&[]),
         [
-            "runbooks/kubernetes/node-drain.md#1",
-            "runbooks/kubernetes/node-drain.md#3",
             PROMOTION_CHUNK,
+            "runbooks/databases/postgres-replication.md#6",
+            "runbooks/kubernetes/node-drain.md#1",
         ]
     );
     assert_eq!(feedback_of(&["--dense-feedback", "1"]), plain[..1]);
@@ -410,9 +414,9 @@ fn the_dense_query_moves_toward_its_best_chunks_which_explain_names() {
     assert_eq!(
         filtered,
         [
+            "runbooks/databases/postgres-replication.md#6",
             PROMOTION_CHUNK,
-            "runbooks/databases/postgres-replication.md#2",
-            "runbooks/databases/postgres-replication.md#1",
+            "runbooks/databases/postgres-replication.md#5",
         ]
     );
     // A request's hybrid_params set it too, and the human explain names them:
@@ -434,7 +438,7 @@ fn the_dense_query_moves_toward_its_best_chunks_which_explain_names() {
         .assert()
         .code(0)
         .stdout(predicate::str::contains(
-            "dense query moved toward the first pass's top 3: runbooks/kubernetes/node-drain.md#1, runbooks/kubernetes/node-drain.md#3, runbooks/kubernetes/node-drain.md#2\n",
+            "dense query moved toward the first pass's top 3: runbooks/kubernetes/node-drain.md#1, runbooks/kubernetes/node-drain.md#4, runbooks/kubernetes/node-drain.md#2\n",
         ));
     corpus
         .memidx()
@@ -442,6 +446,6 @@ fn the_dense_query_moves_toward_its_best_chunks_which_explain_names() {
         .assert()
         .code(0)
         .stdout(predicate::str::contains(format!(
-            "dense query moved toward the first pass's top 3: runbooks/kubernetes/node-drain.md#1, {PROMOTION_CHUNK}, runbooks/kubernetes/node-drain.md#3\n"
+            "dense query moved toward the first pass's top 3: runbooks/kubernetes/node-drain.md#1, runbooks/databases/postgres-replication.md#6, {PROMOTION_CHUNK}\n"
         )));
 }

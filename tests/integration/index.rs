@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
-use common::{Corpus, chunk_ids, copy_fixture, fixtures_dir};
+use common::{Corpus, FIXTURE_CHUNKS, chunk_ids, copy_fixture, fixtures_dir};
 use predicates::prelude::*;
 
 /// Every file under `dir` outside `.memidx`, with its bytes.
@@ -52,12 +52,17 @@ fn summary_reports_files_chunks_and_reuse() {
         "{text}"
     );
     assert!(text.contains(", 0 skipped in "), "{text}");
-    assert!(text.contains("(embedding 107 chunks: "), "{text}");
+    assert!(
+        text.contains(&format!("(embedding {FIXTURE_CHUNKS} chunks: ")),
+        "{text}"
+    );
     // Nothing changed: no new generation is written.
     let second = corpus.memidx().args(["index", "."]).output().unwrap();
     let text2 = String::from_utf8_lossy(&second.stdout).to_string();
     assert!(
-        text2.starts_with("index is up to date: 18 files, 107 chunks (checked in "),
+        text2.starts_with(&format!(
+            "index is up to date: 18 files, {FIXTURE_CHUNKS} chunks (checked in "
+        )),
         "{text2}"
     );
     assert!(corpus.path().join(".memidx/gen-1").is_dir());
@@ -76,7 +81,8 @@ fn summary_reports_files_chunks_and_reuse() {
         "{text3}"
     );
     assert!(
-        !text3.contains("(embedding 0 chunks: ") && !text3.contains("(embedding 107 chunks: "),
+        !text3.contains("(embedding 0 chunks: ")
+            && !text3.contains(&format!("(embedding {FIXTURE_CHUNKS} chunks: ")),
         "{text3}"
     );
     assert_eq!(

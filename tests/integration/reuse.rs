@@ -7,7 +7,7 @@ use crate::common;
 
 use std::fs;
 
-use common::{Corpus, other_static_model};
+use common::{Corpus, FIXTURE_CHUNKS, other_static_model};
 
 /// Queries whose `--json` answers are compared between indexes.
 const QUERIES: [&str; 4] = [
@@ -56,7 +56,7 @@ fn fixtures_and_other_model() -> (Corpus, tempfile::TempDir, std::path::PathBuf)
 #[test]
 fn moved_and_copied_files_reuse_their_vectors_and_match_a_fresh_index() {
     let corpus = Corpus::fixtures();
-    assert_eq!(embedded(&corpus, &[]), 107);
+    assert_eq!(embedded(&corpus, &[]), FIXTURE_CHUNKS);
     let services = corpus.path().join("services");
     fs::create_dir(corpus.path().join("archive")).unwrap();
     fs::rename(
@@ -86,10 +86,10 @@ fn switching_models_and_back_embeds_nothing_twice() {
     let (corpus, _models, other) = fixtures_and_other_model();
     let other_arg = other.to_str().unwrap();
 
-    assert_eq!(embedded(&corpus, &[]), 107);
+    assert_eq!(embedded(&corpus, &[]), FIXTURE_CHUNKS);
     let bundled_answers = answers(&corpus);
     // Another model: every chunk is embedded; the bundled vectors are kept.
-    assert_eq!(embedded(&corpus, &["--model", other_arg]), 107);
+    assert_eq!(embedded(&corpus, &["--model", other_arg]), FIXTURE_CHUNKS);
     let other_model = corpus.json(&["status", "--json"])["embedder"].clone();
     let cache = corpus.path().join(".memidx/cache");
     assert_eq!(fs::read_dir(&cache).unwrap().count(), 1);
@@ -99,7 +99,7 @@ fn switching_models_and_back_embeds_nothing_twice() {
     let text = fs::read_to_string(&runbook).unwrap();
     fs::write(&runbook, format!("{text}\nOne more line.\n")).unwrap();
     let kept = embedded(&corpus, &[]);
-    assert!((1..107).contains(&kept), "{kept}");
+    assert!((1..FIXTURE_CHUNKS).contains(&kept), "{kept}");
     assert_eq!(corpus.json(&["status", "--json"])["embedder"], other_model);
     // Back to the bundled model: the answers are the same; only the changed
     // file's chunks are embedded again.
@@ -109,7 +109,7 @@ fn switching_models_and_back_embeds_nothing_twice() {
     // And to the other model again, after a file changed: only its chunks are embedded.
     fs::write(&runbook, text.replace("token", "credential")).unwrap();
     let changed = embedded(&corpus, &["--model", other_arg]);
-    assert!((1..107).contains(&changed), "{changed}");
+    assert!((1..FIXTURE_CHUNKS).contains(&changed), "{changed}");
     // Each model's cache holds the other's vectors; the live model has none.
     assert_eq!(fs::read_dir(&cache).unwrap().count(), 1);
 }
@@ -143,7 +143,10 @@ fn a_damaged_cache_is_ignored_with_a_warning_and_results_stay_right() {
         stderr.contains("not reusing the vectors in") && stderr.contains("vectors.i8"),
         "{stderr}"
     );
-    assert!(String::from_utf8_lossy(&output.stdout).contains("(embedding 107 chunks"));
+    assert!(
+        String::from_utf8_lossy(&output.stdout)
+            .contains(&format!("(embedding {FIXTURE_CHUNKS} chunks"))
+    );
     assert_eq!(answers(&corpus), bundled_answers);
 }
 
@@ -152,7 +155,7 @@ fn a_kept_model_that_is_gone_is_named_with_the_way_back() {
     let (corpus, models, other) = fixtures_and_other_model();
     assert_eq!(
         embedded(&corpus, &["--model", other.to_str().unwrap()]),
-        107
+        FIXTURE_CHUNKS
     );
     fs::remove_dir_all(&other).unwrap();
     let runbook = corpus.path().join("services/auth-service.md");
@@ -179,5 +182,5 @@ fn a_kept_model_that_is_gone_is_named_with_the_way_back() {
             .code(),
         Some(0)
     );
-    assert_eq!(embedded(&corpus, &["--bundled-model"]), 107);
+    assert_eq!(embedded(&corpus, &["--bundled-model"]), FIXTURE_CHUNKS);
 }

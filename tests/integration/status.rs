@@ -5,7 +5,7 @@ use crate::common;
 
 use std::fs;
 
-use common::{Corpus, chunk_ids};
+use common::{Corpus, FIXTURE_CHUNKS, chunk_ids};
 use predicates::prelude::*;
 use serde_json::Value;
 
@@ -20,7 +20,7 @@ fn status_reports_counts_model_settings_and_staleness() {
     let status = status_json(&corpus, &[]);
     assert_eq!(
         status["counts"],
-        serde_json::json!({"files": 18, "chunks": 107, "skipped": 0})
+        serde_json::json!({"files": 18, "chunks": FIXTURE_CHUNKS, "skipped": 0})
     );
     assert_eq!(status["generation"], 1);
     assert_eq!(status["embedder"]["dim"], 256);
@@ -56,7 +56,9 @@ fn status_reports_counts_model_settings_and_staleness() {
     let text = corpus.memidx().arg("status").output().unwrap().stdout;
     let text = String::from_utf8(text).unwrap();
     assert!(
-        text.contains("files      18 (0 skipped), 107 chunks"),
+        text.contains(&format!(
+            "files      18 (0 skipped), {FIXTURE_CHUNKS} chunks"
+        )),
         "{text}"
     );
     assert!(

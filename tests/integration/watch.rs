@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use predicates::prelude::*;
 
-use crate::common::Corpus;
+use crate::common::{Corpus, FIXTURE_CHUNKS};
 use memidx::store::lock::IndexLock;
 
 /// How long a change may take to reach the index, and a process to end.
@@ -204,7 +204,9 @@ fn watch_indexes_edits_additions_and_deletions_warns_of_a_bad_file_and_stops_on_
     let corpus = Corpus::fixtures();
     let mut watcher = Watcher::start(&corpus, &[]);
     watcher.wait_until("build the first index", |w| w.runs().len() == 1);
-    assert!(watcher.runs()[0].starts_with("indexed 18 files (0 unchanged), 107 chunks"));
+    assert!(watcher.runs()[0].starts_with(&format!(
+        "indexed 18 files (0 unchanged), {FIXTURE_CHUNKS} chunks"
+    )));
     let deleted = "notes/status-page-translations.md";
     assert!(found(&corpus, "translations", deleted));
 
@@ -220,7 +222,9 @@ fn watch_indexes_edits_additions_and_deletions_warns_of_a_bad_file_and_stops_on_
     });
     // Only the edited file was read again.
     assert!(
-        watcher.runs()[1].starts_with("indexed 18 files (17 unchanged), 107 chunks"),
+        watcher.runs()[1].starts_with(&format!(
+            "indexed 18 files (17 unchanged), {FIXTURE_CHUNKS} chunks"
+        )),
         "{}",
         watcher.output()
     );

@@ -108,6 +108,11 @@ pub fn fresh_answers(corpus: &Corpus, queries: &[&str], modes: &[&str]) -> Vec<V
     answers(&fresh, queries, modes)
 }
 
+/// How many chunks `fixtures/corpus` (18 files) is cut into with the
+/// default chunk options: tests that count embedded or indexed chunks say
+/// so through this one number.
+pub const FIXTURE_CHUNKS: usize = 119;
+
 /// The repository's `fixtures/` folder.
 pub fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
