@@ -174,7 +174,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__explain)
-            opts="-k -f -h -V --top-k --chunk --json --filter --mode --here --backend --since --until --recent --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --recency-weight --window --dense-feedback --exact --dense-rescore --index --color --help --version"
+            opts="-k -f -h -V --top-k --chunk --json --filter --mode --here --backend --since --until --recent --per-file --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --recency-weight --window --dense-feedback --exact --dense-rescore --index --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -213,6 +213,10 @@ _memidx() {
                     return 0
                     ;;
                 --until)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --per-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -568,7 +572,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__search)
-            opts="-k -f -h -V --request --top-k --json --jsonl --max-chars --no-text --filter --mode --here --backend --since --until --recent --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --recency-weight --window --dense-feedback --exact --dense-rescore --index --color --help --version"
+            opts="-k -f -h -V --request --top-k --json --jsonl --max-chars --no-text --filter --mode --here --backend --since --until --recent --per-file --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --recency-weight --window --dense-feedback --exact --dense-rescore --index --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -611,6 +615,10 @@ _memidx() {
                     return 0
                     ;;
                 --until)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --per-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

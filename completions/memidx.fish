@@ -74,6 +74,7 @@ recency\t'The allowed chunks by document date, newest first (the query is not re
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l backend -d 'Run the sparse and dense lists on the Milvus collection URI (milvus://HOST:PORT/COLLECTION, filled by memidx push) instead of the index\'s files; fused and explained as locally' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l since -d 'Only chunks from files dated at or after WHEN: an ISO date (2024-03-01), a date-time (2024-03-01T12:00, UTC unless it names an offset) or a span back from now (7d, 2w, 6m, 1y)' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l until -d 'Only chunks from files dated at or before WHEN (same forms as --since; a date includes that whole day)' -r
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l per-file -d 'Show at most N results from one file; its further matches are folded into "N more from this file" [default: 3; 0 shows all]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l fusion -d 'How the lists are fused: relative scores (each list\'s score over its best, weighted) or RRF (w / (k + rank)) [default: the index\'s]' -r -f -a "relative\t'Each list\'s score divided by its best score for the query, weighted and summed'
 rrf\t'Weighted Reciprocal Rank Fusion, w / (k + rank)'"
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l rrf-k -d 'The RRF constant k in w / (k + rank); without --fusion it asks for RRF [default: the index\'s, 60]' -r
@@ -115,6 +116,7 @@ recency\t'The allowed chunks by document date, newest first (the query is not re
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l backend -d 'Run the sparse and dense lists on the Milvus collection URI (milvus://HOST:PORT/COLLECTION, filled by memidx push) instead of the index\'s files; fused and explained as locally' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l since -d 'Only chunks from files dated at or after WHEN: an ISO date (2024-03-01), a date-time (2024-03-01T12:00, UTC unless it names an offset) or a span back from now (7d, 2w, 6m, 1y)' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l until -d 'Only chunks from files dated at or before WHEN (same forms as --since; a date includes that whole day)' -r
+complete -c memidx -n "__fish_memidx_using_subcommand explain" -l per-file -d 'Show at most N results from one file; its further matches are folded into "N more from this file" [default: 3; 0 shows all]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l fusion -d 'How the lists are fused: relative scores (each list\'s score over its best, weighted) or RRF (w / (k + rank)) [default: the index\'s]' -r -f -a "relative\t'Each list\'s score divided by its best score for the query, weighted and summed'
 rrf\t'Weighted Reciprocal Rank Fusion, w / (k + rank)'"
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l rrf-k -d 'The RRF constant k in w / (k + rank); without --fusion it asks for RRF [default: the index\'s, 60]' -r

@@ -305,6 +305,10 @@ pub struct RetrievalArgs {
     /// (--recency-weight sets another).
     #[arg(long)]
     pub recent: bool,
+    /// Show at most N results from one file; its further matches are
+    /// folded into "N more from this file" [default: 3; 0 shows all].
+    #[arg(long, value_name = "N")]
+    pub per_file: Option<usize>,
     /// Fusion settings.
     #[command(flatten)]
     pub fusion: FusionArgs,

@@ -21,7 +21,7 @@ use memidx::lists::dense::check_dense_feedback;
 use memidx::lists::dense::codes::DenseIndexSetting;
 use memidx::output::TextBudget;
 use memidx::request::{MAX_REQUEST_BYTES, SearchRequest};
-use memidx::retriever::{GraphUse, ListSelection, SearchParams, check_query};
+use memidx::retriever::{DEFAULT_PER_FILE, GraphUse, ListSelection, SearchParams, check_query};
 use memidx::store::{INDEX_DIR_NAME, MANIFEST_FILE, bounded};
 
 /// Default number of results.
@@ -168,6 +168,10 @@ impl SearchConfig {
             rrf_k: rrf_k.map(check_rrf_k).transpose()?,
             fusion: method,
             filter: Filter::from_pairs(filter_pairs).within_time(time),
+            per_file: retrieval
+                .per_file
+                .or(request.as_ref().and_then(|r| r.per_file))
+                .unwrap_or(DEFAULT_PER_FILE),
         };
         let format = if json || request.is_some() {
             OutputFormat::Json

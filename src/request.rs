@@ -39,6 +39,8 @@ pub struct SearchRequest {
     pub max_chars: Option<usize>,
     /// Bounds on the documents' dates.
     pub time_filter: Option<TimeFilterRequest>,
+    /// At most this many results from one file (0: no limit).
+    pub per_file: Option<usize>,
 }
 
 /// The time bounds of a request, in the forms `--since`/`--until` take.

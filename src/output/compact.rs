@@ -5,8 +5,8 @@
 
 use std::fmt::Write;
 
-use super::SearchResponse;
 use super::get::GetResponse;
+use super::{SearchResponse, folded_note};
 
 /// One block per result: rank, chunk id, lines and score; the heading
 /// path; the text (when the response has it). Then a line saying what the
@@ -31,6 +31,9 @@ pub fn search(response: &SearchResponse) -> String {
         }
         if let Some(text) = &hit.text {
             let _ = writeln!(out, "{}", text.trim_end());
+        }
+        if hit.more_in_file > 0 {
+            let _ = writeln!(out, "{}", folded_note(hit.more_in_file, "per_file"));
         }
         out.push('\n');
     }

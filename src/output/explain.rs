@@ -103,6 +103,9 @@ pub struct ExplainedResult {
     pub rrf_score: f64,
     /// One entry per list, in fusion order.
     pub lists: Vec<ListPart>,
+    /// How many more of its file's chunks the search folded away, as the
+    /// search result's `more_in_file` (0 when it is not a result).
+    pub more_in_file: usize,
 }
 
 /// A chunk's standing in one list.
@@ -194,6 +197,11 @@ impl ExplainReport {
                 lines: [chunk.record.lines.0, chunk.record.lines.1],
                 rrf_score: explained.score,
                 lists: parts,
+                more_in_file: outcome
+                    .results
+                    .iter()
+                    .position(|f| f.chunk == explained.chunk)
+                    .map_or(0, |i| outcome.more_in_file[i]),
             });
         }
         Ok(Self {

@@ -8,7 +8,7 @@ use anyhow::Result;
 use super::explain::ExplainReport;
 use super::get::GetResponse;
 use super::remember::RememberReport;
-use super::{SearchResponse, escape_controls};
+use super::{SearchResponse, escape_controls, folded_note};
 use crate::corpus::Skipped;
 use crate::eval::{EvalReport, FusionSetting};
 use crate::fusion::{FusionMethod, FusionSource};
@@ -85,6 +85,13 @@ pub fn print_search(
                 out,
                 "{indent}{}",
                 highlight(&escape_controls(&snippet(text, snippet_chars)), &words)
+            )?;
+        }
+        if hit.more_in_file > 0 {
+            writeln!(
+                out,
+                "{indent}{NOTE}{}{NOTE:#}",
+                folded_note(hit.more_in_file, "--per-file")
             )?;
         }
         writeln!(out)?;
@@ -223,6 +230,13 @@ pub fn print_explain(out: &mut dyn Write, report: &ExplainReport) -> Result<()> 
             }
         }
         writeln!(out, "      {:<8} {:>36.6}", "sum", result.rrf_score)?;
+        if result.more_in_file > 0 {
+            writeln!(
+                out,
+                "      {}",
+                folded_note(result.more_in_file, "--per-file")
+            )?;
+        }
     }
     let lists: Vec<String> = report
         .lists

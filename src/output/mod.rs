@@ -77,6 +77,14 @@ pub fn cut_at_word(text: &str, max_chars: usize) -> &str {
     }
 }
 
+/// The line under a file's last shown result saying how many more of its
+/// chunks matched (see `retriever::fold`), naming the setting (`option`)
+/// that shows them.
+pub fn folded_note(more: usize, option: &str) -> String {
+    let matches = if more == 1 { "match" } else { "matches" };
+    format!("[{more} more {matches} in this file; {option} 0 shows them]")
+}
+
 /// The search response (the JSON response shape of the design, §3).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SearchResponse {
@@ -126,6 +134,10 @@ pub struct SearchResult {
     /// Per list that ran: the chunk's rank and raw score there, or null when
     /// the list did not return it.
     pub ranks: BTreeMap<&'static str, Option<ListRank>>,
+    /// How many more of this file's chunks ranked among the shown results
+    /// but were folded away (at most `per_file` results of one file are
+    /// shown); counted on the file's last result, 0 on the others.
+    pub more_in_file: usize,
 }
 
 /// A file's document date as printed: an RFC 3339 UTC timestamp and its
@@ -164,7 +176,7 @@ impl SearchResponse {
         decoded: &Decoded,
     ) -> Result<Self> {
         let mut results = Vec::with_capacity(outcome.results.len());
-        for fused in &outcome.results {
+        for (fused, &more_in_file) in outcome.results.iter().zip(&outcome.more_in_file) {
             let chunk = &decoded.get(fused.chunk)?.view;
             let ranks = outcome
                 .lists
@@ -190,6 +202,7 @@ impl SearchResponse {
                 date: chunk.file.date().into(),
                 metadata: chunk.file.metadata.clone(),
                 ranks,
+                more_in_file,
             });
         }
         Ok(Self {

@@ -69,7 +69,7 @@ pub struct ExplainedChunk {
 /// What `explain` reports: the search itself and the explained chunks.
 #[derive(Debug, Clone)]
 pub struct Explanation {
-    /// The search (results truncated to top_k, lists, timings).
+    /// The search (results as a search shows them, lists, timings).
     pub outcome: SearchOutcome,
     /// The window each list used.
     pub window: usize,
@@ -112,14 +112,12 @@ impl Retriever {
         let windowed = self.run_lists(query, window, first_pass, &allow)?;
         let complete = self.run_lists(query, self.generation().len(), first_pass, &allow)?;
         let mut outcome = self.fuse(windowed, params, filter_time);
+        let folded = self.fold(&outcome.results, params)?;
         let targets: Vec<(Option<usize>, Fused)> = match focus {
-            None => outcome
-                .results
+            None => folded
+                .shown
                 .iter()
-                .take(params.top_k)
-                .cloned()
-                .enumerate()
-                .map(|(i, f)| (Some(i + 1), f))
+                .map(|&i| (Some(i + 1), outcome.results[i].clone()))
                 .collect(),
             Some(chunk) => vec![
                 match outcome.results.iter().position(|f| f.chunk == chunk) {
@@ -172,7 +170,12 @@ impl Retriever {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        outcome.results.truncate(params.top_k);
+        outcome.results = folded
+            .shown
+            .iter()
+            .map(|&i| outcome.results[i].clone())
+            .collect();
+        outcome.more_in_file = folded.more_in_file;
         Ok(Explanation {
             outcome,
             window,

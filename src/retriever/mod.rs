@@ -4,6 +4,7 @@
 mod backend;
 mod decode;
 mod explain;
+mod fold;
 mod params;
 mod search;
 
@@ -11,6 +12,7 @@ pub use backend::{Backend, Local, local_sparse};
 
 pub use decode::{Decoded, DecodedChunk, StaleFiles};
 pub use explain::{Absence, ExplainedChunk, Explanation, Standing};
+pub use fold::{DEFAULT_PER_FILE, Folded, fold};
 pub use params::{GraphUse, ListSelection, MIN_DEFAULT_WINDOW, SearchParams, default_window};
 pub use search::{FirstPass, ListRun, MAX_QUERY_BYTES, SearchOutcome, check_query};
 

@@ -26,6 +26,9 @@ pub struct SearchParams {
     pub fusion: Option<FusionMethod>,
     /// Metadata conditions, applied before each list's window is taken.
     pub filter: Filter,
+    /// At most this many results from one file, the rest folded into a
+    /// count (0: no limit; see [`super::fold`]).
+    pub per_file: usize,
 }
 
 /// Whether a search runs the graph list.

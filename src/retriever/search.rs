@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, bail};
 use rayon::prelude::*;
 
-use super::{Retriever, SearchParams, WeightedList};
+use super::{Folded, Retriever, SearchParams, WeightedList, fold};
 use crate::fusion::{self, Fused, Fusion, Ranking};
 use crate::lists::{AllowSet, RankedList, guard};
 use crate::store::generation::ChunkOrd;
@@ -32,8 +32,12 @@ pub struct ListRun {
 /// Everything a search produced.
 #[derive(Debug, Clone)]
 pub struct SearchOutcome {
-    /// Fused results, best first, at most `top_k`.
+    /// Fused results, best first, at most `top_k` and at most `per_file`
+    /// of one file.
     pub results: Vec<Fused>,
+    /// For each result: how many more of its file's candidates were folded
+    /// away (on the file's last result; 0 on the others).
+    pub more_in_file: Vec<usize>,
     /// Each list's run, in fusion order (the order of `Fused::contributions`).
     pub lists: Vec<ListRun>,
     /// The fusion method and constant used.
@@ -58,8 +62,23 @@ impl Retriever {
         let first_pass = self.first_pass(params);
         let ranked = self.run_lists(query, first_pass.window, first_pass, &allow)?;
         let mut outcome = self.fuse(ranked, params, filter_time);
-        outcome.results.truncate(params.top_k);
+        let folded = self.fold(&outcome.results, params)?;
+        outcome.results = folded
+            .shown
+            .iter()
+            .map(|&i| outcome.results[i].clone())
+            .collect();
+        outcome.more_in_file = folded.more_in_file;
         Ok(outcome)
+    }
+
+    /// Which of the fused `results` a search with `params` shows: the best
+    /// `top_k`, at most `per_file` of one file (see [`super::fold`]).
+    pub(super) fn fold(&self, results: &[Fused], params: &SearchParams) -> Result<Folded> {
+        let generation = self.generation();
+        fold(results, params.top_k, params.per_file, |chunk| {
+            generation.file_of_chunk(chunk)
+        })
     }
 
     /// Checks the query and evaluates the filter into the set of chunks the
@@ -104,6 +123,7 @@ impl Retriever {
             })
             .collect();
         SearchOutcome {
+            more_in_file: vec![0; results.len()],
             results,
             lists,
             fusion,

@@ -524,6 +524,12 @@ impl Generation {
         self.file_offsets().map_or(0, |o| o.len().saturating_sub(1))
     }
 
+    /// The index of the file chunk `ord` comes from (a search folds its
+    /// results by file with it, reading only the chunk's record).
+    pub fn file_of_chunk(&self, ord: ChunkOrd) -> Result<u32> {
+        Ok(self.raw(ord)?.file)
+    }
+
     /// Chunk record `ord`, its bytes checked.
     fn raw(&self, ord: ChunkOrd) -> Result<&RawChunk> {
         checked_record(&self.chunks, ord)?.with_context(|| {

@@ -70,6 +70,7 @@ fn sparse_ranking_agrees_with_the_bm25_crate() {
             rrf_k: None,
             fusion: None,
             filter: Filter::default(),
+            per_file: 0,
         };
         let ours = retriever.search(query, &params).unwrap();
         let oracle = scorer.matches(&embedder.embed(query));

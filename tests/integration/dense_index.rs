@@ -43,6 +43,8 @@ fn exact_scores(
             "--exact",
             "--dense-feedback",
             "0",
+            "--per-file",
+            "0",
         ][..],
         filter,
     ]

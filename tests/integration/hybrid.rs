@@ -129,10 +129,12 @@ fn explain_contributions_add_up_to_the_search_scores_exactly() {
         "the writer node died, elect a follower",
     ] {
         for fusion in ["relative", "rrf"] {
-            let search = corpus.search_json(query, &["-k", "10", "--fusion", fusion]);
+            // Unfolded, so the fused ranks are the positions.
+            let unfolded = ["-k", "10", "--per-file", "0", "--fusion", fusion];
+            let search = corpus.search_json(query, &unfolded);
             let output = corpus
                 .memidx()
-                .args(["explain", query, "-k", "10", "--json", "--fusion", fusion])
+                .args([&["explain", query, "--json"][..], &unfolded].concat())
                 .output()
                 .unwrap();
             assert_eq!(output.status.code(), Some(0));

@@ -442,3 +442,36 @@ fn an_empty_list_of_filter_values_is_an_error_not_a_wider_search() {
     }
     assert_eq!(session.finish(), Some(0));
 }
+
+#[test]
+fn per_file_folds_a_file_s_results_for_an_agent_too() {
+    let corpus = indexed();
+    let mut session = RawSession::start(corpus.path(), &[]);
+    let sources = |result: &Value| -> Vec<String> {
+        result["structuredContent"]["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["source"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let all = session.call("search", json!({"query": "drain a node", "per_file": 0}));
+    let drain = "runbooks/kubernetes/node-drain.md";
+    let unfolded = sources(&all).iter().filter(|s| *s == drain).count();
+    assert!(unfolded > 1, "{all}");
+    let one = session.call("search", json!({"query": "drain a node", "per_file": 1}));
+    let folded = sources(&one);
+    assert_eq!(folded.iter().filter(|s| *s == drain).count(), 1, "{one}");
+    let mut distinct = folded.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), folded.len(), "{one}");
+    let text = one["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains(" in this file; per_file 0 shows them]"),
+        "{text}"
+    );
+    let bad = session.call("search", json!({"query": "drain a node", "per_file": -1}));
+    assert_eq!(bad["isError"], true, "{bad}");
+    assert_eq!(session.finish(), Some(0));
+}

@@ -181,6 +181,7 @@ fn json_response_has_the_design_shape() {
         "heading",
         "lines",
         "metadata",
+        "more_in_file",
         "ranks",
         "rrf_score",
         "source",
@@ -520,4 +521,105 @@ fn a_search_of_an_empty_index_says_so() {
             && stderr.ends_with(" had no markdown when indexed)\n"),
         "{stderr}"
     );
+}
+
+/// A one-line log of about 1.5 MB that mentions `ERR-4471` all through it,
+/// beside a note about the error: the log is cut into many chunks that all
+/// match.
+fn corpus_with_a_huge_log_line() -> Corpus {
+    let corpus = Corpus::fixtures();
+    let entry = "2024-03-02T01:12:09Z worker-7 retry queue=payments code=ERR-4471 \
+                 upstream closed the connection before the response; ";
+    std::fs::write(
+        corpus.path().join("huge-line.md"),
+        format!("# Worker log\n\n{}\n", entry.repeat(12_000)),
+    )
+    .unwrap();
+    std::fs::create_dir(corpus.path().join("errors")).unwrap();
+    std::fs::write(
+        corpus.path().join("errors/ERR-4471.md"),
+        "# ERR-4471\n\nERR-4471 means the payments upstream closed the connection \
+         before answering. Retry with backoff; page payments on-call after three.\n",
+    )
+    .unwrap();
+    corpus.index();
+    corpus
+}
+
+#[test]
+fn a_file_fills_at_most_three_places_and_says_how_many_more_matched() {
+    let corpus = corpus_with_a_huge_log_line();
+    let from_log = |response: &Value| -> Vec<u64> {
+        response["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["source"] == "huge-line.md")
+            .map(|r| r["more_in_file"].as_u64().unwrap())
+            .collect()
+    };
+    let folded = corpus.search_json("ERR-4471", &["-k", "10"]);
+    let sources: Vec<&str> = folded["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["source"].as_str().unwrap())
+        .collect();
+    assert!(sources.contains(&"errors/ERR-4471.md"), "{sources:?}");
+    // Three pieces of the log, the last counting the pieces passed over.
+    let log = from_log(&folded);
+    assert_eq!(log.len(), 3, "{sources:?}");
+    assert_eq!(log[..2], [0, 0]);
+    assert!(log[2] >= 7, "{log:?}");
+    // Every other result counts nothing: no other file had more than three.
+    let counted: u64 = folded["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["more_in_file"].as_u64().unwrap())
+        .sum();
+    assert_eq!(counted, log[2]);
+    // --per-file 0 shows the fused order as it is: the log fills the page.
+    let unfolded = corpus.search_json("ERR-4471", &["-k", "10", "--per-file", "0"]);
+    assert_eq!(from_log(&unfolded), [0; 10]);
+    // --per-file 1 and the request's per_file set other limits.
+    let one = corpus.search_json("ERR-4471", &["-k", "10", "--per-file", "1"]);
+    assert_eq!(from_log(&one).len(), 1);
+    let output = corpus
+        .memidx()
+        .args(["search", "--request", "-"])
+        .write_stdin(r#"{"search_text": "ERR-4471", "top_k": 10, "per_file": 2}"#)
+        .output()
+        .unwrap();
+    let requested: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(from_log(&requested).len(), 2);
+    // A person reads the count under the log's last result.
+    corpus
+        .memidx()
+        .args(["search", "ERR-4471", "--color", "never"])
+        .assert()
+        .code(0)
+        .stdout(predicate::function(|out: &str| {
+            out.matches("huge-line.md:3-3").count() == 3
+                && out.contains(&format!(
+                    "[{} more matches in this file; --per-file 0 shows them]",
+                    log[2]
+                ))
+        }));
+    // explain shows the same results, with their fused ranks and the count.
+    let explained = corpus.json(&["explain", "ERR-4471", "--json"]);
+    let explained_ids: Vec<&str> = explained["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["chunk_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(explained_ids, chunk_ids(&folded));
+    let last_log = explained["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rfind(|r| r["source"] == "huge-line.md")
+        .unwrap();
+    assert_eq!(last_log["more_in_file"], log[2]);
 }

@@ -39,7 +39,7 @@ use memidx::output::get::GetResponse;
 use memidx::output::{SearchResponse, TextBudget, compact, human};
 use memidx::progress::Silent;
 use memidx::request::FilterValue;
-use memidx::retriever::{ListSelection, Retriever, SearchParams};
+use memidx::retriever::{DEFAULT_PER_FILE, ListSelection, Retriever, SearchParams};
 
 /// The `max_chars` of a `search` or `get` call that gives none: about 5k
 /// tokens of text, well under the ~25k tokens at which clients drop a
@@ -184,6 +184,7 @@ struct QueryArgs {
     fusion: Option<FusionMethod>,
     rrf_k: Option<f64>,
     window: Option<usize>,
+    per_file: Option<usize>,
     /// `search` only.
     max_chars: Option<usize>,
     /// `search` only.
@@ -233,6 +234,7 @@ impl QueryArgs {
             rrf_k: self.rrf_k.map(check_rrf_k).transpose()?,
             fusion: self.fusion,
             filter: Filter::from_pairs(pairs).within_time(time),
+            per_file: self.per_file.unwrap_or(DEFAULT_PER_FILE),
         };
         Ok((selection, params))
     }

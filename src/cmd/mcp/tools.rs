@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use super::calls::DEFAULT_MAX_CHARS;
 use memidx::corpus::note::DEFAULT_NOTES_DIR;
+use memidx::retriever::DEFAULT_PER_FILE;
 
 const SEARCH_SCHEMA: &str = include_str!("../../../schemas/search-response.schema.json");
 const GET_SCHEMA: &str = include_str!("../../../schemas/get-response.schema.json");
@@ -56,7 +57,9 @@ pub fn tools(read_only: bool) -> Result<Vec<Tool>> {
         "rrf_k": {"type": "number", "minimum": 0,
                   "description": "RRF constant k in weight / (k + rank); given without fusion it asks for RRF (default: the index's, 60)."},
         "window": {"type": "integer", "minimum": 1, "maximum": 100000,
-                   "description": "Candidates per list before fusion (default max(50, 2 x top_k))."}
+                   "description": "Candidates per list before fusion (default max(50, 2 x top_k))."},
+        "per_file": {"type": "integer", "minimum": 0, "maximum": 10000, "default": DEFAULT_PER_FILE,
+                     "description": "At most this many results from one file; its further matches are counted in more_in_file (0: no limit)."}
     });
     let mut search_props = retrieval.clone();
     search_props["query"] = json!({"type": "string", "minLength": 1,
