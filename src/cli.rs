@@ -344,7 +344,7 @@ pub struct FusionArgs {
     #[arg(long, value_name = "W", allow_negative_numbers = true)]
     pub recency_weight: Option<f64>,
     /// Candidates taken from each list before fusion [default: the index's,
-    /// else max(50, 2 × top-k)].
+    /// else max(50, 2 × top-k); for eval, which ranks 100 per query, 200].
     #[arg(long, value_name = "N")]
     pub window: Option<usize>,
     /// Move the dense list's query toward its N best chunks before ranking
@@ -439,6 +439,11 @@ pub struct EvalArgs {
     /// collections whose queries are themselves documents, e.g. ArguAna).
     #[arg(long)]
     pub ignore_identical: bool,
+    /// Refuse qrels that name queries the queries file lacks or relevant
+    /// documents the index lacks (otherwise a warning, and they are
+    /// scored as unjudged and as misses).
+    #[arg(long)]
+    pub strict: bool,
     /// Print no progress bar.
     #[arg(short, long)]
     pub quiet: bool,

@@ -253,6 +253,8 @@ pub struct EvalConfig {
     pub save: bool,
     /// Drop hits on the query's own document.
     pub ignore_identical: bool,
+    /// Refuse judgments eval cannot use (`--strict`).
+    pub strict: bool,
     /// Where to write TREC runs.
     pub run_out: Option<PathBuf>,
     /// Output format.
@@ -296,6 +298,7 @@ impl EvalConfig {
             sweep: args.sweep,
             save: args.save,
             ignore_identical: args.ignore_identical,
+            strict: args.strict,
             run_out: args.run_out.as_ref().map(|d| cwd.join(d)),
             format: if args.json {
                 OutputFormat::Json

@@ -16,7 +16,7 @@ use memidx::output::{human, json};
 use memidx::retriever::{Retriever, default_window};
 
 /// Evaluates per `config` and prints the report.
-pub fn run(config: &EvalConfig, out: &mut dyn Write) -> Result<Status> {
+pub fn run(config: &EvalConfig, out: &mut dyn Write, err: &mut dyn Write) -> Result<Status> {
     let retriever = Retriever::open(&config.index_dir, &config.lists)?;
     let defaults = retriever.manifest().fusion;
     let fusion = defaults.resolve(config.fusion, config.rrf_k);
@@ -45,8 +45,16 @@ pub fn run(config: &EvalConfig, out: &mut dyn Write) -> Result<Status> {
         setting,
         sweep: config.sweep,
         ignore_identical: config.ignore_identical,
+        strict: config.strict,
     };
     let report = eval::run(&retriever, &options, &Bars::new(config.progress))?;
+    for warning in &report.warnings {
+        writeln!(
+            err,
+            "memidx: warning: {}: {warning}",
+            config.qrels.display()
+        )?;
+    }
     if let Some(dir) = &config.run_out {
         eval::write_runs(dir, &report, &config.queries)?;
     }

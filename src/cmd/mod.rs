@@ -125,7 +125,7 @@ pub fn run(cli: Cli) -> Result<Status> {
         }
         Command::Eval(args) => {
             let cwd = std::env::current_dir().context("cannot read the current folder")?;
-            eval::run(&EvalConfig::from_args(&args, &cwd)?, &mut out)
+            eval::run(&EvalConfig::from_args(&args, &cwd)?, &mut out, &mut Stderr)
         }
         Command::Graph(args) => {
             let cwd = std::env::current_dir().context("cannot read the current folder")?;

@@ -12,6 +12,7 @@
 //! (a document id is its file name without `.md`), and
 //! the measures follow `score.py` (trec_eval 9) exactly.
 
+mod check;
 pub mod collection;
 pub mod metrics;
 
@@ -20,7 +21,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -49,6 +50,8 @@ pub struct EvalOptions {
     /// collection whose queries are also documents; `score.py
     /// --ignore-identical` does the same).
     pub ignore_identical: bool,
+    /// Refuse judgments it cannot use (see [`check`]) instead of warning.
+    pub strict: bool,
 }
 
 /// One fusion setting: the method, k, the lists' weights and the window.
@@ -146,6 +149,10 @@ pub struct EvalReport {
     pub modes: Vec<ModeResult>,
     /// The sweep, when asked for.
     pub sweep: Option<SweepReport>,
+    /// Judgments that could not be used, one line per kind, with counts
+    /// and examples: judged queries missing from the queries file,
+    /// relevant documents missing from the index.
+    pub warnings: Vec<String>,
     /// Wall-clock time of the evaluation.
     #[serde(serialize_with = "seconds")]
     pub elapsed: Duration,
@@ -187,8 +194,16 @@ pub fn run(
         window: options.setting.window,
         fusion: options.setting.fusion(),
     };
-    let rankings = rank_all(retriever, &queries, depth, first_pass, progress)?;
     let docs = chunk_doc_ids(retriever)?;
+    let warnings = check::unusable_judgments(&qrels, &queries, &docs);
+    if options.strict && !warnings.is_empty() {
+        bail!(
+            "{} holds judgments eval cannot use (--strict):\n  {}",
+            options.qrels.display(),
+            warnings.join("\n  ")
+        );
+    }
+    let rankings = rank_all(retriever, &queries, depth, first_pass, progress)?;
     let kinds: Vec<ListKind> = retriever.list_weights().iter().map(|(k, _)| *k).collect();
     let fuse_run = |setting: &FusionSetting, lists: &[ListKind]| {
         let target = RunTarget {
@@ -247,6 +262,7 @@ pub fn run(
         dense_feedback: retriever.dense_feedback().unwrap_or(0),
         modes,
         sweep,
+        warnings,
         elapsed: started.elapsed(),
     })
 }

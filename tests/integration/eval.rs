@@ -304,3 +304,49 @@ fn a_re_index_brings_builtin_defaults_up_to_this_build_and_keeps_saved_ones() {
     assert_eq!(source, "saved");
     assert_eq!(generation(&corpus), before);
 }
+
+#[test]
+fn judgments_eval_cannot_use_are_named_and_refused_under_strict() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let eval = fixtures_dir().join("eval");
+    let qrels = corpus.path().join("bad-qrels.tsv");
+    let mut text = std::fs::read_to_string(eval.join("qrels.tsv")).unwrap();
+    // A path-style doc id, and a query the queries file does not have.
+    text.push_str("1\trunbooks/kubernetes/node-drain\t1\nno-such-query\tnode-drain\t1\n");
+    std::fs::write(&qrels, text).unwrap();
+    let queries = eval.join("queries.jsonl");
+    let args = [
+        "eval",
+        "--quiet",
+        "--queries",
+        queries.to_str().unwrap(),
+        "--qrels",
+        qrels.to_str().unwrap(),
+    ];
+    let output = corpus.memidx().args(args).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(
+            "1 judged query is not in the queries file, e.g. \"no-such-query\"; it is not scored"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("1 relevant document is not in the index, e.g. \"runbooks/kubernetes/node-drain\" (a doc id is a file name without .md"),
+        "{stderr}"
+    );
+    let report = corpus.json(&[&args[..], &["--json"]].concat());
+    assert_eq!(report["warnings"].as_array().unwrap().len(), 2, "{report}");
+    // The fixtures' own judgments raise nothing.
+    assert_eq!(eval_json(&corpus, &[])["warnings"], serde_json::json!([]));
+    corpus
+        .memidx()
+        .args([&args[..], &["--strict"]].concat())
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "judgments eval cannot use (--strict)",
+        ));
+}
