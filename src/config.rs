@@ -384,12 +384,15 @@ pub fn index_options(args: &IndexArgs) -> IndexOptions {
     options
 }
 
+/// The variable that gives `--index` when the flag is absent.
+const INDEX_ENV: &str = "MEMIDX_INDEX";
+
 /// Finds the index: `--index`/`MEMIDX_INDEX` when given (a `.memidx` folder
 /// or the folder holding one), else the nearest `.memidx` in `cwd` or its
 /// parents, as git finds `.git`.
 pub fn resolve_index_dir(args: &IndexLocation, cwd: &Path) -> Result<PathBuf> {
-    if let Some(path) = &args.index {
-        let path = cwd.join(path);
+    if let Some(index) = &args.index {
+        let path = cwd.join(index);
         let nested = path.join(INDEX_DIR_NAME);
         if path.join(MANIFEST_FILE).is_file()
             || path.file_name().is_some_and(|n| n == INDEX_DIR_NAME)
@@ -399,9 +402,17 @@ pub fn resolve_index_dir(args: &IndexLocation, cwd: &Path) -> Result<PathBuf> {
         if nested.is_dir() {
             return Ok(nested);
         }
+        // clap fills --index from the environment too: say so, since a
+        // variable set long ago is easy to forget.
+        let from_env = std::env::var_os(INDEX_ENV).is_some_and(|v| Path::new(&v) == index);
         bail!(
-            "no index at {}; run 'memidx index DIR' first",
-            path.display()
+            "no index at {}{}; run 'memidx index DIR' first",
+            path.display(),
+            if from_env {
+                format!(" (from {INDEX_ENV}; unset it to search the nearest .memidx)")
+            } else {
+                String::new()
+            }
         );
     }
     cwd.ancestors()

@@ -623,3 +623,26 @@ fn a_file_fills_at_most_three_places_and_says_how_many_more_matched() {
         .unwrap();
     assert_eq!(last_log["more_in_file"], log[2]);
 }
+
+#[test]
+fn a_missing_index_given_by_memidx_index_names_the_variable() {
+    let corpus = Corpus::fixtures();
+    let missing = corpus.path().join("nowhere");
+    let mut search = corpus.memidx();
+    search
+        .args(["search", "pool"])
+        .env("MEMIDX_INDEX", &missing)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(format!(
+            "no index at {} (from MEMIDX_INDEX; unset it to search the nearest .memidx)",
+            missing.display()
+        )));
+    corpus
+        .memidx()
+        .args(["search", "pool", "--index"])
+        .arg(&missing)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("MEMIDX_INDEX").not());
+}
