@@ -29,7 +29,10 @@ pub fn run(
     let response =
         SearchResponse::build(config.query_id.clone(), &outcome, &decoded)?.within(config.budget);
     match config.format {
-        OutputFormat::Human => human::print_search(out, &response, &config.query, width)?,
+        OutputFormat::Human => {
+            let dates_decide = !params.filter.time().is_empty() || config.lists.recency;
+            human::print_search(out, &response, &config.query, width, dates_decide)?
+        }
         OutputFormat::Json => json::print(out, &response)?,
         OutputFormat::JsonLines => json::print_lines(out, &response.results)?,
     }

@@ -35,12 +35,15 @@ const NOTE: Style = Style::new().dimmed();
 /// editors and terminals open), each list's rank, the heading path, then a
 /// one-line snippet with the query's words highlighted, cut to `width`
 /// columns when known. Paths, headings and text are printed with their
-/// control characters escaped ([`escape_controls`]).
+/// control characters escaped ([`escape_controls`]). `dates_decide` (a
+/// time filter or the recency list) shows modification-time dates too,
+/// marked as such.
 pub fn print_search(
     out: &mut dyn Write,
     response: &SearchResponse,
     query: &str,
     width: Option<usize>,
+    dates_decide: bool,
 ) -> Result<()> {
     let digits = response.results.len().to_string().len();
     let indent = " ".repeat(digits + 2);
@@ -58,9 +61,12 @@ pub fn print_search(
             })
             .collect();
         // A date the document states (front matter, path) is shown; a
-        // modification time says little about the note, so it is not.
-        let date = match hit.date.from {
-            "mtime" => String::new(),
+        // modification time says little about the note, so it is shown
+        // only where it decides (what --since lets through, what --recent
+        // favours), and marked.
+        let date = match (hit.date.from, dates_decide) {
+            ("mtime", false) => String::new(),
+            ("mtime", true) => format!("  {} (mtime)", day(&hit.date.value)),
             _ => format!("  {}", day(&hit.date.value)),
         };
         writeln!(

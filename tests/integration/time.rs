@@ -529,3 +529,41 @@ fn refused_request(corpus: &Corpus, request: &str) -> String {
     assert_eq!(out.status.code(), Some(2), "{request}");
     String::from_utf8(out.stderr).unwrap()
 }
+
+#[test]
+fn a_date_from_mtime_is_shown_where_it_decides() {
+    let corpus = dated_corpus();
+    let human = |args: &[&str]| -> String {
+        let output = corpus
+            .memidx()
+            .args(
+                [
+                    &["search", "kestrel undated", "-k", "1", "--color", "never"][..],
+                    args,
+                ]
+                .concat(),
+            )
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    // An mtime says little about a note: without a time filter it is not shown ...
+    assert!(
+        human(&[]).starts_with("1. ") && !human(&[]).contains("2024-03-10"),
+        "{}",
+        human(&[])
+    );
+    // ... but --since lets the note through by it, and --recent ranks by it.
+    for args in [&["--since", "2024-03-01"][..], &["--recent"][..]] {
+        let shown = human(args);
+        assert!(
+            shown
+                .lines()
+                .next()
+                .unwrap()
+                .contains("undated.md:1-3  2024-03-10 (mtime)  ["),
+            "{args:?}: {shown}"
+        );
+    }
+}
