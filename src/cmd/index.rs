@@ -40,7 +40,7 @@ pub fn print_report(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<()> {
-    human::print_index_warnings(err, &report.skipped, &report.warnings)?;
+    human::print_index_warnings(err, &report.new_skips, &report.warnings)?;
     if !quiet {
         human::print_index_summary(out, report)?;
     }

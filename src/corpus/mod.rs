@@ -27,7 +27,7 @@ pub type Metadata = BTreeMap<String, Vec<String>>;
 
 /// A file (or folder) left out of the index, with the reason, so the run can
 /// warn about it by name and go on with the rest.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Skipped {
     /// Path relative to the indexed root (forward slashes), or the absolute
     /// path when the entry lies outside it.

@@ -19,6 +19,7 @@ use std::path::Path;
 use anyhow::{Context, Result, anyhow, bail, ensure};
 use serde::{Deserialize, Serialize};
 
+use crate::corpus::Skipped;
 use crate::corpus::chunk::ChunkOptions;
 use crate::corpus::walk::WalkOptions;
 use crate::embed::EmbedderInfo;
@@ -211,7 +212,7 @@ pub struct Counts {
 
 /// A file or folder an index run skipped, with the reason, and the size and
 /// modification time it had (none for what the walk could not enter).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SkippedFile {
     /// Path relative to the root.
@@ -220,6 +221,16 @@ pub struct SkippedFile {
     pub reason: String,
     /// `(size, mtime in nanoseconds)` when it was a file the walk listed.
     pub stamp: Option<(u64, i128)>,
+}
+
+impl SkippedFile {
+    /// The skip as a run reports it: path and reason.
+    pub fn skipped(&self) -> Skipped {
+        Skipped {
+            path: self.path.clone(),
+            reason: self.reason.clone(),
+        }
+    }
 }
 
 /// The recorded skips of walked files by path, each with the

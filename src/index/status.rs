@@ -10,7 +10,8 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::Index;
-use super::manifest::{Counts, skipped_stamps};
+use super::manifest::{Counts, SkippedFile, skipped_stamps};
+use crate::corpus::Skipped;
 use crate::corpus::date::{DateSource, DocDate};
 use crate::corpus::walk::walk;
 use crate::embed::EmbedderInfo;
@@ -39,6 +40,8 @@ pub struct StatusReport {
     pub built: String,
     /// Files, chunks and skipped files.
     pub counts: Counts,
+    /// The files and folders the last run skipped, each with why.
+    pub skipped: Vec<Skipped>,
     /// The embedding model.
     pub embedder: EmbedderInfo,
     /// Fusion defaults searches use.
@@ -210,6 +213,7 @@ impl StatusReport {
                 |t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
             ),
             counts: manifest.counts,
+            skipped: manifest.skipped.iter().map(SkippedFile::skipped).collect(),
             embedder: manifest.embedder.clone(),
             fusion: manifest.fusion,
             fusion_source: manifest.fusion_source,

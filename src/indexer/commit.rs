@@ -1,6 +1,7 @@
 //! Committing a run: the new generation's folder, checksums and manifest,
 //! the switch to it, and the clean-up of what older runs left.
 
+use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -167,6 +168,17 @@ pub(super) fn skipped_files(skipped: &[Skipped], walked: &[SourceFile]) -> Vec<S
                 .ok()
                 .map(|i| (walked[i].size, walked[i].mtime_ns)),
         })
+        .collect()
+}
+
+/// The skips in `record` that the index before (`previous`) did not
+/// record as they are now: new files, new reasons, changed files.
+pub(super) fn new_skips(record: &[SkippedFile], previous: Option<&Manifest>) -> Vec<Skipped> {
+    let before: HashSet<&SkippedFile> = previous.iter().flat_map(|m| &m.skipped).collect();
+    record
+        .iter()
+        .filter(|s| !before.contains(s))
+        .map(SkippedFile::skipped)
         .collect()
 }
 

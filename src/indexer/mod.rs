@@ -44,7 +44,7 @@ use crate::corpus::chunk::ChunkOptions;
 use crate::corpus::walk::{Walk, WalkOptions, walk};
 use crate::embed::Embedder;
 use crate::index::Index;
-use crate::index::manifest::{Counts, Manifest};
+use crate::index::manifest::{Counts, Manifest, SkippedFile};
 use crate::lists::dense::codes::DenseIndexSetting;
 use crate::progress::Progress;
 use crate::store::generation;
@@ -144,6 +144,10 @@ pub struct IndexReport {
     pub chunks: usize,
     /// Files skipped, with reasons.
     pub skipped: Vec<Skipped>,
+    /// Those of them skipped for the first time, or for a new reason, or
+    /// changed since the run before skipped them: what is worth a warning
+    /// (the rest were named when they were new; `status` lists them all).
+    pub new_skips: Vec<Skipped>,
     /// Non-fatal problems in indexed files (e.g. broken front matter).
     pub warnings: Vec<String>,
     /// Chunks embedded in this run (the rest reused their vectors).
@@ -304,6 +308,7 @@ fn run_locked(
         skipped: skipped.len(),
     };
     let skipped_record = commit::skipped_files(&skipped, &walked.files);
+    let new_skips = commit::new_skips(&skipped_record, previous.manifest.as_ref());
     let manifest = commit::manifest(
         &run,
         generation,
@@ -325,6 +330,7 @@ fn run_locked(
         reused,
         chunks: manifest.counts.chunks,
         skipped,
+        new_skips,
         warnings,
         embedded: streamed.embedded,
         embed_time: streamed.embed_time,
@@ -381,15 +387,9 @@ impl IndexReport {
             files: current.counts.files,
             reused: current.counts.files,
             chunks: current.counts.chunks,
-            // Skipped again, for the same reasons: warn again.
-            skipped: current
-                .skipped
-                .iter()
-                .map(|s| Skipped {
-                    path: s.path.clone(),
-                    reason: s.reason.clone(),
-                })
-                .collect(),
+            // Skipped again, unchanged and for the same reasons.
+            skipped: current.skipped.iter().map(SkippedFile::skipped).collect(),
+            new_skips: Vec::new(),
             warnings,
             embedded: 0,
             embed_time: Duration::ZERO,

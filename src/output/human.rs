@@ -313,6 +313,21 @@ pub fn print_status(out: &mut dyn Write, r: &StatusReport) -> Result<()> {
         "files      {} ({} skipped), {} chunks",
         r.counts.files, r.counts.skipped, r.counts.chunks
     )?;
+    for skip in r.skipped.iter().take(STALE_LISTED) {
+        writeln!(
+            out,
+            "  skipped  {}: {}",
+            escape_controls(&skip.path),
+            escape_controls(&skip.reason)
+        )?;
+    }
+    if r.skipped.len() > STALE_LISTED {
+        writeln!(
+            out,
+            "  skipped  … and {} more",
+            r.skipped.len() - STALE_LISTED
+        )?;
+    }
     writeln!(
         out,
         "model      {} ({} dims, {})",
@@ -506,9 +521,13 @@ pub fn print_remembered(out: &mut dyn Write, report: &RememberReport) -> Result<
 /// escaped).
 pub fn print_index_summary(out: &mut dyn Write, report: &IndexReport) -> Result<()> {
     if report.up_to_date {
+        let skipped = match report.skipped.len() {
+            0 => String::new(),
+            n => format!(" ({n} skipped as before: 'memidx status' lists them)"),
+        };
         writeln!(
             out,
-            "index is up to date: {}, {} (checked in {:.2} s) -> {}",
+            "index is up to date: {}, {}{skipped} (checked in {:.2} s) -> {}",
             counted(report.files, "file"),
             counted(report.chunks, "chunk"),
             report.elapsed.as_secs_f64(),

@@ -127,7 +127,7 @@ fn leftovers_of_interrupted_runs_are_removed_and_nothing_else() {
 }
 
 #[test]
-fn a_skipped_file_alone_does_not_rewrite_the_index_and_is_named_every_run() {
+fn a_skipped_file_alone_does_not_rewrite_the_index_and_is_named_once_per_change() {
     let corpus = Corpus::fixtures();
     fs::write(
         corpus.path().join("notes/blob.md"),
@@ -158,9 +158,39 @@ fn a_skipped_file_alone_does_not_rewrite_the_index_and_is_named_every_run() {
     assert_eq!(first, warnings);
     assert_eq!(generation(), 1);
     let (summary, again) = run();
-    assert!(summary.contains("up to date"), "{summary}");
-    assert_eq!(again, warnings, "the same skips are named again");
+    assert!(
+        summary.contains("up to date: 18 files, ")
+            && summary.contains(" (2 skipped as before: 'memidx status' lists them)"),
+        "{summary}"
+    );
+    assert_eq!(again, "", "the same skips are not named again");
     assert_eq!(generation(), 1, "no new generation for an unchanged corpus");
+    // status names them, with why.
+    let skipped = corpus.json(&["status", "--json"])["skipped"].clone();
+    assert_eq!(
+        skipped,
+        serde_json::json!([
+            {"path": "notes/.draft.md", "reason": "hidden (its name starts with '.'); rename it to index it"},
+            {"path": "notes/blob.md", "reason": "looks binary (contains NUL bytes)"}
+        ])
+    );
+    corpus
+        .memidx()
+        .arg("status")
+        .assert()
+        .code(0)
+        .stdout(predicates::str::contains(
+            "  skipped  notes/blob.md: looks binary (contains NUL bytes)\n",
+        ));
+    // A run that writes a generation for another change does not name them either.
+    fs::write(corpus.path().join("notes/new.md"), "# New\n\nA new note.\n").unwrap();
+    let (_, after_a_change) = run();
+    assert_eq!(after_a_change, "");
+    assert_eq!(generation(), 2);
+    fs::remove_file(corpus.path().join("notes/new.md")).unwrap();
+    let (_, removed) = run();
+    assert_eq!(removed, "");
+    assert_eq!(generation(), 3);
     // Nor does status call the skipped file new ...
     let stale = |corpus: &Corpus| corpus.json(&["status", "--json"])["stale"].clone();
     assert_eq!(
@@ -168,7 +198,18 @@ fn a_skipped_file_alone_does_not_rewrite_the_index_and_is_named_every_run() {
         serde_json::json!({"changed": [], "added": [], "deleted": []})
     );
 
-    // ... until it changes: a change to the skipped file is a change.
+    // ... until it changes: a change to the skipped file is a change, and
+    // a file skipped anew (changed, still binary) is named again.
+    fs::write(
+        corpus.path().join("notes/blob.md"),
+        b"PK\x03\x04\x00changed",
+    )
+    .unwrap();
+    let (_, changed) = run();
+    assert_eq!(
+        changed,
+        "memidx: warning: skipped notes/blob.md: looks binary (contains NUL bytes)\n"
+    );
     fs::write(corpus.path().join("notes/blob.md"), "# Blob\n\nNow text.\n").unwrap();
     assert_eq!(
         stale(&corpus)["added"],
@@ -176,7 +217,7 @@ fn a_skipped_file_alone_does_not_rewrite_the_index_and_is_named_every_run() {
     );
     let (summary, _) = run();
     assert!(!summary.contains("up to date"), "{summary}");
-    assert_eq!(generation(), 2);
+    assert_eq!(generation(), 5);
 }
 
 #[test]
