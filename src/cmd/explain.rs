@@ -27,7 +27,7 @@ pub fn run(config: &ExplainConfig, out: &mut dyn Write) -> Result<Status> {
         "chunk ids look like 'notes/db.md#3' (see search --json)",
     )?;
     match search.format {
-        OutputFormat::Human => human::print_explain(out, &report)?,
+        OutputFormat::Human => human::print_explain(out, &report, &super::here(retriever.root()))?,
         OutputFormat::Json | OutputFormat::JsonLines => json::print(out, &report)?,
     }
     Ok(if report.results.is_empty() {

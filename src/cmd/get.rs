@@ -9,6 +9,7 @@ use super::Status;
 use memidx::index::Index;
 use memidx::index::get::{self, NotFound, Target};
 use memidx::output::get::GetResponse;
+use memidx::output::here::Here;
 use memidx::output::{human, json, one_line};
 
 /// Everything `memidx get` needs.
@@ -25,12 +26,40 @@ pub struct GetRequest {
     pub json: bool,
 }
 
+/// `target` with its path read from `here` (`None` at the root, or when
+/// the path leaves it).
+fn from_here(target: &Target, here: &Here) -> Option<Target> {
+    if here.is_root() {
+        return None;
+    }
+    Some(match target {
+        Target::Chunk(id) => {
+            let (path, n) = id.rsplit_once('#')?;
+            Target::Chunk(format!("{}#{n}", here.resolve(path)?))
+        }
+        Target::File { path, lines } => Target::File {
+            path: here.resolve(path)?,
+            lines: *lines,
+        },
+    })
+}
+
 /// Fetches and prints; an id or path the index does not hold is reported
 /// on `err` and ends with [`Status::NoResults`] (exit 1).
 pub fn run(request: &GetRequest, out: &mut dyn Write, err: &mut dyn Write) -> Result<Status> {
     let target = Target::parse(&request.target)?;
     let index = Index::open(&request.index_dir)?;
-    let fetched = match get::fetch(&index, &target) {
+    let here = super::here(index.root());
+    // A path typed in a subfolder names a file there; failing that, it is
+    // read as the index names files (from the root), as search --json and
+    // chunk ids give them.
+    let typed_here = from_here(&target, &here);
+    let found = match typed_here.map(|t| get::fetch(&index, &t)) {
+        Some(Err(e)) if e.downcast_ref::<NotFound>().is_some() => get::fetch(&index, &target),
+        Some(found) => found,
+        None => get::fetch(&index, &target),
+    };
+    let fetched = match found {
         Ok(fetched) => fetched,
         Err(e) if e.downcast_ref::<NotFound>().is_some() => {
             writeln!(err, "memidx: {}", one_line(&e.to_string()))?;
@@ -42,7 +71,7 @@ pub fn run(request: &GetRequest, out: &mut dyn Write, err: &mut dyn Write) -> Re
     if request.json {
         json::print(out, &response)?;
     } else {
-        human::print_get(out, &response)?;
+        human::print_get(out, &response, &here)?;
     }
     Ok(Status::Success)
 }

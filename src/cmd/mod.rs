@@ -17,9 +17,11 @@ pub mod status;
 pub mod watch;
 
 use std::io::{self, Write};
+use std::path::Path;
 
 use anyhow::{Context, Result};
 use memidx::embed::{self, Residency};
+use memidx::output::here::Here;
 
 use crate::cli::{Cli, ColorWhen, Command};
 use crate::config::{self, EvalConfig, ExplainConfig, SearchConfig};
@@ -150,4 +152,11 @@ pub fn run(cli: Cli) -> Result<Status> {
     }?;
     out.flush()?;
     Ok(status)
+}
+
+/// Where this process stands under the indexed `root`, for the paths a
+/// terminal shows and reads (root-relative where the current folder cannot
+/// be read or lies outside the root).
+fn here(root: &Path) -> Here {
+    std::env::current_dir().map_or_else(|_| Here::default(), |cwd| Here::new(root, &cwd))
 }

@@ -31,7 +31,8 @@ pub fn run(
     match config.format {
         OutputFormat::Human => {
             let dates_decide = !params.filter.time().is_empty() || config.lists.recency;
-            human::print_search(out, &response, &config.query, width, dates_decide)?
+            let here = super::here(retriever.root());
+            human::print_search(out, &response, &config.query, width, dates_decide, &here)?
         }
         OutputFormat::Json => json::print(out, &response)?,
         OutputFormat::JsonLines => json::print_lines(out, &response.results)?,

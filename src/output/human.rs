@@ -7,6 +7,7 @@ use anyhow::Result;
 
 use super::explain::ExplainReport;
 use super::get::GetResponse;
+use super::here::Here;
 use super::remember::RememberReport;
 use super::{SearchResponse, escape_controls, folded_note};
 use crate::corpus::Skipped;
@@ -37,13 +38,14 @@ const NOTE: Style = Style::new().dimmed();
 /// columns when known. Paths, headings and text are printed with their
 /// control characters escaped ([`escape_controls`]). `dates_decide` (a
 /// time filter or the recency list) shows modification-time dates too,
-/// marked as such.
+/// marked as such. Paths show from `here`.
 pub fn print_search(
     out: &mut dyn Write,
     response: &SearchResponse,
     query: &str,
     width: Option<usize>,
     dates_decide: bool,
+    here: &Here,
 ) -> Result<()> {
     let digits = response.results.len().to_string().len();
     let indent = " ".repeat(digits + 2);
@@ -74,7 +76,7 @@ pub fn print_search(
             "{RANK}{rank:>digits$}.{RANK:#} {SCORE}{score:.5}{SCORE:#}  {PATH}{source}{PATH:#}:{LINE}{first}{LINE:#}-{last}{date}  {NOTE}[{ranks}]{NOTE:#}",
             rank = i + 1,
             score = hit.rrf_score,
-            source = escape_controls(&hit.source),
+            source = escape_controls(&here.show(&hit.source)),
             first = hit.lines[0],
             last = hit.lines[1],
             ranks = ranks.join(", "),
@@ -177,9 +179,10 @@ fn highlight(text: &str, words: &[String]) -> String {
 
 /// Prints the explain table: per result, one line per list with rank, raw
 /// score, weight and contribution (or why it is absent), then the sum; then
-/// the lists' candidate counts and the timings. Paths, chunk ids, headings
-/// and reasons are printed with their control characters escaped.
-pub fn print_explain(out: &mut dyn Write, report: &ExplainReport) -> Result<()> {
+/// the lists' candidate counts and the timings. Paths (shown from `here`),
+/// chunk ids, headings and reasons are printed with their control
+/// characters escaped.
+pub fn print_explain(out: &mut dyn Write, report: &ExplainReport, here: &Here) -> Result<()> {
     let filter = if report.filter.is_empty() {
         String::new()
     } else {
@@ -204,7 +207,7 @@ pub fn print_explain(out: &mut dyn Write, report: &ExplainReport) -> Result<()> 
         writeln!(
             out,
             "{rank:>4}  {}:{}-{}  {}",
-            escape_controls(&result.source),
+            escape_controls(&here.show(&result.source)),
             result.lines[0],
             result.lines[1],
             escape_controls(&result.chunk_id)
@@ -696,11 +699,11 @@ fn snippet(text: &str, max_chars: usize) -> String {
     }
 }
 
-/// Prints what `get` fetched: `path:first-last` and the chunk id, the
-/// heading path, then the text, with a note when it was cut or its file
-/// changed since indexing. Everything from the index or the file is
+/// Prints what `get` fetched: `path:first-last` (from `here`) and the
+/// chunk id, the heading path, then the text, with a note when it was cut
+/// or its file changed since indexing. Everything from the index or the file is
 /// printed with its control characters escaped, line by line.
-pub fn print_get(out: &mut dyn Write, got: &GetResponse) -> Result<()> {
+pub fn print_get(out: &mut dyn Write, got: &GetResponse, here: &Here) -> Result<()> {
     let id = got
         .chunk_id
         .as_deref()
@@ -711,14 +714,14 @@ pub fn print_get(out: &mut dyn Write, got: &GetResponse) -> Result<()> {
         writeln!(
             out,
             "{PATH}{}{PATH:#}  {NOTE}[an empty file]{NOTE:#}",
-            escape_controls(&got.source)
+            escape_controls(&here.show(&got.source))
         )?;
         return Ok(());
     }
     writeln!(
         out,
         "{PATH}{}{PATH:#}:{LINE}{}{LINE:#}-{}{id}",
-        escape_controls(&got.source),
+        escape_controls(&here.show(&got.source)),
         got.lines[0],
         got.lines[1]
     )?;

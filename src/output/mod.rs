@@ -6,6 +6,7 @@ pub mod compact;
 pub mod explain;
 pub mod get;
 pub mod graph;
+pub mod here;
 pub mod human;
 pub mod json;
 pub mod progress;

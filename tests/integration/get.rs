@@ -205,3 +205,61 @@ fn an_empty_file_is_shown_as_empty_not_as_line_1() {
         "notes/empty.md  [an empty file]\n"
     );
 }
+
+#[test]
+fn paths_show_and_read_from_the_current_folder() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let sub = corpus.path().join("runbooks/kubernetes");
+    let in_sub = |args: &[&str]| {
+        let output = corpus
+            .memidx()
+            .current_dir(&sub)
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    // Human output opens from here, as ripgrep's does ...
+    let shown = in_sub(&["search", "drain a node", "-k", "3", "--color", "never"]);
+    let first = shown.lines().next().unwrap();
+    assert!(first.contains("  node-drain.md:"), "{shown}");
+    let path_and_lines = first.split_whitespace().nth(2).unwrap();
+    // ... and get reads what it shows, and paths from here or from the root.
+    let got = in_sub(&["get", path_and_lines]);
+    assert!(got.starts_with(&format!("{path_and_lines}\n")), "{got}");
+    let sibling = in_sub(&["get", "../databases/postgres-replication.md#2"]);
+    assert!(
+        sibling.starts_with("../databases/postgres-replication.md:"),
+        "{sibling}"
+    );
+    let rooted = in_sub(&["get", "runbooks/databases/postgres-replication.md#2"]);
+    assert_eq!(rooted, sibling);
+    let explained = in_sub(&["explain", "drain a node", "-k", "1"]);
+    assert!(
+        explained
+            .lines()
+            .nth(2)
+            .unwrap()
+            .contains("  node-drain.md:"),
+        "{explained}"
+    );
+    // JSON keeps the root-relative source: it is an id, not a direction.
+    let json: serde_json::Value =
+        serde_json::from_str(&in_sub(&["search", "drain a node", "-k", "1", "--json"])).unwrap();
+    assert!(
+        json["results"][0]["source"]
+            .as_str()
+            .unwrap()
+            .starts_with("runbooks/kubernetes/"),
+        "{json}"
+    );
+    // A path that leaves the root is refused, as from the root.
+    corpus
+        .memidx()
+        .current_dir(&sub)
+        .args(["get", "../../../outside.md"])
+        .assert()
+        .code(2);
+}

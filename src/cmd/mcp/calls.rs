@@ -36,6 +36,7 @@ use memidx::index::status::StatusReport;
 use memidx::index::{Index, LiveStamp};
 use memidx::indexer::{self, DEFAULT_MAX_FILE_SIZE, IndexOptions, Writer};
 use memidx::output::get::GetResponse;
+use memidx::output::here::Here;
 use memidx::output::{SearchResponse, TextBudget, compact, human};
 use memidx::progress::Silent;
 use memidx::request::FilterValue;
@@ -306,7 +307,7 @@ fn explain(state: &mut State, dir: &Path, args: QueryArgs) -> Result<(Value, Str
     )?;
     Ok((
         serde_json::to_value(&report)?,
-        plain(|out| human::print_explain(out, &report))?,
+        plain(|out| human::print_explain(out, &report, &Here::default()))?,
     ))
 }
 
