@@ -110,8 +110,8 @@ Register-ArgumentCompleter -Native -CommandName 'memidx' -ScriptBlock {
             break
         }
         'memidx;explain' {
-            [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'Number of results to explain')
-            [CompletionResult]::new('--top-k', '--top-k', [CompletionResultType]::ParameterName, 'Number of results to explain')
+            [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'Number of results to explain [default: 10; at most 10000]')
+            [CompletionResult]::new('--top-k', '--top-k', [CompletionResultType]::ParameterName, 'Number of results to explain [default: 10; at most 10000]')
             [CompletionResult]::new('--chunk', '--chunk', [CompletionResultType]::ParameterName, 'Explain only this chunk (an id like `notes/db.md#3`), even when it is not a result')
             [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)')
             [CompletionResult]::new('--filter', '--filter', [CompletionResultType]::ParameterName, 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)')

@@ -103,8 +103,8 @@ set edit:completion:arg-completer[memidx] = {|@words|
             cand --version 'Print version'
         }
         &'memidx;explain'= {
-            cand -k 'Number of results to explain'
-            cand --top-k 'Number of results to explain'
+            cand -k 'Number of results to explain [default: 10; at most 10000]'
+            cand --top-k 'Number of results to explain [default: 10; at most 10000]'
             cand --chunk 'Explain only this chunk (an id like `notes/db.md#3`), even when it is not a result'
             cand -f 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)'
             cand --filter 'Keep only chunks whose metadata has KEY=VALUE (repeatable: AND across keys, OR across values of one key)'

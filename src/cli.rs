@@ -77,6 +77,9 @@ pub enum Command {
     Graph(GraphArgs),
     /// Send the index to a Milvus collection (created if missing; a second
     /// push sends only what changed), for search --backend.
+    // Hidden from help in a build without the `milvus` feature, where it
+    // only says so.
+    #[command(hide = cfg!(not(feature = "milvus")))]
     Push(PushArgs),
     /// Print a shell completion script to stdout.
     Completions(CompletionsArgs),
@@ -259,7 +262,7 @@ pub struct ExplainArgs {
     /// The query to explain; several words need no quotes.
     #[arg(required = true, num_args = 1.., value_name = "QUERY")]
     pub query: Vec<String>,
-    /// Number of results to explain.
+    /// Number of results to explain [default: 10; at most 10000].
     #[arg(short = 'k', long, value_name = "N")]
     pub top_k: Option<usize>,
     /// Explain only this chunk (an id like `notes/db.md#3`), even when it is not a result.
@@ -290,7 +293,8 @@ pub struct RetrievalArgs {
     /// Run the sparse and dense lists on the Milvus collection URI
     /// (milvus://HOST:PORT/COLLECTION, filled by memidx push) instead of the
     /// index's files; fused and explained as locally.
-    #[arg(long, value_name = "URI")]
+    // Hidden from help in a build without the `milvus` feature.
+    #[arg(long, value_name = "URI", hide = cfg!(not(feature = "milvus")))]
     pub backend: Option<String>,
     /// Only chunks from files dated at or after WHEN: an ISO date
     /// (2024-03-01), a date-time (2024-03-01T12:00, UTC unless it names an

@@ -50,12 +50,13 @@ fn checked_in_completions_and_man_page_are_up_to_date() {
             "remember",
             "eval",
             "graph",
-            "push",
             "completions",
             "man"
         ]
     );
-    for command in commands {
+    // push is hidden from a build without Milvus, which only says so; its
+    // page is checked in for the builds that have it.
+    for command in commands.into_iter().chain(["push"]) {
         let file = format!("man/memidx-{command}.1");
         let checked_in = std::fs::read(root.join(&file)).unwrap_or_default();
         assert!(
