@@ -147,6 +147,7 @@ pub struct IndexReport {
     /// Those of them skipped for the first time, or for a new reason, or
     /// changed since the run before skipped them: what is worth a warning
     /// (the rest were named when they were new; `status` lists them all).
+    /// A `--full` run counts every skip as new.
     pub new_skips: Vec<Skipped>,
     /// Non-fatal problems in indexed files (e.g. broken front matter).
     pub warnings: Vec<String>,
@@ -308,7 +309,9 @@ fn run_locked(
         skipped: skipped.len(),
     };
     let skipped_record = commit::skipped_files(&skipped, &walked.files);
-    let new_skips = commit::new_skips(&skipped_record, previous.manifest.as_ref());
+    // A full run starts over: every skip is news again.
+    let before = previous.manifest.as_ref().filter(|_| !options.full);
+    let new_skips = commit::new_skips(&skipped_record, before);
     let manifest = commit::manifest(
         &run,
         generation,
