@@ -26,6 +26,27 @@ pub(super) enum FileOutcome {
     Skipped(Skipped),
 }
 
+/// A line cut into this many chunks or more is named in a warning: it
+/// is a log or data dump, whose pieces all carry the same line number
+/// and rank for anything they mention.
+const SPLIT_LINE_WARNING: usize = 4;
+
+/// The line cut into the most chunks, if into [`SPLIT_LINE_WARNING`] or
+/// more: (its number, how many).
+fn longest_split_line(chunks: &[ChunkDraft]) -> Option<(usize, usize)> {
+    let mut best: Option<(usize, usize)> = None;
+    for run in chunks.chunk_by(|a, b| a.lines == b.lines) {
+        let (first, last) = run[0].lines;
+        if first == last
+            && run.len() >= SPLIT_LINE_WARNING
+            && best.is_none_or(|(_, n)| run.len() > n)
+        {
+            best = Some((first, run.len()));
+        }
+    }
+    best
+}
+
 /// Reads and chunks a file the first pass found new or changed, or keeps
 /// an unchanged one's chunks.
 pub(super) fn examine(file: &SourceFile, options: &IndexOptions, state: FileState) -> FileOutcome {
@@ -62,6 +83,12 @@ pub(super) fn examine(file: &SourceFile, options: &IndexOptions, state: FileStat
         .map(|e| format!("{}: front matter ignored: {e}", file.rel_path))
         .into_iter()
         .collect();
+    if let Some((line, pieces)) = longest_split_line(&parsed.chunks) {
+        warnings.push(format!(
+            "{}: line {line} alone is cut into {pieces} chunks (a log or data pasted as one line?); a search shows at most a few of them",
+            file.rel_path
+        ));
+    }
     if parsed.chunks.is_empty() {
         warnings.push(format!(
             "{}: no text to index (the file is empty, or holds only front matter, rules or empty headings)",

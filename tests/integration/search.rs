@@ -542,7 +542,15 @@ fn corpus_with_a_huge_log_line() -> Corpus {
          before answering. Retry with backoff; page payments on-call after three.\n",
     )
     .unwrap();
-    corpus.index();
+    // Indexing names the line, once.
+    let stderr = String::from_utf8(corpus.index().stderr).unwrap();
+    assert!(
+        stderr.contains("memidx: warning: huge-line.md: line 3 alone is cut into ")
+            && stderr.contains(
+                " chunks (a log or data pasted as one line?); a search shows at most a few of them"
+            ),
+        "{stderr}"
+    );
     corpus
 }
 
