@@ -95,13 +95,7 @@ pub fn print_search(
                 highlight(&escape_controls(&snippet(text, snippet_chars)), &words)
             )?;
         }
-        if hit.more_in_file > 0 {
-            writeln!(
-                out,
-                "{indent}{NOTE}{}{NOTE:#}",
-                folded_note(hit.more_in_file, "--per-file")
-            )?;
-        }
+        print_folded(out, &indent, hit.more_in_file)?;
         writeln!(out)?;
     }
     if response.truncated {
@@ -113,6 +107,19 @@ pub fn print_search(
         writeln!(
             out,
             "{NOTE}[{cut} by --max-chars; raise it, or 'memidx get ID' a result]{NOTE:#}"
+        )?;
+    }
+    Ok(())
+}
+
+/// The line under a file's last result saying how many more of its chunks
+/// were folded away, if any.
+fn print_folded(out: &mut dyn Write, indent: &str, more: usize) -> Result<()> {
+    if more > 0 {
+        writeln!(
+            out,
+            "{indent}{NOTE}{}{NOTE:#}",
+            folded_note(more, "--per-file")
         )?;
     }
     Ok(())
@@ -239,13 +246,7 @@ pub fn print_explain(out: &mut dyn Write, report: &ExplainReport, here: &Here) -
             }
         }
         writeln!(out, "      {:<8} {:>36.6}", "sum", result.rrf_score)?;
-        if result.more_in_file > 0 {
-            writeln!(
-                out,
-                "      {}",
-                folded_note(result.more_in_file, "--per-file")
-            )?;
-        }
+        print_folded(out, "      ", result.more_in_file)?;
     }
     let lists: Vec<String> = report
         .lists

@@ -170,12 +170,7 @@ impl Retriever {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        outcome.results = folded
-            .shown
-            .iter()
-            .map(|&i| outcome.results[i].clone())
-            .collect();
-        outcome.more_in_file = folded.more_in_file;
+        outcome.keep(folded);
         Ok(Explanation {
             outcome,
             window,

@@ -49,6 +49,17 @@ pub struct SearchOutcome {
 }
 
 impl SearchOutcome {
+    /// Keeps of the fused candidates the ones `folded` shows, with their
+    /// counts of what was folded away.
+    pub(super) fn keep(&mut self, folded: Folded) {
+        self.results = folded
+            .shown
+            .iter()
+            .map(|&i| self.results[i].clone())
+            .collect();
+        self.more_in_file = folded.more_in_file;
+    }
+
     /// The chunks a printer shows: the results, in order.
     pub fn shown_chunks(&self) -> impl Iterator<Item = ChunkOrd> + '_ {
         self.results.iter().map(|f| f.chunk)
@@ -63,12 +74,7 @@ impl Retriever {
         let ranked = self.run_lists(query, first_pass.window, first_pass, &allow)?;
         let mut outcome = self.fuse(ranked, params, filter_time);
         let folded = self.fold(&outcome.results, params)?;
-        outcome.results = folded
-            .shown
-            .iter()
-            .map(|&i| outcome.results[i].clone())
-            .collect();
-        outcome.more_in_file = folded.more_in_file;
+        outcome.keep(folded);
         Ok(outcome)
     }
 
