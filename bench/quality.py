@@ -12,7 +12,7 @@ only checks the files), runs `memidx eval --json` with the flags after `--`,
 and prints nDCG@10 of sparse, dense and hybrid, hybrid's gap to the better of
 the two lists, and per model the mean and the worst collection. With
 --compare, every figure is shown against a previous --json output, and the
-rule for defaults (README, Quality) is checked: the mean hybrid nDCG@10 of
+rule for defaults (docs/eval.md) is checked: the mean hybrid nDCG@10 of
 each model rises and no collection's hybrid falls by more than 0.005.
 
 Python 3 stdlib only. The MiniLM model is all-MiniLM-L6-v2 in the

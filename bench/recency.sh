@@ -5,7 +5,7 @@
 #
 #   bench/recency.sh [BINARY] [MODEL_DIR]
 #
-# The weights tried and the one shipped are in README, Time.
+# The weights tried and the one shipped are in docs/searching.md, Time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 binary="${1:-target/release/memidx}"

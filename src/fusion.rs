@@ -76,7 +76,7 @@ pub struct Fusion {
 
 /// Fusion weights (and the dense list's feedback) that suit an embedder,
 /// measured on the eval collections and recorded in the index so searches
-/// use them unless told otherwise (numbers: README, Quality).
+/// use them unless told otherwise (numbers: docs/eval.md).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FusionDefaults {

@@ -21,7 +21,7 @@ use crate::store::generation::{ChunkOrd, Generation};
 /// Days after which a chunk's recency score halves.
 pub const HALF_LIFE_DAYS: f64 = 30.0;
 
-/// The weight `--recent` gives the recency list (see README, Time).
+/// The weight `--recent` gives the recency list (see docs/searching.md, Time).
 pub const RECENT_WEIGHT: f64 = 0.1;
 
 /// Seconds in a day.

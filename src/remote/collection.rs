@@ -250,7 +250,7 @@ fn schema(dim: u32) -> CollectionSchema {
     };
     let int = |name: &str| FieldSchema::new().name(name).data_type(DataType::Int64);
     CollectionSchema::new()
-        .description("memidx chunks (see memidx's README, Beyond one machine)")
+        .description("memidx chunks (see memidx's docs/milvus.md)")
         .add_field(varchar(field::ID, MAX_VARCHAR).primary_key(true))
         .add_field(varchar(field::SOURCE, MAX_VARCHAR))
         .add_field(varchar(field::HEADING, MAX_VARCHAR))

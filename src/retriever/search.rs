@@ -6,7 +6,7 @@
 //! seed its second ranking, which is the one fused. Seeds from the fused
 //! first pass are right more often than the dense list's own best chunks,
 //! most of all when the dense list is the weaker one, where its own best
-//! chunks would pull its query further off (measured: README, Quality).
+//! chunks would pull its query further off (measured: docs/eval.md).
 //! Run alone, such a list is seeded by its own first ranking. Lists that
 //! do not read the query (recency) take no part in the first pass.
 

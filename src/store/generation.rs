@@ -784,7 +784,7 @@ fn partition(range: Range<u32>, before: impl Fn(u32) -> Result<bool>) -> Result<
 ///
 /// The path is added even when the text opens with the chunk's own heading,
 /// so heading words count twice — a deliberate boost: dropping the repeat
-/// measured lower (README, How it works).
+/// measured lower (docs/how-it-works.md).
 pub fn searchable_text(heading_path: &HeadingPath, text: &str) -> String {
     if heading_path.is_empty() {
         text.to_string()

@@ -46,6 +46,7 @@ mod search;
 mod status;
 mod terminal;
 mod time;
+mod tour;
 mod ux;
 #[cfg(unix)]
 mod watch;

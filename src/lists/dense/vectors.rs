@@ -6,7 +6,7 @@
 //! Each chunk's unit vector is stored quantized: `vectors.i8` holds the
 //! rows (one signed byte per dimension, `round(x / scale)`), `scales.f32`
 //! each row's scale (`max |x| / 127`, little-endian). That is a quarter of
-//! the f32 size, and ranks as well (measured: README, How it works). A
+//! the f32 size, and ranks as well (measured: docs/how-it-works.md). A
 //! search quantizes the query the same way, takes integer dot products
 //! (which the compiler vectorizes; `rayon` splits the rows over the cores)
 //! and rescales. `ndarray` provides the row views of the mapped file.

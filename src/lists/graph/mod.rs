@@ -63,7 +63,7 @@ pub const GRAPH_FILE: &str = "graph.bin";
 /// the index (`eval --sweep --save`) or a search sets another. It is 0, so
 /// the graph is off by default: on questions that name no entities any
 /// positive weight lowers hybrid quality, while corpus-wide questions gain
-/// (measured: README, The graph list).
+/// (measured: docs/graph.md).
 pub const DEFAULT_WEIGHT: f64 = 0.0;
 
 /// The graph list's weight when it is asked for by name (`--mode

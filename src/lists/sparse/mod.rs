@@ -133,7 +133,7 @@ pub struct Bm25Params {
 }
 
 /// k1 = 1.5 (the bm25s default; Lucene uses 1.2), b = 0.75: the common
-/// middle ground, measured against the alternatives (README, How it works).
+/// middle ground, measured against the alternatives (docs/how-it-works.md).
 impl Default for Bm25Params {
     fn default() -> Self {
         Self { k1: 1.5, b: 0.75 }
