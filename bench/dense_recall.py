@@ -57,7 +57,7 @@ def heading_queries(corpus, count, seed):
 def dense_window(binary, index, query, window, exact, extra=()):
     """The dense window (chunk id, score), from `memidx search --json`."""
     command = [binary, "search", query, "--index", index, "--mode", "dense",
-               "-k", str(window), "--window", str(window), "--json"]
+               "-k", str(window), "--window", str(window), "--json", "--per-file", "0"]
     command += ["--exact"] if exact else []
     command += list(extra)
     run = subprocess.run(command, capture_output=True, text=True)

@@ -49,7 +49,8 @@ def memidx_run(binary, corpus, model):
 def memidx_chunks(binary, corpus):
     """The texts memidx embedded for `corpus`, read back from its index."""
     out = subprocess.run(
-        [binary, "search", "x", "--index", str(corpus), "--mode", "dense", "-k", "10000", "--json"],
+        [binary, "search", "x", "--index", str(corpus), "--mode", "dense", "-k", "10000", "--json",
+         "--per-file", "0"],
         check=True,
         capture_output=True,
         text=True,

@@ -632,8 +632,11 @@ fn milvus_own_hybrid_search_with_rrf_ranker_fuses_as_memidx_does() {
     };
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/milvus_hybrid.py");
     let (corpus, collection, _) = milvus.pushed_fixtures("hybrid");
-    // Equal weights and no feedback: what Milvus's RRFRanker can express.
+    // Equal weights and no feedback: what Milvus's RRFRanker can express;
+    // unfolded, as Milvus does not fold a file's chunks.
     let fusion = [
+        "--per-file",
+        "0",
         "--fusion",
         "rrf",
         "--sparse-weight",
