@@ -57,7 +57,18 @@ pub trait Embedder: Send + Sync {
     /// floats; each row has unit length, or is all zeros when the text has
     /// nothing the model knows. Fails only when the model itself does
     /// (e.g. a transformer's inference error).
-    fn embed(&self, texts: &[String]) -> Result<Vec<f32>>;
+    fn embed(&self, texts: &[String]) -> Result<Vec<f32>> {
+        Ok(self.embed_counting_cuts(texts)?.0)
+    }
+
+    /// Embeds `texts` as [`Embedder::embed`] does, and counts those cut at
+    /// the model's window ([`Embedder::window`]: what lies past it never
+    /// reaches the model), or `None` when the model cannot tell. An index
+    /// run reports the count: chunks a model read only in part.
+    fn embed_counting_cuts(&self, texts: &[String]) -> Result<(Vec<f32>, Option<usize>)>;
+
+    /// The most word pieces of a text the model reads.
+    fn window(&self) -> usize;
 }
 
 /// How a transformer's word embeddings (half of a small model's bytes)

@@ -86,15 +86,17 @@ impl BundledModel {
     /// Embeds one text into `out` (`dim` zeros): model2vec's steps — cut
     /// the text to a character budget, tokenize, keep [`MAX_TOKENS`] ids,
     /// average the rows of the known ones, scale to unit length. The rows
-    /// are integers, so the sum is exact in any order.
-    fn embed_into(&self, text: &str, out: &mut [f32]) {
+    /// are integers, so the sum is exact in any order. Returns whether the
+    /// text was cut.
+    fn embed_into(&self, text: &str, out: &mut [f32]) -> bool {
         let budget = self.vocab.truncation_chars(MAX_TOKENS);
-        let text = text
+        let kept = text
             .char_indices()
             .nth(budget)
             .map_or(text, |(at, _)| &text[..at]);
         let mut ids = Vec::new();
-        self.vocab.encode(text, &mut ids);
+        self.vocab.encode(kept, &mut ids);
+        let cut = kept.len() < text.len() || ids.len() > MAX_TOKENS;
         ids.truncate(MAX_TOKENS);
         let mut count = 0usize;
         for &id in ids.iter().filter(|&&id| id != self.vocab.unk_id()) {
@@ -119,6 +121,7 @@ impl BundledModel {
         for x in out.iter_mut() {
             *x /= norm;
         }
+        cut
     }
 }
 
@@ -191,17 +194,25 @@ impl Embedder for StaticEmbedder {
         ModelKind::Static
     }
 
-    fn embed(&self, texts: &[String]) -> anyhow::Result<Vec<f32>> {
+    fn embed_counting_cuts(&self, texts: &[String]) -> anyhow::Result<(Vec<f32>, Option<usize>)> {
         Ok(match &self.runtime {
             Runtime::Bundled(model) => {
                 let mut out = vec![0.0f32; texts.len() * model.dim];
-                out.par_chunks_mut(model.dim.max(1))
+                let cut = out
+                    .par_chunks_mut(model.dim.max(1))
                     .zip(texts)
-                    .for_each(|(row, text)| model.embed_into(text, row));
-                out
+                    .map(|(row, text)| model.embed_into(text, row))
+                    .filter(|&cut| cut)
+                    .count();
+                (out, Some(cut))
             }
-            Runtime::Folder(model) => model.encode_flat_with_args(texts, Some(MAX_TOKENS)),
+            // model2vec's runtime does not say what it cut.
+            Runtime::Folder(model) => (model.encode_flat_with_args(texts, Some(MAX_TOKENS)), None),
         })
+    }
+
+    fn window(&self) -> usize {
+        MAX_TOKENS
     }
 }
 
@@ -224,6 +235,17 @@ mod tests {
             StaticEmbedder::bundled().info().fingerprint
         );
         assert!(embedder.info().fingerprint.starts_with("xxh3:"));
+    }
+
+    #[test]
+    fn texts_past_the_window_are_counted_as_cut() {
+        let embedder = StaticEmbedder::bundled();
+        let long = "replication ".repeat(MAX_TOKENS + 1);
+        let texts = ["postgres connection pool".to_string(), long, String::new()];
+        let (flat, cut) = embedder.embed_counting_cuts(&texts).unwrap();
+        assert_eq!(cut, Some(1));
+        assert_eq!(flat, embedder.embed(&texts).unwrap());
+        assert_eq!(embedder.window(), MAX_TOKENS);
     }
 
     #[test]

@@ -37,6 +37,8 @@ pub(super) struct Streamed {
     pub(super) warnings: Vec<String>,
     /// Chunks embedded (the rest reused their vectors).
     pub(super) embedded: usize,
+    /// How many of them the model read only up to its window, if it says.
+    pub(super) cut: Option<usize>,
     /// Time spent embedding.
     pub(super) embed_time: Duration,
 }
@@ -70,6 +72,7 @@ pub(super) fn stream(
     )?;
     let mut vectors = VectorWriter::create(gen_dir)?;
     let (mut embedded, mut embed_time) = (0, Duration::ZERO);
+    let mut cut = Some(0);
 
     progress.stage("indexing", walked.files.len(), "files");
     for (files, states) in walked
@@ -111,6 +114,7 @@ pub(super) fn stream(
         let (batch, elapsed) = batch?;
         embed_time += elapsed;
         embedded += batch.embedded;
+        cut = cut.zip(batch.cut).map(|(a, b)| a + b);
         vectors.append(batch.rows(), &batch.keys)?;
         for (chunk, (_, scale)) in built.table.chunks[first..].iter_mut().zip(batch.rows()) {
             chunk.has_vector = scale != 0.0;
@@ -127,6 +131,7 @@ pub(super) fn stream(
         skipped,
         warnings,
         embedded,
+        cut,
         embed_time,
     })
 }

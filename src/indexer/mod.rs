@@ -153,6 +153,9 @@ pub struct IndexReport {
     pub warnings: Vec<String>,
     /// Chunks embedded in this run (the rest reused their vectors).
     pub embedded: usize,
+    /// How many of them the model read only up to its window, and the
+    /// window in word pieces (`None` when the model cannot tell).
+    pub cut_at_window: Option<(usize, usize)>,
     /// Time spent embedding.
     pub embed_time: Duration,
     /// Time spent building, checking and encoding the graph (alongside the
@@ -336,6 +339,7 @@ fn run_locked(
         new_skips,
         warnings,
         embedded: streamed.embedded,
+        cut_at_window: streamed.cut.map(|cut| (cut, embedder.window())),
         embed_time: streamed.embed_time,
         graph_time,
         dense_index_time,
@@ -395,6 +399,7 @@ impl IndexReport {
             new_skips: Vec::new(),
             warnings,
             embedded: 0,
+            cut_at_window: None,
             embed_time: Duration::ZERO,
             graph_time: None,
             dense_index_time: None,

@@ -26,6 +26,9 @@ pub(super) struct BatchVectors<'p> {
     pub(super) keys: Vec<u64>,
     /// How many were embedded (the rest were reused).
     pub(super) embedded: usize,
+    /// How many of those the model read only up to its window (`None`
+    /// when it cannot tell).
+    pub(super) cut: Option<usize>,
 }
 
 impl BatchVectors<'_> {
@@ -71,6 +74,7 @@ pub(super) fn embed_batch<'p>(
         .filter(|&row| reused[row].is_none())
         .collect();
     let mut embedded_rows = dense::QuantizedVectors::zeros(todo.len(), dim);
+    let mut cut = Some(0);
     for (first, batch) in (0..todo.len())
         .step_by(EMBED_BATCH)
         .zip(todo.chunks(EMBED_BATCH))
@@ -79,7 +83,8 @@ pub(super) fn embed_batch<'p>(
             .iter()
             .map(|&row| searchable(&chunks[row], &sources[row], previous))
             .collect::<Result<_>>()?;
-        let flat = embedder.embed(&texts)?;
+        let (flat, batch_cut) = embedder.embed_counting_cuts(&texts)?;
+        cut = cut.zip(batch_cut).map(|(a, b)| a + b);
         for (offset, values) in flat.chunks_exact(dim).enumerate() {
             embedded_rows.set(first + offset, values);
         }
@@ -89,6 +94,7 @@ pub(super) fn embed_batch<'p>(
         embedded_rows,
         keys,
         embedded: todo.len(),
+        cut,
     })
 }
 

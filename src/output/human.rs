@@ -541,7 +541,7 @@ pub fn print_index_summary(out: &mut dyn Write, report: &IndexReport) -> Result<
     }
     writeln!(
         out,
-        "indexed {} ({} unchanged), {}, {} skipped in {:.2} s (embedding {}: {:.2} s{}) -> {}",
+        "indexed {} ({} unchanged), {}, {} skipped in {:.2} s (embedding {}: {:.2} s{}{}) -> {}",
         counted(report.files, "file"),
         report.reused,
         counted(report.chunks, "chunk"),
@@ -549,6 +549,12 @@ pub fn print_index_summary(out: &mut dyn Write, report: &IndexReport) -> Result<
         report.elapsed.as_secs_f64(),
         counted(report.embedded, "chunk"),
         report.embed_time.as_secs_f64(),
+        match report.cut_at_window {
+            Some((cut @ 1.., window)) => {
+                format!("; {cut} read only up to the model's {window} word pieces")
+            }
+            _ => String::new(),
+        },
         report.graph_time.map_or(String::new(), |t| format!(
             "; graph: {:.2} s",
             t.as_secs_f64()

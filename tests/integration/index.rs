@@ -56,6 +56,8 @@ fn summary_reports_files_chunks_and_reuse() {
         text.contains(&format!("(embedding {FIXTURE_CHUNKS} chunks: ")),
         "{text}"
     );
+    // The bundled model reads 512 word pieces: every chunk whole.
+    assert!(!text.contains("read only up to"), "{text}");
     // Nothing changed: no new generation is written.
     let second = corpus.memidx().args(["index", "."]).output().unwrap();
     let text2 = String::from_utf8_lossy(&second.stdout).to_string();

@@ -15,12 +15,20 @@ fn an_index_built_with_a_model_folder_searches_with_it() {
         return;
     };
     let corpus = Corpus::fixtures();
+    // The summary says how many chunks the model read only in part: a few
+    // code blocks and tables pass its 256 word pieces.
     corpus
         .memidx()
-        .args(["index", ".", "-q", "--model"])
+        .args(["index", ".", "--model"])
         .arg(&dir)
         .assert()
-        .success();
+        .success()
+        .stdout(predicate::str::contains(format!(
+            "(embedding {FIXTURE_CHUNKS} chunks: "
+        )))
+        .stdout(predicate::str::contains(
+            " s; 3 read only up to the model's 256 word pieces) -> ",
+        ));
     let status = corpus.json(&["status", "--json"]);
     assert_eq!(status["embedder"]["dim"], 384);
     // A transformer's defaults: relative scores, its dense list weighing 0.7.

@@ -342,13 +342,15 @@ impl Embedder for BertEmbedder {
     }
 
     /// Embeds `texts`; see [`BertEmbedder::try_embed`].
-    ///
-    /// # Panics
-    /// When inference fails, which only a broken model or exhausted memory
-    /// causes (the trait has no error channel).
-    fn embed(&self, texts: &[String]) -> Result<Vec<f32>> {
-        self.try_embed(texts)
-            .with_context(|| format!("embedding with {} failed", self.info.id))
+    fn embed_counting_cuts(&self, texts: &[String]) -> Result<(Vec<f32>, Option<usize>)> {
+        let (vectors, cut) = self
+            .try_embed(texts)
+            .with_context(|| format!("embedding with {} failed", self.info.id))?;
+        Ok((vectors, Some(cut)))
+    }
+
+    fn window(&self) -> usize {
+        self.max_seq_length
     }
 }
 
@@ -360,12 +362,13 @@ impl BertEmbedder {
 
     /// Embeds `texts` into one row-major buffer of `texts.len() × dim`
     /// floats, each row of unit length; a text with no tokens besides the
-    /// special ones (empty or blank) gets a row of zeros.
-    pub fn try_embed(&self, texts: &[String]) -> Result<Vec<f32>> {
+    /// special ones (empty or blank) gets a row of zeros. Also returns how
+    /// many texts were cut at `max_seq_length` word pieces.
+    pub fn try_embed(&self, texts: &[String]) -> Result<(Vec<f32>, usize)> {
         let dim = self.info.dim;
         let mut out = vec![0f32; texts.len() * dim];
         if texts.is_empty() {
-            return Ok(out);
+            return Ok((out, 0));
         }
         let inputs: Vec<String> = if self.lowercase {
             texts.iter().map(|t| t.to_lowercase()).collect()
@@ -406,7 +409,12 @@ impl BertEmbedder {
                 normalize(dst);
             }
         }
-        Ok(out)
+        // The tokenizer keeps what truncation cut off as overflow.
+        let cut = encodings
+            .iter()
+            .filter(|e| !e.get_overflowing().is_empty())
+            .count();
+        Ok((out, cut))
     }
 }
 
