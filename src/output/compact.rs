@@ -6,7 +6,7 @@
 use std::fmt::Write;
 
 use super::get::GetResponse;
-use super::{SearchResponse, folded_note};
+use super::{BY_MEANING_ALONE, SearchResponse, folded_note};
 
 /// One block per result: rank, chunk id, lines and score; the heading
 /// path; the text (when the response has it). Then a line saying what the
@@ -15,6 +15,9 @@ pub fn search(response: &SearchResponse) -> String {
     let mut out = String::new();
     if response.results.is_empty() {
         out.push_str("no results\n");
+    }
+    if response.by_meaning_alone {
+        let _ = writeln!(out, "{BY_MEANING_ALONE}\n");
     }
     for (i, hit) in response.results.iter().enumerate() {
         let _ = writeln!(

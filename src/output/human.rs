@@ -9,7 +9,7 @@ use super::explain::ExplainReport;
 use super::get::GetResponse;
 use super::here::Here;
 use super::remember::RememberReport;
-use super::{SearchResponse, escape_controls, folded_note};
+use super::{BY_MEANING_ALONE, SearchResponse, escape_controls, folded_note};
 use crate::corpus::Skipped;
 use crate::eval::{EvalReport, FusionSetting};
 use crate::fusion::{FusionMethod, FusionSource};
@@ -53,6 +53,9 @@ pub fn print_search(
         w.saturating_sub(indent.len() + 1).clamp(20, SNIPPET_CHARS)
     });
     let words = query_words(query);
+    if response.by_meaning_alone {
+        writeln!(out, "{NOTE}{BY_MEANING_ALONE}{NOTE:#}\n")?;
+    }
     for (i, hit) in response.results.iter().enumerate() {
         let ranks: Vec<String> = hit
             .ranks

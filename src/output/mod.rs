@@ -22,6 +22,7 @@ use serde::Serialize;
 
 use crate::corpus::Metadata;
 use crate::corpus::date::DocDate;
+use crate::lists::ListKind;
 use crate::retriever::{Decoded, SearchOutcome};
 
 /// `text` with every control character (Unicode category Cc: the C0
@@ -86,6 +87,10 @@ pub fn folded_note(more: usize, option: &str) -> String {
     format!("[{more} more {matches} in this file; {option} 0 shows them]")
 }
 
+/// The line a printer adds when no result holds a word of the query.
+pub const BY_MEANING_ALONE: &str =
+    "[no result holds a word of the query: these are ranked by meaning alone]";
+
 /// The search response (the JSON response shape of the design, §3).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SearchResponse {
@@ -99,6 +104,11 @@ pub struct SearchResponse {
     pub truncated: bool,
     /// Results left out by the budget (after the last one kept).
     pub omitted: usize,
+    /// The sparse list ran and matched no chunk the search allows, so the
+    /// results are ranked by meaning alone: printers say so, since a
+    /// dense list always ranks something (not in the JSON shape).
+    #[serde(skip)]
+    pub by_meaning_alone: bool,
 }
 
 /// How much of the results' text a response carries.
@@ -206,9 +216,14 @@ impl SearchResponse {
                 more_in_file,
             });
         }
+        let sparse_empty = outcome
+            .lists
+            .iter()
+            .any(|run| run.ranked.kind == ListKind::Sparse && run.ranked.hits.is_empty());
         Ok(Self {
             query_id,
             total_retrieved: results.len(),
+            by_meaning_alone: sparse_empty && !results.is_empty(),
             results,
             truncated: false,
             omitted: 0,

@@ -471,6 +471,14 @@ fn per_file_folds_a_file_s_results_for_an_agent_too() {
         text.contains(" in this file; per_file 0 shows them]"),
         "{text}"
     );
+    let nonsense = session.call("search", json!({"query": "xyzzyplugh", "top_k": 1}));
+    let text = nonsense["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with(
+            "[no result holds a word of the query: these are ranked by meaning alone]\n\n1. "
+        ),
+        "{text}"
+    );
     let bad = session.call("search", json!({"query": "drain a node", "per_file": -1}));
     assert_eq!(bad["isError"], true, "{bad}");
     assert_eq!(session.finish(), Some(0));

@@ -654,3 +654,34 @@ fn a_missing_index_given_by_memidx_index_names_the_variable() {
         .code(2)
         .stderr(predicate::str::contains("MEMIDX_INDEX").not());
 }
+
+#[test]
+fn results_no_word_of_the_query_matched_are_said_to_be_ranked_by_meaning_alone() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let note = "[no result holds a word of the query: these are ranked by meaning alone]";
+    let human = |args: &[&str]| {
+        let output = corpus.memidx().args(args).output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let nonsense = human(&["search", "xyzzyplugh", "-k", "2", "--color", "never"]);
+    assert!(
+        nonsense.starts_with(&format!("{note}\n\n1. ")),
+        "{nonsense}"
+    );
+    // A filter that leaves no match counts too: the results hold no query word.
+    let filtered = human(&[
+        "search",
+        "ERR_TOKEN_EXPIRED",
+        "-k",
+        "1",
+        "--filter",
+        "dir=runbooks/kubernetes",
+    ]);
+    assert!(filtered.starts_with(note), "{filtered}");
+    // A query a chunk holds gets no note, and JSON keeps its shape.
+    assert!(!human(&["search", "replication lag", "-k", "1"]).contains(note));
+    let json = corpus.search_json("xyzzyplugh", &["-k", "1"]);
+    assert!(!json.to_string().contains("meaning alone"), "{json}");
+}
