@@ -30,20 +30,12 @@ pub(super) fn unusable_judgments(
         .filter(|q| !query_ids.contains(q))
         .collect();
     if !missing_queries.is_empty() {
+        let n = missing_queries.len();
         problems.push(format!(
-            "{} judged quer{} not in the queries file, e.g. {}; {} not scored",
-            missing_queries.len(),
-            if missing_queries.len() == 1 {
-                "y is"
-            } else {
-                "ies are"
-            },
+            "{n} judged quer{} not in the queries file, e.g. {}; {} not scored",
+            number(n, "y is", "ies are"),
             examples(&missing_queries),
-            if missing_queries.len() == 1 {
-                "it is"
-            } else {
-                "they are"
-            },
+            number(n, "it is", "they are"),
         ));
     }
     let missing_docs: BTreeSet<&str> = qrels
@@ -61,23 +53,20 @@ pub(super) fn unusable_judgments(
         } else {
             ""
         };
+        let n = missing_docs.len();
         problems.push(format!(
-            "{} relevant document{} not in the index, e.g. {}{hint}; {} as misses",
-            missing_docs.len(),
-            if missing_docs.len() == 1 {
-                " is"
-            } else {
-                "s are"
-            },
+            "{n} relevant document{} not in the index, e.g. {}{hint}; {} as misses",
+            number(n, " is", "s are"),
             examples(&missing_docs),
-            if missing_docs.len() == 1 {
-                "it counts"
-            } else {
-                "they count"
-            },
+            number(n, "it counts", "they count"),
         ));
     }
     problems
+}
+
+/// `one` for a count of 1, else `many`.
+fn number<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
+    if n == 1 { one } else { many }
 }
 
 /// The first few ids, quoted.

@@ -4,9 +4,9 @@
 //! topic, a log pasted as one enormous line — can fill a page of results
 //! with near-duplicates of itself and push every other file out. A search
 //! shows at most `per_file` chunks of one file (in fused order) and says
-//! how many more of that file's chunks the lists found, so the page names
-//! more files and nothing is hidden: the count says where to look, and
-//! `--per-file 0` shows everything. Scores and ranks are untouched; only
+//! how many more of that file's chunks it passed over for that limit
+//! before the page filled, so the page names more files and nothing is
+//! hidden: the count says where to look, and `--per-file 0` shows them. Scores and ranks are untouched; only
 //! which fused candidates fill the `top_k` places changes.
 
 use std::collections::HashMap;
