@@ -1,19 +1,23 @@
 #!/usr/bin/env python3
 """Retrieval quality on every judged collection, for every model, in one run.
 
-    bench/quality.py [--binary B] [--eval-dir D] [--work W] [--minilm DIR]
-                     [--models bundled,minilm] [--json OUT] [--compare OLD.json]
-                     [-- EVAL FLAGS...]
+    bench/quality.py [--binary B] [--eval-dir D]... [--hard] [--work W]
+                     [--minilm DIR] [--models bundled,minilm] [--json OUT]
+                     [--compare OLD.json] [-- EVAL FLAGS...]
 
-For each collection under the eval folder (a folder with docs/, queries.jsonl
-and qrels.tsv; default ../shared/eval) and each model, it indexes the
-collection's docs into W/<collection>-<model> (kept between runs: a re-run
-only checks the files), runs `memidx eval --json` with the flags after `--`,
-and prints nDCG@10 of sparse, dense and hybrid, hybrid's gap to the better of
-the two lists, and per model the mean and the worst collection. With
---compare, every figure is shown against a previous --json output, and the
-rule for defaults (docs/eval.md) is checked: the mean hybrid nDCG@10 of
-each model rises and no collection's hybrid falls by more than 0.005.
+For each collection under the eval folders (a folder with docs/,
+queries.jsonl and qrels.tsv; default ../shared/eval) and each model, it
+indexes the collection's docs into W/<docs>-<model> (named by the folder that
+holds the docs, so collections sharing docs share an index; kept between
+runs: a re-run only checks the files), runs `memidx eval --json` with the
+flags after `--`, and prints nDCG@10 of sparse, dense and hybrid, hybrid's
+gap to the better of the two lists, and per model and group (each eval
+folder) the mean and the worst collection. --hard adds the hard cases
+`bench/hard_cases.py` makes from ../shared/eval (into W/hard) as a group of
+their own. With --compare, every figure is shown against a previous --json
+output, and the rule for defaults (docs/eval.md) is checked per group: the
+mean hybrid nDCG@10 of each model rises and no collection's hybrid falls by
+more than 0.005.
 
 Python 3 stdlib only. The MiniLM model is all-MiniLM-L6-v2 in the
 sentence-transformers folder layout (--minilm, else $MEMIDX_MINILM_DIR; the
@@ -26,6 +30,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+import hard_cases
 
 # Collections whose queries are themselves documents: a hit on the query's own
 # document is dropped, as ../shared/eval/README.md prescribes (BEIR's rule).
@@ -59,7 +65,7 @@ def run(cmd):
 
 def measure(binary, collection, model, model_dir, work, eval_flags):
     """nDCG@10 per mode of one collection under one model."""
-    index = work / f"{collection.name}-{model}"
+    index = work / f"{(collection / 'docs').resolve().parent.name}-{model}"
     index_cmd = [binary, "index", collection / "docs", "--index", index, "--quiet"]
     if model_dir:
         index_cmd += ["--model", model_dir]
@@ -80,8 +86,21 @@ def gap(row):
     return row["hybrid"] - max(row["sparse"], row["dense"])
 
 
+def group_of(row):
+    """The group a result row belongs to (rows written before groups: the dev collections)."""
+    return row.get("group", "eval")
+
+
+def groups(rows):
+    """Per group, the names of its collections, in first-seen order."""
+    found = {}
+    for name, row in rows.items():
+        found.setdefault(group_of(row), []).append(name)
+    return found
+
+
 def print_table(results, old):
-    """The per-collection table, then per model the mean and the worst gap."""
+    """The per-collection table, then per model and group the mean and the worst gap."""
     def cell(model, name, key):
         value = results[model][name][key] if key != "gap" else gap(results[model][name])
         shown = "{:+.4f}" if key == "gap" else "{:.4f}"
@@ -97,38 +116,44 @@ def print_table(results, old):
             cells = " | ".join(cell(model, name, key) for key in (*MODES, "gap"))
             print(f"| {name} | {model} | {cells} |")
     print()
-    print("| model | mean sparse | mean dense | mean hybrid | mean gap | worst gap (collection) |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| model | group | mean sparse | mean dense | mean hybrid | mean gap | worst gap (collection) |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for model, rows in results.items():
-        mean = {key: sum(r[key] for r in rows.values()) / len(rows) for key in MODES}
-        gaps = {name: gap(r) for name, r in rows.items()}
-        worst = min(gaps, key=gaps.get)
-        mean_gap = sum(gaps.values()) / len(gaps)
-        print(
-            f"| {model} | {mean['sparse']:.4f} | {mean['dense']:.4f} | {mean['hybrid']:.4f} "
-            f"| {mean_gap:+.4f} | {gaps[worst]:+.4f} ({worst}) |"
-        )
+        for group, names in groups(rows).items():
+            chosen = [rows[n] for n in names]
+            mean = {key: sum(r[key] for r in chosen) / len(chosen) for key in MODES}
+            gaps = {name: gap(rows[name]) for name in names}
+            worst = min(gaps, key=gaps.get)
+            mean_gap = sum(gaps.values()) / len(gaps)
+            print(
+                f"| {model} | {group} | {mean['sparse']:.4f} | {mean['dense']:.4f} | {mean['hybrid']:.4f} "
+                f"| {mean_gap:+.4f} | {gaps[worst]:+.4f} ({worst}) |"
+            )
 
 
 def check_rule(results, old):
-    """The rule for defaults against `old`: True when it holds for every model."""
+    """The rule for defaults against `old`, per model and group: True when it holds for all."""
     holds = True
     for model, rows in results.items():
         before = old.get(model, {})
-        common = [name for name in rows if name in before]
-        if not common:
-            continue
-        mean_new = sum(rows[n]["hybrid"] for n in common) / len(common)
-        mean_old = sum(before[n]["hybrid"] for n in common) / len(common)
-        drops = [n for n in common if rows[n]["hybrid"] < before[n]["hybrid"] - TOLERANCE]
-        ok = mean_new > mean_old and not drops
-        holds &= ok
-        verdict = "holds" if ok else "fails"
-        print(
-            f"rule ({model}): mean hybrid {mean_old:.4f} → {mean_new:.4f}"
-            f"{'; lower by more than %.3f: %s' % (TOLERANCE, ', '.join(drops)) if drops else ''}"
-            f" — {verdict}"
-        )
+        for group, names in groups(rows).items():
+            common = [name for name in names if name in before]
+            if not common:
+                continue
+            mean_new = sum(rows[n]["hybrid"] for n in common) / len(common)
+            mean_old = sum(before[n]["hybrid"] for n in common) / len(common)
+            if all(rows[n]["hybrid"] == before[n]["hybrid"] for n in common):
+                print(f"rule ({model}, {group}): mean hybrid {mean_new:.4f}, unchanged")
+                continue
+            drops = [n for n in common if rows[n]["hybrid"] < before[n]["hybrid"] - TOLERANCE]
+            ok = mean_new > mean_old and not drops
+            holds &= ok
+            verdict = "holds" if ok else "fails"
+            print(
+                f"rule ({model}, {group}): mean hybrid {mean_old:.4f} → {mean_new:.4f}"
+                f"{'; lower by more than %.3f: %s' % (TOLERANCE, ', '.join(drops)) if drops else ''}"
+                f" — {verdict}"
+            )
     return holds
 
 
@@ -136,7 +161,10 @@ def main():
     here = Path(__file__).resolve().parent
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--binary", type=Path, default=here.parent / "target/release/memidx")
-    parser.add_argument("--eval-dir", type=Path, default=here.parent.parent / "shared/eval")
+    parser.add_argument("--eval-dir", type=Path, action="append",
+                        help="a folder of collections (repeatable; default ../shared/eval)")
+    parser.add_argument("--hard", action="store_true",
+                        help="also the hard cases bench/hard_cases.py makes from ../shared/eval")
     parser.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "memidx-quality")
     parser.add_argument("--minilm", type=Path, default=os.environ.get("MEMIDX_MINILM_DIR"))
     parser.add_argument("--models", default="bundled,minilm")
@@ -159,15 +187,21 @@ def main():
         else:
             sys.exit(f"quality: unknown model '{model}' (bundled, minilm)")
     args.work.mkdir(parents=True, exist_ok=True)
+    dev = here.parent.parent / "shared/eval"
+    eval_dirs = args.eval_dir or [dev]
+    if args.hard:
+        hard = args.work / "hard"
+        hard_cases.make(dev, hard)
+        eval_dirs.append(hard)
 
     results = {}
     for model, model_dir in models.items():
         results[model] = {}
-        for collection in collections(args.eval_dir):
-            print(f"quality: {collection.name}, {model}", file=sys.stderr)
-            results[model][collection.name] = measure(
-                args.binary, collection, model, model_dir, args.work, args.eval_flags
-            )
+        for eval_dir in eval_dirs:
+            for collection in collections(eval_dir):
+                print(f"quality: {collection.name}, {model}", file=sys.stderr)
+                row = measure(args.binary, collection, model, model_dir, args.work, args.eval_flags)
+                results[model][collection.name] = row | {"group": eval_dir.name}
     old = json.loads(args.compare.read_text()) if args.compare else None
     print_table(results, old)
     if args.json:

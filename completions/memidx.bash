@@ -123,7 +123,7 @@ _memidx() {
                     return 0
                     ;;
                 --fusion)
-                    COMPREPLY=($(compgen -W "relative rrf" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "relative adaptive rrf" -- "${cur}"))
                     return 0
                     ;;
                 --rrf-k)
@@ -221,7 +221,7 @@ _memidx() {
                     return 0
                     ;;
                 --fusion)
-                    COMPREPLY=($(compgen -W "relative rrf" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "relative adaptive rrf" -- "${cur}"))
                     return 0
                     ;;
                 --rrf-k)
@@ -623,7 +623,7 @@ _memidx() {
                     return 0
                     ;;
                 --fusion)
-                    COMPREPLY=($(compgen -W "relative rrf" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "relative adaptive rrf" -- "${cur}"))
                     return 0
                     ;;
                 --rrf-k)

@@ -76,6 +76,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand search" -l since -d 'Only 
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l until -d 'Only chunks from files dated at or before WHEN (same forms as --since; a date includes that whole day)' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l per-file -d 'Show at most N results from one file; its further matches are folded into "N more from this file" [default: 3; 0 shows all]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l fusion -d 'How the lists are fused: relative scores (each list\'s score over its best, weighted) or RRF (w / (k + rank)) [default: the index\'s]' -r -f -a "relative\t'Each list\'s score divided by its best score for the query, weighted and summed'
+adaptive\t'Relative scores, each list\'s weight moved for the query by how far its scores fall over its best 10 (the list whose best stand apart leads)'
 rrf\t'Weighted Reciprocal Rank Fusion, w / (k + rank)'"
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l rrf-k -d 'The RRF constant k in w / (k + rank); without --fusion it asks for RRF [default: the index\'s, 60]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l sparse-weight -d 'Weight of the sparse (BM25) list in the fusion [default: the index\'s]' -r
@@ -118,6 +119,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand explain" -l since -d 'Only
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l until -d 'Only chunks from files dated at or before WHEN (same forms as --since; a date includes that whole day)' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l per-file -d 'Show at most N results from one file; its further matches are folded into "N more from this file" [default: 3; 0 shows all]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l fusion -d 'How the lists are fused: relative scores (each list\'s score over its best, weighted) or RRF (w / (k + rank)) [default: the index\'s]' -r -f -a "relative\t'Each list\'s score divided by its best score for the query, weighted and summed'
+adaptive\t'Relative scores, each list\'s weight moved for the query by how far its scores fall over its best 10 (the list whose best stand apart leads)'
 rrf\t'Weighted Reciprocal Rank Fusion, w / (k + rank)'"
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l rrf-k -d 'The RRF constant k in w / (k + rank); without --fusion it asks for RRF [default: the index\'s, 60]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l sparse-weight -d 'Weight of the sparse (BM25) list in the fusion [default: the index\'s]' -r
@@ -170,6 +172,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand eval" -l queries -d 'Queri
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l qrels -d 'Relevance judgments: `query-id doc-id relevance` per line (a header line is allowed); a doc id is a file name without `.md`' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l run-out -d 'Write TREC run files (sparse.trec, dense.trec, hybrid.trec) into DIR' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l fusion -d 'How the lists are fused: relative scores (each list\'s score over its best, weighted) or RRF (w / (k + rank)) [default: the index\'s]' -r -f -a "relative\t'Each list\'s score divided by its best score for the query, weighted and summed'
+adaptive\t'Relative scores, each list\'s weight moved for the query by how far its scores fall over its best 10 (the list whose best stand apart leads)'
 rrf\t'Weighted Reciprocal Rank Fusion, w / (k + rank)'"
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l rrf-k -d 'The RRF constant k in w / (k + rank); without --fusion it asks for RRF [default: the index\'s, 60]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l sparse-weight -d 'Weight of the sparse (BM25) list in the fusion [default: the index\'s]' -r

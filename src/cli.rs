@@ -486,6 +486,10 @@ pub enum FusionName {
     /// Each list's score divided by its best score for the query, weighted
     /// and summed.
     Relative,
+    /// Relative scores, each list's weight moved for the query by how far
+    /// its scores fall over its best 10 (the list whose best stand apart
+    /// leads).
+    Adaptive,
     /// Weighted Reciprocal Rank Fusion, w / (k + rank).
     Rrf,
 }
@@ -494,6 +498,7 @@ impl From<FusionName> for FusionMethod {
     fn from(name: FusionName) -> Self {
         match name {
             FusionName::Relative => Self::Relative,
+            FusionName::Adaptive => Self::Adaptive,
             FusionName::Rrf => Self::Rrf,
         }
     }

@@ -53,6 +53,8 @@ pub enum FusionMethod {
     Rrf,
     /// Relative scores, `w × score / best score of the list`.
     Relative,
+    /// Relative scores with weights moved per query by each list's spread.
+    Adaptive,
 }
 
 impl FusionMethod {
@@ -61,9 +63,14 @@ impl FusionMethod {
         match self {
             Self::Rrf => "rrf",
             Self::Relative => "relative",
+            Self::Adaptive => "adaptive",
         }
     }
 }
+
+/// How many of a list's best hits its spread is measured over
+/// ([`FusionMethod::Adaptive`]): a page of results.
+pub const SPREAD_DEPTH: usize = 10;
 
 /// A fusion method with its constant: what [`fuse`] needs besides the lists.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -97,17 +104,20 @@ pub struct FusionDefaults {
 }
 
 impl FusionDefaults {
-    /// The defaults for a model of `kind`: relative scores (the default
-    /// window) with query feedback in the dense list; a static model's
-    /// dense list, weaker than BM25, weighs 0.4 against 0.6, a
-    /// transformer's, stronger, 0.7 against 0.3.
+    /// The defaults for a model of `kind`, relative scores (the default
+    /// window) with query feedback in the dense list: a static model's
+    /// dense list, weaker than BM25, weighs 0.4 against 0.6; a
+    /// transformer's, stronger, 0.7 against 0.3, moved per query by the
+    /// lists' spreads (adaptive), which lifts the transformer's mean and the
+    /// queries only BM25 can answer, and lowered the static model's
+    /// (measured: docs/eval.md).
     pub fn for_model(kind: ModelKind) -> Self {
-        let (sparse_weight, dense_weight) = match kind {
-            ModelKind::Static => (0.6, 0.4),
-            ModelKind::Transformer => (0.3, 0.7),
+        let (method, sparse_weight, dense_weight) = match kind {
+            ModelKind::Static => (FusionMethod::Relative, 0.6, 0.4),
+            ModelKind::Transformer => (FusionMethod::Adaptive, 0.3, 0.7),
         };
         Self {
-            method: FusionMethod::Relative,
+            method,
             sparse_weight,
             dense_weight,
             rrf_k: DEFAULT_RRF_K,
@@ -118,11 +128,21 @@ impl FusionDefaults {
 
     /// The fusion a search uses given its own `method` and `rrf_k`, if any:
     /// those, else these defaults; an RRF constant given without a method
-    /// asks for RRF (it means nothing to relative scores).
-    pub fn resolve(&self, method: Option<FusionMethod>, rrf_k: Option<f64>) -> Fusion {
+    /// asks for RRF (it means nothing to relative scores), and weights given
+    /// without a method (`weights_given`) are kept as given: adaptive
+    /// defaults become plain relative scores.
+    pub fn resolve(
+        &self,
+        method: Option<FusionMethod>,
+        rrf_k: Option<f64>,
+        weights_given: bool,
+    ) -> Fusion {
         let method = match (method, rrf_k) {
             (Some(method), _) => method,
             (None, Some(_)) => FusionMethod::Rrf,
+            (None, None) if weights_given && self.method == FusionMethod::Adaptive => {
+                FusionMethod::Relative
+            }
             (None, None) => self.method,
         };
         Fusion {
@@ -166,7 +186,8 @@ pub struct Contribution {
     /// best score for relative scores.
     pub divisor: f64,
     /// `weight / (k + rank)` for RRF, `weight × max(raw_score, 0) / best`
-    /// for relative scores (0 when the best score is not positive).
+    /// for relative scores (0 when the best score is not positive), with the
+    /// list's weight for this query ([`query_weights`]).
     pub value: f64,
 }
 
@@ -194,12 +215,49 @@ impl Fused {
     }
 }
 
+/// How far a list's scores fall over its best [`SPREAD_DEPTH`] hits:
+/// `1 − mean(score / best)`, a hit it lacks and a negative score counting
+/// 0; 0 for a list without a positive best score.
+pub fn spread(hits: &[ListHit]) -> f64 {
+    let best = hits.first().map_or(0.0, |h| f64::from(h.score));
+    if best <= 0.0 {
+        return 0.0;
+    }
+    let kept: f64 = hits
+        .iter()
+        .take(SPREAD_DEPTH)
+        .map(|h| f64::from(h.score).max(0.0) / best)
+        .sum();
+    1.0 - kept / SPREAD_DEPTH as f64
+}
+
+/// The weights `fuse` gives `lists` for this query, in list order: their
+/// own, except under [`FusionMethod::Adaptive`], where each is scaled by
+/// the square root of its list's [`spread`] and all are rescaled to their
+/// old sum (kept as they are when no list spreads at all).
+pub fn query_weights(lists: &[Ranking<'_>], fusion: Fusion) -> Vec<f64> {
+    let given = lists.iter().map(|l| l.weight);
+    if fusion.method != FusionMethod::Adaptive {
+        return given.collect();
+    }
+    let scaled: Vec<f64> = lists
+        .iter()
+        .map(|l| l.weight * spread(l.hits).sqrt())
+        .collect();
+    let (sum_given, sum_scaled) = (given.sum::<f64>(), scaled.iter().sum::<f64>());
+    if sum_scaled <= 0.0 {
+        return lists.iter().map(|l| l.weight).collect();
+    }
+    scaled.iter().map(|w| w * sum_given / sum_scaled).collect()
+}
+
 /// Fuses `lists` by `fusion`; returns every chunk that appears in any list,
 /// best first.
 pub fn fuse(lists: &[Ranking<'_>], fusion: Fusion) -> Vec<Fused> {
+    let weights = query_weights(lists, fusion);
     let mut by_chunk: std::collections::HashMap<ChunkOrd, Vec<Option<Contribution>>> =
         std::collections::HashMap::new();
-    for (index, list) in lists.iter().enumerate() {
+    for (index, (list, &weight)) in lists.iter().zip(&weights).enumerate() {
         // Hits come best first: the first one's score is the list's best.
         let best = list
             .hits
@@ -215,12 +273,12 @@ pub fn fuse(lists: &[Ranking<'_>], fusion: Fusion) -> Vec<Fused> {
                 let (divisor, value) = match fusion.method {
                     FusionMethod::Rrf => {
                         let divisor = fusion.rrf_k + rank as f64;
-                        (divisor, list.weight / divisor)
+                        (divisor, weight / divisor)
                     }
-                    FusionMethod::Relative if best > 0.0 => {
-                        (best, list.weight * f64::from(hit.score).max(0.0) / best)
+                    FusionMethod::Relative | FusionMethod::Adaptive if best > 0.0 => {
+                        (best, weight * f64::from(hit.score).max(0.0) / best)
                     }
-                    FusionMethod::Relative => (best, 0.0),
+                    FusionMethod::Relative | FusionMethod::Adaptive => (best, 0.0),
                 };
                 slots[index] = Some(Contribution {
                     rank,
@@ -409,12 +467,6 @@ mod tests {
 
     #[test]
     fn relative_scores_divide_by_each_list_s_best_and_keep_a_lead() {
-        let scored = |pairs: &[(ChunkOrd, f32)]| -> Vec<ListHit> {
-            pairs
-                .iter()
-                .map(|&(chunk, score)| ListHit { chunk, score })
-                .collect()
-        };
         // BM25 puts chunk 1 far ahead; the cosines are all alike and favour 2.
         let sparse = scored(&[(1, 12.0), (2, 3.0), (3, 2.0)]);
         let dense = scored(&[(2, 0.5), (3, 0.49), (1, 0.48), (4, -0.1)]);
@@ -443,5 +495,141 @@ mod tests {
         assert_eq!(fused[3].score, 0.0);
         let by_rank = fuse(&lists, rrf(60.0));
         assert_eq!(by_rank[0].chunk, 2);
+    }
+
+    fn scored(pairs: &[(ChunkOrd, f32)]) -> Vec<ListHit> {
+        pairs
+            .iter()
+            .map(|&(chunk, score)| ListHit { chunk, score })
+            .collect()
+    }
+
+    #[test]
+    fn spread_is_how_far_the_best_ten_fall_below_the_best() {
+        // Ten hits at best, best/2, …: mean of score/best over ten slots.
+        let even = scored(&[(1, 4.0), (2, 2.0)]);
+        assert!((spread(&even) - (1.0 - 1.5 / 10.0)).abs() < 1e-12);
+        let flat: Vec<ListHit> = (0..20)
+            .map(|c| ListHit {
+                chunk: c,
+                score: 0.5,
+            })
+            .collect();
+        assert_eq!(spread(&flat), 0.0);
+        assert_eq!(spread(&[]), 0.0);
+        assert_eq!(spread(&scored(&[(1, -0.2), (2, -0.3)])), 0.0);
+    }
+
+    #[test]
+    fn adaptive_weights_follow_the_list_that_stands_apart_and_keep_their_sum() {
+        // BM25: one chunk holds the query's rare word; the cosines are all
+        // alike, and that chunk is not among the dense list's candidates.
+        let sparse = scored(&[(1, 12.0), (2, 3.0), (3, 3.0), (4, 2.5)]);
+        let dense: Vec<ListHit> = (2..40)
+            .map(|c| ListHit {
+                chunk: c,
+                score: 0.6 - c as f32 * 0.001,
+            })
+            .collect();
+        let lists = [
+            Ranking {
+                hits: &sparse,
+                weight: 0.3,
+            },
+            Ranking {
+                hits: &dense,
+                weight: 0.7,
+            },
+        ];
+        let adaptive = Fusion {
+            method: FusionMethod::Adaptive,
+            rrf_k: DEFAULT_RRF_K,
+        };
+        let relative = Fusion {
+            method: FusionMethod::Relative,
+            rrf_k: DEFAULT_RRF_K,
+        };
+        assert_eq!(query_weights(&lists, relative), [0.3, 0.7]);
+        let weights = query_weights(&lists, adaptive);
+        assert!((weights.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        assert!(weights[0] > 0.5, "the sparse list leads: {weights:?}");
+        let expected = 0.3 * spread(&sparse).sqrt();
+        let scale = 1.0 / (expected + 0.7 * spread(&dense).sqrt());
+        assert!((weights[0] - expected * scale).abs() < 1e-12);
+        // Fixed weights bury the note that holds the word; adaptive ones do not.
+        assert_ne!(fuse(&lists, relative)[0].chunk, 1);
+        let fused = fuse(&lists, adaptive);
+        assert_eq!(fused[0].chunk, 1);
+        // The contributions are made with the query's weights and add up.
+        let first = &fused[0];
+        let parts: Vec<f64> = first
+            .contributions
+            .iter()
+            .flatten()
+            .map(|c| c.value)
+            .collect();
+        assert_eq!(first.score, parts.iter().sum::<f64>());
+        assert_eq!(parts[0], weights[0]);
+    }
+
+    #[test]
+    fn adaptive_weights_stay_as_given_when_no_list_spreads() {
+        let flat = scored(&[(1, 1.0)]);
+        let none: Vec<ListHit> = Vec::new();
+        let lists = [
+            Ranking {
+                hits: &none,
+                weight: 0.6,
+            },
+            Ranking {
+                hits: &flat,
+                weight: 0.4,
+            },
+        ];
+        let adaptive = Fusion {
+            method: FusionMethod::Adaptive,
+            rrf_k: DEFAULT_RRF_K,
+        };
+        // One hit spreads (the nine missing count 0); an empty list does not.
+        assert_eq!(query_weights(&lists, adaptive), [0.0, 1.0]);
+        let still: Vec<ListHit> = (0..10)
+            .map(|c| ListHit {
+                chunk: c,
+                score: 1.0,
+            })
+            .collect();
+        let lists = [
+            Ranking {
+                hits: &still,
+                weight: 0.6,
+            },
+            Ranking {
+                hits: &none,
+                weight: 0.4,
+            },
+        ];
+        assert_eq!(query_weights(&lists, adaptive), [0.6, 0.4]);
+    }
+
+    #[test]
+    fn weights_given_keep_adaptive_defaults_from_moving_them() {
+        let defaults = FusionDefaults {
+            method: FusionMethod::Adaptive,
+            ..FusionDefaults::for_model(ModelKind::Transformer)
+        };
+        assert_eq!(
+            defaults.resolve(None, None, false).method,
+            FusionMethod::Adaptive
+        );
+        assert_eq!(
+            defaults.resolve(None, None, true).method,
+            FusionMethod::Relative
+        );
+        assert_eq!(
+            defaults.resolve(None, Some(60.0), true).method,
+            FusionMethod::Rrf
+        );
+        let asked = defaults.resolve(Some(FusionMethod::Adaptive), None, true);
+        assert_eq!(asked.method, FusionMethod::Adaptive);
     }
 }

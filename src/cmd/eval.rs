@@ -19,7 +19,7 @@ use memidx::retriever::{Retriever, default_window};
 pub fn run(config: &EvalConfig, out: &mut dyn Write, err: &mut dyn Write) -> Result<Status> {
     let retriever = Retriever::open(&config.index_dir, &config.lists)?;
     let defaults = retriever.manifest().fusion;
-    let fusion = defaults.resolve(config.fusion, config.rrf_k);
+    let fusion = defaults.resolve(config.fusion, config.rrf_k, config.lists.weights_given());
     let weight_of = |list: ListKind| {
         retriever
             .list_weights()

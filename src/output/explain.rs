@@ -13,6 +13,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::filter::Filter;
+use crate::fusion::{self, FusionMethod};
 use crate::lists::{Approximate, ListKind, PostingCounts, RemoteRequest};
 use crate::retriever::{Absence, Decoded, Explanation, Standing};
 
@@ -55,6 +56,12 @@ pub struct ListSummary {
     pub ran_on: String,
     /// Its weight.
     pub weight: f64,
+    /// The weight it was fused with for this query: `weight`, unless
+    /// adaptive fusion moved it by the list's spread.
+    pub query_weight: f64,
+    /// Under adaptive fusion, how far its scores fall over its best 10
+    /// (`1 − mean(score / best)`), what moved its weight; null otherwise.
+    pub spread: Option<f64>,
     /// Its best score among its candidates (at least 0; null when it has
     /// none): what relative scores divide by.
     pub best_score: Option<f64>,
@@ -153,6 +160,9 @@ impl ExplainReport {
                     name: run.ranked.kind.name(),
                     ran_on: ran_on(run.ranked.kind, &explanation.ran_on),
                     weight: run.weight,
+                    query_weight: run.query_weight,
+                    spread: (outcome.fusion.method == FusionMethod::Adaptive)
+                        .then(|| fusion::spread(&run.ranked.hits)),
                     best_score: run.ranked.hits.first().map(|h| f64::from(h.score).max(0.0)),
                     candidates: run.ranked.hits.len(),
                     matched: run.ranked.matched,
@@ -183,7 +193,7 @@ impl ExplainReport {
                     reason: reason.clone(),
                     ..list_part(
                         run.ranked.kind.name(),
-                        run.weight,
+                        run.query_weight,
                         standing,
                         explanation.window,
                     )

@@ -200,6 +200,10 @@ pub fn print_explain(out: &mut dyn Write, report: &ExplainReport, here: &Here) -
     };
     let (fusion, contribution) = match report.fusion {
         "rrf" => (format!("rrf, k {}", report.rrf_k), "w/(k+rank)"),
+        "adaptive" => (
+            "relative scores, weights moved by each list's spread".to_string(),
+            "w×raw/best",
+        ),
         _ => ("relative scores".to_string(), "w×raw/best"),
     };
     writeln!(
@@ -278,6 +282,20 @@ pub fn print_explain(out: &mut dyn Write, report: &ExplainReport, here: &Here) -
         })
         .collect();
     writeln!(out, "lists: {}", lists.join("; "))?;
+    let moved: Vec<String> = report
+        .lists
+        .iter()
+        .filter_map(|l| {
+            let spread = l.spread?;
+            Some(format!(
+                "{} {:.2} → {:.2} (spread {spread:.2})",
+                l.name, l.weight, l.query_weight
+            ))
+        })
+        .collect();
+    if !moved.is_empty() {
+        writeln!(out, "weights for this query: {}", moved.join(", "))?;
+    }
     for list in report.lists.iter().filter(|l| !l.feedback.is_empty()) {
         writeln!(
             out,
@@ -348,6 +366,7 @@ pub fn print_status(out: &mut dyn Write, r: &StatusReport) -> Result<()> {
         match r.fusion.method {
             FusionMethod::Rrf => format!("rrf k {}", r.fusion.rrf_k),
             FusionMethod::Relative => "relative scores".to_string(),
+            FusionMethod::Adaptive => "adaptive relative scores".to_string(),
         },
         r.fusion.sparse_weight,
         r.fusion.dense_weight,
@@ -662,6 +681,7 @@ fn describe(s: &FusionSetting) -> String {
     let method = match s.method {
         FusionMethod::Rrf => format!("rrf k {}", s.rrf_k),
         FusionMethod::Relative => "relative".to_string(),
+        FusionMethod::Adaptive => "adaptive".to_string(),
     };
     format!(
         "{method}, sparse {}, dense {}, window {}{graph}",

@@ -44,6 +44,7 @@ pub struct Retriever {
     index: Index,
     lists: Vec<WeightedList>,
     dense_feedback: Option<usize>,
+    weights_given: bool,
     backend: Arc<dyn Backend>,
 }
 
@@ -145,6 +146,7 @@ impl Retriever {
             index,
             lists,
             dense_feedback,
+            weights_given: selection.weights_given(),
             backend,
         })
     }
@@ -200,9 +202,12 @@ impl Retriever {
     }
 
     /// The fusion (method and RRF constant) a search with `params` uses:
-    /// an RRF constant given without a method asks for RRF.
+    /// an RRF constant given without a method asks for RRF, weights given
+    /// without one keep adaptive defaults from moving them.
     pub fn fusion(&self, params: &SearchParams) -> Fusion {
-        self.manifest().fusion.resolve(params.fusion, params.rrf_k)
+        self.manifest()
+            .fusion
+            .resolve(params.fusion, params.rrf_k, self.weights_given)
     }
 
     /// How many chunks move the dense list's query (`None` without a dense

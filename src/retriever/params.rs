@@ -77,6 +77,14 @@ pub struct ListSelection {
     pub recency_weight: Option<f64>,
 }
 
+impl ListSelection {
+    /// Whether the search gives any list's weight itself, which keeps the
+    /// weights as given (see [`crate::fusion::FusionDefaults::resolve`]).
+    pub fn weights_given(&self) -> bool {
+        self.sparse_weight.is_some() || self.dense_weight.is_some() || self.graph_weight.is_some()
+    }
+}
+
 impl Default for ListSelection {
     /// The default lists (`--mode hybrid`) at the index's weights.
     fn default() -> Self {

@@ -25,8 +25,11 @@ use crate::store::generation::ChunkOrd;
 pub struct ListRun {
     /// The ranking the list returned.
     pub ranked: RankedList,
-    /// The weight it was fused with.
+    /// Its weight.
     pub weight: f64,
+    /// The weight it was fused with for this query: `weight`, moved by the
+    /// list's spread under adaptive fusion ([`fusion::query_weights`]).
+    pub query_weight: f64,
 }
 
 /// Everything a search produced.
@@ -119,13 +122,16 @@ impl Retriever {
             .collect();
         let fusion = self.fusion(params);
         let results = fusion::fuse(&inputs, fusion);
+        let query_weights = fusion::query_weights(&inputs, fusion);
         let fuse_time = started.elapsed();
         let lists = ranked
             .into_iter()
             .zip(&self.lists)
-            .map(|(ranked, l)| ListRun {
+            .zip(query_weights)
+            .map(|((ranked, l), query_weight)| ListRun {
                 ranked,
                 weight: l.weight,
+                query_weight,
             })
             .collect();
         SearchOutcome {

@@ -128,7 +128,7 @@ fn explain_contributions_add_up_to_the_search_scores_exactly() {
         "INC-2023-Q4-011",
         "the writer node died, elect a follower",
     ] {
-        for fusion in ["relative", "rrf"] {
+        for fusion in ["relative", "adaptive", "rrf"] {
             // Unfolded, so the fused ranks are the positions.
             let unfolded = ["-k", "10", "--per-file", "0", "--fusion", fusion];
             let search = corpus.search_json(query, &unfolded);
@@ -177,8 +177,67 @@ fn explain_contributions_add_up_to_the_search_scores_exactly() {
                     .collect::<Vec<_>>(),
                 ["sparse", "dense"]
             );
+            // The weights a query was fused with: the given ones, or under
+            // adaptive fusion each times √spread, rescaled to the same sum.
+            let (weights, query_weights): (Vec<f64>, Vec<f64>) = lists
+                .iter()
+                .map(|l| {
+                    (
+                        l["weight"].as_f64().unwrap(),
+                        l["query_weight"].as_f64().unwrap(),
+                    )
+                })
+                .unzip();
+            if fusion == "adaptive" {
+                let scaled: Vec<f64> = lists
+                    .iter()
+                    .map(|l| l["weight"].as_f64().unwrap() * l["spread"].as_f64().unwrap().sqrt())
+                    .collect();
+                let total: f64 = scaled.iter().sum();
+                for (got, want) in query_weights.iter().zip(&scaled) {
+                    assert!(
+                        (got - want / total).abs() < 1e-12,
+                        "{query}: {query_weights:?}"
+                    );
+                }
+            } else {
+                assert_eq!(query_weights, weights);
+                assert!(lists.iter().all(|l| l["spread"].is_null()));
+            }
         }
     }
+}
+
+#[test]
+fn adaptive_fusion_moves_the_weights_toward_the_list_whose_best_stand_apart() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let weights = |query: &str| {
+        let explained = corpus.json(&["explain", query, "--json", "--fusion", "adaptive"]);
+        assert_eq!(explained["fusion"], "adaptive");
+        let lists = explained["lists"].as_array().unwrap().clone();
+        lists
+            .iter()
+            .map(|l| l["query_weight"].as_f64().unwrap())
+            .collect::<Vec<_>>()
+    };
+    // An incident id only a few chunks hold: BM25's best stand far apart.
+    let identifier = weights("INC-2023-Q4-011");
+    assert!(identifier[0] > 0.6, "{identifier:?}");
+    // A paraphrase sharing few words: the weights swing the other way.
+    let paraphrase = weights("the writer node died, elect a follower");
+    assert!(
+        paraphrase[0] < identifier[0],
+        "{paraphrase:?} vs {identifier:?}"
+    );
+    // The human explain says what moved them.
+    corpus
+        .memidx()
+        .args(["explain", "INC-2023-Q4-011", "--fusion", "adaptive", "-k", "2"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("(relative scores, weights moved by each list's spread, window 50)"))
+        .stdout(predicate::str::is_match(r"weights for this query: sparse 0\.60 → 0\.[6-9]\d \(spread 0\.\d\d\), dense 0\.40 → 0\.[0-3]\d \(spread 0\.\d\d\)").unwrap());
 }
 
 #[test]

@@ -31,8 +31,9 @@ fn an_index_built_with_a_model_folder_searches_with_it() {
         ));
     let status = corpus.json(&["status", "--json"]);
     assert_eq!(status["embedder"]["dim"], 384);
-    // A transformer's defaults: relative scores, its dense list weighing 0.7.
-    assert_eq!(status["fusion"]["method"], "relative");
+    // A transformer's defaults: adaptive relative scores, its dense list
+    // weighing 0.7 before the query moves the weights.
+    assert_eq!(status["fusion"]["method"], "adaptive");
     assert_eq!(
         (
             status["fusion"]["sparse_weight"].clone(),
@@ -57,10 +58,10 @@ fn an_index_built_with_a_model_folder_searches_with_it() {
     );
     // An identifier query is where RRF is weakest: its chunk is first in
     // the sparse list but 19th in the dense one, and RRF at 1:1 fuses it to
-    // 4th behind chunks both lists rank moderately. Relative scores keep
-    // BM25's lead, and the dense query, moved toward the fused first pass's
-    // best, ranks it 3rd: fused 1st (without the feedback: dense 19th,
-    // fused 2nd).
+    // 4th behind chunks both lists rank moderately. Relative scores at the
+    // fixed 0.3 : 0.7 rank it 2nd; adaptive weights, which follow BM25's
+    // best standing apart, rank it 1st, as does the dense query moved
+    // toward the fused first pass's best (which ranks it 3rd).
     let incident = "incidents/2023/q4/billing-month-end-timeouts.md#1";
     let standing = |extra: &[&str]| {
         let args = [
@@ -70,15 +71,31 @@ fn an_index_built_with_a_model_folder_searches_with_it() {
         let explained = corpus.json(&args.concat());
         let result = &explained["results"][0];
         (
+            explained["fusion"].clone(),
             result["fused_rank"].clone(),
             result["lists"][0]["rank"].clone(),
             result["lists"][1]["rank"].clone(),
         )
     };
-    assert_eq!(standing(&[]), (1.into(), 1.into(), 3.into()));
+    assert_eq!(
+        standing(&[]),
+        ("adaptive".into(), 1.into(), 1.into(), 3.into())
+    );
     assert_eq!(
         standing(&["--dense-feedback", "0"]),
-        (2.into(), 1.into(), 19.into())
+        ("adaptive".into(), 1.into(), 1.into(), 19.into())
+    );
+    // Weights given keep the default from moving them: plain relative scores.
+    assert_eq!(
+        standing(&[
+            "--dense-feedback",
+            "0",
+            "--sparse-weight",
+            "0.3",
+            "--dense-weight",
+            "0.7"
+        ]),
+        ("relative".into(), 2.into(), 1.into(), 19.into())
     );
     assert_eq!(
         standing(&[
@@ -89,7 +106,7 @@ fn an_index_built_with_a_model_folder_searches_with_it() {
             "--dense-weight",
             "1"
         ]),
-        (4.into(), 1.into(), 19.into())
+        ("rrf".into(), 4.into(), 1.into(), 19.into())
     );
     let response = corpus.search_json("INC-2023-Q4-011", &["-k", "1", "--mode", "sparse"]);
     assert_eq!(response["results"][0]["chunk_id"], incident);
