@@ -69,6 +69,14 @@ pub trait Embedder: Send + Sync {
 
     /// The most word pieces of a text the model reads.
     fn window(&self) -> usize;
+
+    /// Whether the model reads only the first [`Embedder::window`] word
+    /// pieces of `text`, or `None` when it cannot tell: `explain` says so
+    /// of a result the dense list saw only in part.
+    fn cuts(&self, text: &str) -> Option<bool> {
+        let (_, cut) = self.embed_counting_cuts(&[text.to_string()]).ok()?;
+        cut.map(|n| n > 0)
+    }
 }
 
 /// How a transformer's word embeddings (half of a small model's bytes)

@@ -8,6 +8,7 @@ use crate::common;
 
 use common::{Corpus, FIXTURE_CHUNKS};
 use predicates::prelude::*;
+use serde_json::Value;
 
 #[test]
 fn an_index_built_with_a_model_folder_searches_with_it() {
@@ -108,6 +109,15 @@ fn an_index_built_with_a_model_folder_searches_with_it() {
         ]),
         ("rrf".into(), 4.into(), 1.into(), 19.into())
     );
+    // A chunk longer than the model's window: explain says what it read.
+    let long = "services/billing-service.md#4";
+    let explained = corpus.json(&["explain", "billing service", "--chunk", long, "--json"]);
+    assert_eq!(
+        explained["results"][0]["lists"][1]["reason"],
+        "the model read only its first 256 word pieces"
+    );
+    let explained = corpus.json(&["explain", "INC-2023-Q4-011", "--chunk", incident, "--json"]);
+    assert_eq!(explained["results"][0]["lists"][1]["reason"], Value::Null);
     let response = corpus.search_json("INC-2023-Q4-011", &["-k", "1", "--mode", "sparse"]);
     assert_eq!(response["results"][0]["chunk_id"], incident);
     // Re-indexing with the bundled model re-embeds everything.

@@ -352,6 +352,18 @@ impl Embedder for BertEmbedder {
     fn window(&self) -> usize {
         self.max_seq_length
     }
+
+    /// Tokenizes `text` alone (no inference): cut when truncation left
+    /// word pieces over.
+    fn cuts(&self, text: &str) -> Option<bool> {
+        let input = if self.lowercase {
+            text.to_lowercase()
+        } else {
+            text.to_string()
+        };
+        let encoding = self.tokenizer.encode_fast(input, true).ok()?;
+        Some(!encoding.get_overflowing().is_empty())
+    }
 }
 
 impl BertEmbedder {

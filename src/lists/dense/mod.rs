@@ -361,6 +361,17 @@ impl List for DenseList {
         list.feedback_chunks = used;
         Ok(list)
     }
+
+    /// Says when the model read only the start of the chunk: its vector
+    /// stands for that part alone.
+    fn match_reason(&self, _query: &str, text: &str) -> Option<String> {
+        self.embedder.cuts(text)?.then(|| {
+            format!(
+                "the model read only its first {} word pieces",
+                self.embedder.window()
+            )
+        })
+    }
 }
 
 /// The unit vector `query` moved toward those of `seeds` that resemble it
