@@ -26,6 +26,8 @@ pub struct Cli {
     #[arg(
         long,
         global = true,
+        help_heading = "Global options",
+        display_order = 1000,
         value_enum,
         default_value_t = ColorWhen::Auto,
         hide_possible_values = true
