@@ -184,7 +184,7 @@ set edit:completion:arg-completer[memidx] = {|@words|
             cand --index 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]'
             cand --color 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected'
             cand --json 'Print one JSON document instead of a table'
-            cand --sweep 'Also try a grid of k, dense weights and windows; tune on half of the queries and report the winner on the other (held-out) half'
+            cand --sweep 'Also try a grid of fusions (RRF at several k, relative and adaptive scores), dense weights and windows; tune on half of the queries and report the winner on the other (held-out) half'
             cand --save 'With --sweep: store the winning settings in the index, so later searches use them'
             cand --ignore-identical 'Drop a hit whose document id equals the query id (BEIR''s rule for collections whose queries are themselves documents, e.g. ArguAna)'
             cand --strict 'Refuse qrels that name queries the queries file lacks or relevant documents the index lacks (otherwise a warning, and they are scored as unjudged and as misses)'

@@ -187,7 +187,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand eval" -l color -d 'When to
 always\t'Always'
 never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l json -d 'Print one JSON document instead of a table'
-complete -c memidx -n "__fish_memidx_using_subcommand eval" -l sweep -d 'Also try a grid of k, dense weights and windows; tune on half of the queries and report the winner on the other (held-out) half'
+complete -c memidx -n "__fish_memidx_using_subcommand eval" -l sweep -d 'Also try a grid of fusions (RRF at several k, relative and adaptive scores), dense weights and windows; tune on half of the queries and report the winner on the other (held-out) half'
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l save -d 'With --sweep: store the winning settings in the index, so later searches use them'
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l ignore-identical -d 'Drop a hit whose document id equals the query id (BEIR\'s rule for collections whose queries are themselves documents, e.g. ArguAna)'
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l strict -d 'Refuse qrels that name queries the queries file lacks or relevant documents the index lacks (otherwise a warning, and they are scored as unjudged and as misses)'

@@ -433,7 +433,8 @@ pub struct EvalArgs {
     /// Write TREC run files (sparse.trec, dense.trec, hybrid.trec) into DIR.
     #[arg(long, value_name = "DIR")]
     pub run_out: Option<PathBuf>,
-    /// Also try a grid of k, dense weights and windows; tune on half of the
+    /// Also try a grid of fusions (RRF at several k, relative and adaptive
+    /// scores), dense weights and windows; tune on half of the
     /// queries and report the winner on the other (held-out) half.
     #[arg(long)]
     pub sweep: bool,

@@ -403,11 +403,14 @@ fn sweep(
             held_out_ndcg_10: half(true),
         }
     };
-    // RRF at every k, then relative scores (which have no k).
+    // RRF at every k, then relative scores, fixed and adaptive (no k).
     let methods = SWEEP_K
         .iter()
         .map(|&rrf_k| (FusionMethod::Rrf, rrf_k))
-        .chain([(FusionMethod::Relative, default.rrf_k)]);
+        .chain([
+            (FusionMethod::Relative, default.rrf_k),
+            (FusionMethod::Adaptive, default.rrf_k),
+        ]);
     let grid: Vec<FusionSetting> = methods
         .flat_map(|(method, rrf_k)| {
             SWEEP_DENSE_WEIGHTS.iter().flat_map(move |&dense_weight| {

@@ -105,7 +105,7 @@ fn sweep_reports_a_held_out_check_and_save_changes_the_defaults() {
     let sweep = &report["sweep"];
     // 150 RRF and 30 relative sparse + dense settings, then 6 graph weights
     // at the best of them.
-    assert_eq!(sweep["settings_tried"], 186);
+    assert_eq!(sweep["settings_tried"], 216);
     assert_eq!(sweep["top"].as_array().unwrap().len(), 5);
     assert_eq!(sweep["top"][0], sweep["best"]);
     let best = &sweep["best"]["setting"];

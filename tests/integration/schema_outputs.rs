@@ -313,7 +313,7 @@ fn eval_output_validates_and_edits_are_refused_where_they_are() {
 
     let swept = eval_json(&corpus, &["--sweep"]);
     assert_valid(&schema, &swept, "eval --sweep");
-    assert_eq!(swept["sweep"]["settings_tried"], 186);
+    assert_eq!(swept["sweep"]["settings_tried"], 216);
     assert_eq!(swept["sweep"]["top"].as_array().unwrap().len(), 5);
     assert_eq!(swept["sweep"]["top"][0], swept["sweep"]["best"]);
     assert_eq!(swept["sweep"]["default"]["setting"], swept["setting"]);
