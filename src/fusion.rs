@@ -506,7 +506,7 @@ mod tests {
 
     #[test]
     fn spread_is_how_far_the_best_ten_fall_below_the_best() {
-        // Ten hits at best, best/2, …: mean of score/best over ten slots.
+        // Two hits, at the best and at half of it; the eight missing count 0.
         let even = scored(&[(1, 4.0), (2, 2.0)]);
         assert!((spread(&even) - (1.0 - 1.5 / 10.0)).abs() < 1e-12);
         let flat: Vec<ListHit> = (0..20)
@@ -573,7 +573,7 @@ mod tests {
     }
 
     #[test]
-    fn adaptive_weights_stay_as_given_when_no_list_spreads() {
+    fn an_empty_list_gets_no_adaptive_weight_and_lists_that_do_not_spread_keep_theirs() {
         let flat = scored(&[(1, 1.0)]);
         let none: Vec<ListHit> = Vec::new();
         let lists = [
