@@ -83,7 +83,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand search" -l sparse-weight -
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l dense-weight -d 'Weight of the dense (embedding) list in the fusion [default: the index\'s]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l graph-weight -d 'Weight of the graph (entities and communities) list in the fusion [default: the index\'s, 0 (off) unless eval --save chose one; 0.2 when --mode names graph]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l recency-weight -d 'Weight of the recency list (newest first) in the fusion; above 0 it runs [default: 0 (off); 0.1 with --recent or --mode recency]' -r
-complete -c memidx -n "__fish_memidx_using_subcommand search" -l window -d 'Candidates taken from each list before fusion [default: the index\'s, else max(50, 2 × top-k); for eval, which ranks 100 per query, 200]' -r
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l window -d 'Candidates taken from each list before fusion [default: the index\'s, else max(200, 2 × top-k)]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l dense-feedback -d 'Move the dense list\'s query toward its N best chunks before ranking (pseudo-relevance feedback); 0 turns it off [default: the index\'s, 3]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l dense-rescore -d 'Rows the dense list\'s sign codes choose for exact rescoring: more finds more of what an exact scan would, at more cost [default: max(20 × window, 9 × √chunks)]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
@@ -126,7 +126,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand explain" -l sparse-weight 
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l dense-weight -d 'Weight of the dense (embedding) list in the fusion [default: the index\'s]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l graph-weight -d 'Weight of the graph (entities and communities) list in the fusion [default: the index\'s, 0 (off) unless eval --save chose one; 0.2 when --mode names graph]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l recency-weight -d 'Weight of the recency list (newest first) in the fusion; above 0 it runs [default: 0 (off); 0.1 with --recent or --mode recency]' -r
-complete -c memidx -n "__fish_memidx_using_subcommand explain" -l window -d 'Candidates taken from each list before fusion [default: the index\'s, else max(50, 2 × top-k); for eval, which ranks 100 per query, 200]' -r
+complete -c memidx -n "__fish_memidx_using_subcommand explain" -l window -d 'Candidates taken from each list before fusion [default: the index\'s, else max(200, 2 × top-k)]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l dense-feedback -d 'Move the dense list\'s query toward its N best chunks before ranking (pseudo-relevance feedback); 0 turns it off [default: the index\'s, 3]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l dense-rescore -d 'Rows the dense list\'s sign codes choose for exact rescoring: more finds more of what an exact scan would, at more cost [default: max(20 × window, 9 × √chunks)]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
@@ -179,7 +179,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand eval" -l sparse-weight -d 
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l dense-weight -d 'Weight of the dense (embedding) list in the fusion [default: the index\'s]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l graph-weight -d 'Weight of the graph (entities and communities) list in the fusion [default: the index\'s, 0 (off) unless eval --save chose one; 0.2 when --mode names graph]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l recency-weight -d 'Weight of the recency list (newest first) in the fusion; above 0 it runs [default: 0 (off); 0.1 with --recent or --mode recency]' -r
-complete -c memidx -n "__fish_memidx_using_subcommand eval" -l window -d 'Candidates taken from each list before fusion [default: the index\'s, else max(50, 2 × top-k); for eval, which ranks 100 per query, 200]' -r
+complete -c memidx -n "__fish_memidx_using_subcommand eval" -l window -d 'Candidates taken from each list before fusion [default: the index\'s, else max(200, 2 × top-k)]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l dense-feedback -d 'Move the dense list\'s query toward its N best chunks before ranking (pseudo-relevance feedback); 0 turns it off [default: the index\'s, 3]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l dense-rescore -d 'Rows the dense list\'s sign codes choose for exact rescoring: more finds more of what an exact scan would, at more cost [default: max(20 × window, 9 × √chunks)]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand eval" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F

@@ -350,7 +350,7 @@ pub struct FusionArgs {
     #[arg(long, value_name = "W", allow_negative_numbers = true)]
     pub recency_weight: Option<f64>,
     /// Candidates taken from each list before fusion [default: the index's,
-    /// else max(50, 2 × top-k); for eval, which ranks 100 per query, 200].
+    /// else max(200, 2 × top-k)].
     #[arg(long, value_name = "N")]
     pub window: Option<usize>,
     /// Move the dense list's query toward its N best chunks before ranking

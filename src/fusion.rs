@@ -96,7 +96,7 @@ pub struct FusionDefaults {
     pub dense_weight: f64,
     /// The RRF constant k.
     pub rrf_k: f64,
-    /// Candidates per list; `None` means max(50, 2 × top_k).
+    /// Candidates per list; `None` means max(200, 2 × top_k).
     pub window: Option<usize>,
     /// How many of its best chunks move the dense list's query before it
     /// ranks (see [`crate::lists::dense`]); 0 turns the step off.

@@ -322,7 +322,7 @@ pub fn print_status(out: &mut dyn Write, r: &StatusReport) -> Result<()> {
     let window = r
         .fusion
         .window
-        .map_or("max(50, 2 × top-k)".to_string(), |w| w.to_string());
+        .map_or("max(200, 2 × top-k)".to_string(), |w| w.to_string());
     writeln!(
         out,
         "index      {} (generation {}, format {}, memidx {})",

@@ -138,6 +138,8 @@ fn a_rescored_window_scores_every_chunk_as_the_exact_scan_and_says_what_it_scann
             "dense",
             "--dense-rescore",
             "30",
+            "--window",
+            "50",
         ])
         .output()
         .unwrap();

@@ -236,7 +236,7 @@ fn adaptive_fusion_moves_the_weights_toward_the_list_whose_best_stand_apart() {
         .args(["explain", "INC-2023-Q4-011", "--fusion", "adaptive", "-k", "2"])
         .assert()
         .success()
-        .stdout(predicate::str::contains("(relative scores, weights moved by each list's spread, window 50)"))
+        .stdout(predicate::str::contains("(relative scores, weights moved by each list's spread, window 200)"))
         .stdout(predicate::str::is_match(r"weights for this query: sparse 0\.60 → 0\.[6-9]\d \(spread 0\.\d\d\), dense 0\.40 → 0\.[0-3]\d \(spread 0\.\d\d\)").unwrap());
 }
 
@@ -315,7 +315,7 @@ fn explain_prints_a_compact_table() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines[0],
-        "query \"ERR_TOKEN_EXPIRED\" (relative scores, window 50)"
+        "query \"ERR_TOKEN_EXPIRED\" (relative scores, window 200)"
     );
     assert_eq!(
         lines[1].split_whitespace().collect::<Vec<_>>(),
@@ -365,7 +365,7 @@ fn explain_prints_a_compact_table() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines[0],
-        "query \"ERR_TOKEN_EXPIRED\" (rrf, k 60, window 50)"
+        "query \"ERR_TOKEN_EXPIRED\" (rrf, k 60, window 200)"
     );
     assert_eq!(
         lines[4].split_whitespace().collect::<Vec<_>>(),

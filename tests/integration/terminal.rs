@@ -187,7 +187,7 @@ fn search_and_explain_print_content_and_names_escaped() {
     );
     assert!(
         explain.starts_with(
-            "query \"zebracorn\" (relative scores, window 50, filter owner=o\\u{9b}5m)\n"
+            "query \"zebracorn\" (relative scores, window 200, filter owner=o\\u{9b}5m)\n"
         ),
         "{explain}"
     );

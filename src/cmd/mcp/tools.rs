@@ -57,7 +57,7 @@ pub fn tools(read_only: bool) -> Result<Vec<Tool>> {
         "rrf_k": {"type": "number", "minimum": 0,
                   "description": "RRF constant k in weight / (k + rank); given without fusion it asks for RRF (default: the index's, 60)."},
         "window": {"type": "integer", "minimum": 1, "maximum": 100000,
-                   "description": "Candidates per list before fusion (default max(50, 2 x top_k))."},
+                   "description": "Candidates per list before fusion (default max(200, 2 x top_k))."},
         "per_file": {"type": "integer", "minimum": 0, "maximum": 10000, "default": DEFAULT_PER_FILE,
                      "description": "At most this many results from one file; its further matches are counted in more_in_file (0: no limit)."}
     });
