@@ -231,33 +231,61 @@ pub fn spread(hits: &[ListHit]) -> f64 {
     1.0 - kept / SPREAD_DEPTH as f64
 }
 
+/// A list's weight for one query, and the spread that moved it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QueryWeight {
+    /// The weight its contributions are made with.
+    pub weight: f64,
+    /// Under [`FusionMethod::Adaptive`], the list's [`spread`]; `None`
+    /// under the other methods, which keep the weight as given.
+    pub spread: Option<f64>,
+}
+
 /// The weights `fuse` gives `lists` for this query, in list order: their
 /// own, except under [`FusionMethod::Adaptive`], where each is scaled by
 /// the square root of its list's [`spread`] and all are rescaled to their
 /// old sum (kept as they are when no list spreads at all).
-pub fn query_weights(lists: &[Ranking<'_>], fusion: Fusion) -> Vec<f64> {
-    let given = lists.iter().map(|l| l.weight);
-    if fusion.method != FusionMethod::Adaptive {
-        return given.collect();
-    }
+pub fn query_weights(lists: &[Ranking<'_>], fusion: Fusion) -> Vec<QueryWeight> {
+    let adaptive = fusion.method == FusionMethod::Adaptive;
+    let spreads: Vec<Option<f64>> = lists
+        .iter()
+        .map(|l| adaptive.then(|| spread(l.hits)))
+        .collect();
     let scaled: Vec<f64> = lists
         .iter()
-        .map(|l| l.weight * spread(l.hits).sqrt())
+        .zip(&spreads)
+        .map(|(l, s)| l.weight * s.map_or(1.0, f64::sqrt))
         .collect();
-    let (sum_given, sum_scaled) = (given.sum::<f64>(), scaled.iter().sum::<f64>());
-    if sum_scaled <= 0.0 {
-        return lists.iter().map(|l| l.weight).collect();
-    }
-    scaled.iter().map(|w| w * sum_given / sum_scaled).collect()
+    let sum_given: f64 = lists.iter().map(|l| l.weight).sum();
+    let sum_scaled: f64 = scaled.iter().sum();
+    let moved = adaptive && sum_scaled > 0.0;
+    lists
+        .iter()
+        .zip(scaled)
+        .zip(spreads)
+        .map(|((l, w), spread)| QueryWeight {
+            weight: if moved {
+                w * sum_given / sum_scaled
+            } else {
+                l.weight
+            },
+            spread,
+        })
+        .collect()
 }
 
 /// Fuses `lists` by `fusion`; returns every chunk that appears in any list,
 /// best first.
 pub fn fuse(lists: &[Ranking<'_>], fusion: Fusion) -> Vec<Fused> {
-    let weights = query_weights(lists, fusion);
+    fuse_at(lists, fusion, &query_weights(lists, fusion))
+}
+
+/// Fuses `lists` by `fusion` with this query's `weights`, from
+/// [`query_weights`] (for a caller that also reports them).
+pub fn fuse_at(lists: &[Ranking<'_>], fusion: Fusion, weights: &[QueryWeight]) -> Vec<Fused> {
     let mut by_chunk: std::collections::HashMap<ChunkOrd, Vec<Option<Contribution>>> =
         std::collections::HashMap::new();
-    for (index, (list, &weight)) in lists.iter().zip(&weights).enumerate() {
+    for (index, (list, &QueryWeight { weight, .. })) in lists.iter().zip(weights).enumerate() {
         // Hits come best first: the first one's score is the list's best.
         let best = list
             .hits
@@ -549,8 +577,14 @@ mod tests {
             method: FusionMethod::Relative,
             rrf_k: DEFAULT_RRF_K,
         };
-        assert_eq!(query_weights(&lists, relative), [0.3, 0.7]);
-        let weights = query_weights(&lists, adaptive);
+        let weights_of = |fusion| -> Vec<f64> {
+            query_weights(&lists, fusion)
+                .iter()
+                .map(|w| w.weight)
+                .collect()
+        };
+        assert_eq!(weights_of(relative), [0.3, 0.7]);
+        let weights = weights_of(adaptive);
         assert!((weights.iter().sum::<f64>() - 1.0).abs() < 1e-12);
         assert!(weights[0] > 0.5, "the sparse list leads: {weights:?}");
         let expected = 0.3 * spread(&sparse).sqrt();
@@ -590,8 +624,14 @@ mod tests {
             method: FusionMethod::Adaptive,
             rrf_k: DEFAULT_RRF_K,
         };
+        let weights_of = |lists: &[Ranking<'_>]| -> Vec<f64> {
+            query_weights(lists, adaptive)
+                .iter()
+                .map(|w| w.weight)
+                .collect()
+        };
         // One hit spreads (the nine missing count 0); an empty list does not.
-        assert_eq!(query_weights(&lists, adaptive), [0.0, 1.0]);
+        assert_eq!(weights_of(&lists), [0.0, 1.0]);
         let still: Vec<ListHit> = (0..10)
             .map(|c| ListHit {
                 chunk: c,
@@ -608,7 +648,7 @@ mod tests {
                 weight: 0.4,
             },
         ];
-        assert_eq!(query_weights(&lists, adaptive), [0.6, 0.4]);
+        assert_eq!(weights_of(&lists), [0.6, 0.4]);
     }
 
     #[test]

@@ -13,7 +13,6 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::filter::Filter;
-use crate::fusion::{self, FusionMethod};
 use crate::lists::{Approximate, ListKind, PostingCounts, RemoteRequest};
 use crate::retriever::{Absence, Decoded, Explanation, Standing};
 
@@ -160,9 +159,8 @@ impl ExplainReport {
                     name: run.ranked.kind.name(),
                     ran_on: ran_on(run.ranked.kind, &explanation.ran_on),
                     weight: run.weight,
-                    query_weight: run.query_weight,
-                    spread: (outcome.fusion.method == FusionMethod::Adaptive)
-                        .then(|| fusion::spread(&run.ranked.hits)),
+                    query_weight: run.query_weight.weight,
+                    spread: run.query_weight.spread,
                     best_score: run.ranked.hits.first().map(|h| f64::from(h.score).max(0.0)),
                     candidates: run.ranked.hits.len(),
                     matched: run.ranked.matched,
@@ -193,7 +191,7 @@ impl ExplainReport {
                     reason: reason.clone(),
                     ..list_part(
                         run.ranked.kind.name(),
-                        run.query_weight,
+                        run.query_weight.weight,
                         standing,
                         explanation.window,
                     )

@@ -28,8 +28,8 @@ pub struct ListRun {
     /// Its weight.
     pub weight: f64,
     /// The weight it was fused with for this query: `weight`, moved by the
-    /// list's spread under adaptive fusion ([`fusion::query_weights`]).
-    pub query_weight: f64,
+    /// list's spread under adaptive fusion, with that spread.
+    pub query_weight: fusion::QueryWeight,
 }
 
 /// Everything a search produced.
@@ -121,8 +121,8 @@ impl Retriever {
             })
             .collect();
         let fusion = self.fusion(params);
-        let results = fusion::fuse(&inputs, fusion);
         let query_weights = fusion::query_weights(&inputs, fusion);
+        let results = fusion::fuse_at(&inputs, fusion, &query_weights);
         let fuse_time = started.elapsed();
         let lists = ranked
             .into_iter()
