@@ -6,8 +6,9 @@
 //! shows at most `per_file` chunks of one file (in fused order) and says
 //! how many more of that file's chunks it passed over for that limit
 //! before the page filled, so the page names more files and nothing is
-//! hidden: the count says where to look, and `--per-file 0` shows them. Scores and ranks are untouched; only
-//! which fused candidates fill the `top_k` places changes.
+//! hidden: the count says where to look, and `--per-file 0` shows them.
+//! Scores and ranks are untouched; only which fused candidates fill the
+//! `top_k` places changes.
 
 use std::collections::HashMap;
 
