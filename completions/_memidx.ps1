@@ -89,6 +89,7 @@ Register-ArgumentCompleter -Native -CommandName 'memidx' -ScriptBlock {
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document (the response shape) instead of text')
             [CompletionResult]::new('--jsonl', '--jsonl', [CompletionResultType]::ParameterName, 'Print one JSON result per line (no envelope), for very large --top-k')
             [CompletionResult]::new('--no-text', '--no-text', [CompletionResultType]::ParameterName, 'Leave the text out of every result (ids, scores, sources, lines, metadata and ranks only), for callers that `memidx get` what they need')
+            [CompletionResult]::new('--keep-all', '--keep-all', [CompletionResultType]::ParameterName, 'Show the closest chunks even when no list matches the query with confidence (no chunk holds its words, and no chunk is closer in meaning than random text); by default such a search prints nothing and exits 1')
             [CompletionResult]::new('--here', '--here', [CompletionResultType]::ParameterName, 'Only chunks from files in the current folder and below')
             [CompletionResult]::new('--recent', '--recent', [CompletionResultType]::ParameterName, 'Favour newer chunks: fuse the recency list in at its measured weight (--recency-weight sets another)')
             [CompletionResult]::new('--exact', '--exact', [CompletionResultType]::ParameterName, 'Rank the dense list by scanning every vector, even in an index with an approximate dense index (exact recall, slower on large indexes)')

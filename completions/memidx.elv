@@ -84,6 +84,7 @@ set edit:completion:arg-completer[memidx] = {|@words|
             cand --json 'Print one JSON document (the response shape) instead of text'
             cand --jsonl 'Print one JSON result per line (no envelope), for very large --top-k'
             cand --no-text 'Leave the text out of every result (ids, scores, sources, lines, metadata and ranks only), for callers that `memidx get` what they need'
+            cand --keep-all 'Show the closest chunks even when no list matches the query with confidence (no chunk holds its words, and no chunk is closer in meaning than random text); by default such a search prints nothing and exits 1'
             cand --here 'Only chunks from files in the current folder and below'
             cand --recent 'Favour newer chunks: fuse the recency list in at its measured weight (--recency-weight sets another)'
             cand --exact 'Rank the dense list by scanning every vector, even in an index with an approximate dense index (exact recall, slower on large indexes)'

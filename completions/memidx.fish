@@ -93,6 +93,7 @@ never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l json -d 'Print one JSON document (the response shape) instead of text'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l jsonl -d 'Print one JSON result per line (no envelope), for very large --top-k'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l no-text -d 'Leave the text out of every result (ids, scores, sources, lines, metadata and ranks only), for callers that `memidx get` what they need'
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l keep-all -d 'Show the closest chunks even when no list matches the query with confidence (no chunk holds its words, and no chunk is closer in meaning than random text); by default such a search prints nothing and exits 1'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l here -d 'Only chunks from files in the current folder and below'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l recent -d 'Favour newer chunks: fuse the recency list in at its measured weight (--recency-weight sets another)'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l exact -d 'Rank the dense list by scanning every vector, even in an index with an approximate dense index (exact recall, slower on large indexes)'

@@ -232,6 +232,12 @@ pub struct SearchArgs {
     /// metadata and ranks only), for callers that `memidx get` what they need.
     #[arg(long, conflicts_with = "max_chars")]
     pub no_text: bool,
+    /// Show the closest chunks even when no list matches the query with
+    /// confidence (no chunk holds its words, and no chunk is closer in
+    /// meaning than random text); by default such a search prints nothing
+    /// and exits 1.
+    #[arg(long)]
+    pub keep_all: bool,
     /// Retrieval settings shared with other commands.
     #[command(flatten)]
     pub retrieval: RetrievalArgs,

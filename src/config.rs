@@ -86,6 +86,7 @@ impl SearchConfig {
             config.budget.max_chars = Some(usize::try_from(max).unwrap_or(usize::MAX));
         }
         config.budget.no_text = args.no_text;
+        config.params.keep_all |= args.keep_all;
         if args.no_text {
             config.budget.max_chars = None;
         }
@@ -172,6 +173,7 @@ impl SearchConfig {
                 .per_file
                 .or(request.as_ref().and_then(|r| r.per_file))
                 .unwrap_or(DEFAULT_PER_FILE),
+            keep_all: request.as_ref().and_then(|r| r.keep_all).unwrap_or(false),
         };
         let format = if json || request.is_some() {
             OutputFormat::Json

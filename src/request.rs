@@ -41,6 +41,8 @@ pub struct SearchRequest {
     pub time_filter: Option<TimeFilterRequest>,
     /// At most this many results from one file (0: no limit).
     pub per_file: Option<usize>,
+    /// Keep the results when no list matches the query with confidence.
+    pub keep_all: Option<bool>,
 }
 
 /// The time bounds of a request, in the forms `--since`/`--until` take.

@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 
 use super::Status;
 use crate::config::{OutputFormat, SearchConfig};
-use memidx::output::{SearchResponse, human, json};
+use memidx::output::{SearchResponse, human, json, nothing_matched_note};
 
 /// Searches per `config`, prints the response to `out` and notices (files
 /// changed since indexing) to `err`.
@@ -38,6 +38,9 @@ pub fn run(
         OutputFormat::JsonLines => json::print_lines(out, &response.results)?,
     }
     human::print_stale_notice(err, &decoded.stale_files(outcome.shown_chunks()))?;
+    if let Some(note) = nothing_matched_note(&outcome, "--keep-all") {
+        writeln!(err, "memidx: {note}")?;
+    }
     // No results from an index of nothing is not an answer about the query.
     if retriever.generation().is_empty() {
         writeln!(

@@ -55,6 +55,11 @@ pub struct RankedList {
     /// The chunks whose vectors moved the query before it was ranked (the
     /// dense list's feedback step), best first; empty for other lists.
     pub feedback_chunks: Vec<ChunkOrd>,
+    /// For a list that ranked twice ([`List::refine`]), the best score of
+    /// its first ranking, by the query as given: what its confidence reads
+    /// ([`RankedList::query_best`]), since feedback lifts every score it
+    /// moves toward; `None` for a list that ranked once.
+    pub unmoved_best: Option<f32>,
     /// How many postings of the query's terms there are and how many the
     /// list scored (the sparse list, which skips those that cannot enter
     /// its window); `None` for other lists.
@@ -82,6 +87,14 @@ impl RankedList {
         cut
     }
 
+    /// The best score the query as given reached in this list: before
+    /// feedback moved it ([`RankedList::unmoved_best`]), else the first
+    /// hit's; `None` without hits.
+    pub fn query_best(&self) -> Option<f32> {
+        self.unmoved_best
+            .or_else(|| self.hits.first().map(|hit| hit.score))
+    }
+
     /// A ranking of the list `kind` with no hits yet.
     pub fn empty(kind: ListKind) -> Self {
         Self {
@@ -91,6 +104,7 @@ impl RankedList {
             filtered_out: 0,
             reasons: Vec::new(),
             feedback_chunks: Vec::new(),
+            unmoved_best: None,
             postings: None,
             approximate: None,
             request: None,
@@ -206,6 +220,14 @@ pub trait List: Sync {
     ) -> Result<RankedList> {
         let _ = seeds;
         self.search(query, window, allow)
+    }
+
+    /// The score below which this list's best hit ([`RankedList::query_best`])
+    /// shows no more than noise would: a list that ranks every chunk for any
+    /// query (the dense list) matches nothing with confidence below it.
+    /// `None` (the default): any hit the list returns is a match.
+    fn noise_floor(&self) -> Result<Option<f32>> {
+        Ok(None)
     }
 
     /// Why this list may not match a chunk at all, for `explain`.

@@ -16,6 +16,9 @@ pub fn search(response: &SearchResponse) -> String {
     if response.results.is_empty() {
         out.push_str("no results\n");
     }
+    if let Some(note) = &response.nothing_matched {
+        let _ = writeln!(out, "[{note}]");
+    }
     if response.by_meaning_alone {
         let _ = writeln!(out, "{BY_MEANING_ALONE}\n");
     }

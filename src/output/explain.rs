@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::filter::Filter;
 use crate::lists::{Approximate, ListKind, PostingCounts, RemoteRequest};
-use crate::retriever::{Absence, Decoded, Explanation, Standing};
+use crate::retriever::{Absence, Confidence, Decoded, Explanation, Standing};
 
 /// The whole explanation.
 #[derive(Debug, Clone, Serialize)]
@@ -29,6 +29,10 @@ pub struct ExplainReport {
     pub window: usize,
     /// Filter conditions, `key=value`.
     pub filter: Vec<String>,
+    /// No list matched the query with confidence (`lists[].confident`):
+    /// `memidx search` returns no results for it unless asked to keep
+    /// them; explain still shows the candidates.
+    pub nothing_matched: bool,
     /// Per list: weight, counts, timings.
     pub lists: Vec<ListSummary>,
     /// Time spent opening the index (manifest, memory maps, lists and
@@ -64,6 +68,16 @@ pub struct ListSummary {
     /// Its best score among its candidates (at least 0; null when it has
     /// none): what relative scores divide by.
     pub best_score: Option<f64>,
+    /// Its best score for the query as given, before feedback moved it
+    /// (null when it has no candidates): what its confidence reads.
+    pub query_best: Option<f64>,
+    /// Whether it matches the query with confidence: it returned a chunk
+    /// and its `query_best` reaches its `noise_floor`; null when not
+    /// judged (a list before it matched, or it does not read the query).
+    pub confident: Option<bool>,
+    /// The best score random strings reach in this index, when this search
+    /// measured it (the dense list under a transformer, judged); else null.
+    pub noise_floor: Option<f64>,
     /// Candidates it contributed (≤ window).
     pub candidates: usize,
     /// Allowed chunks it matched.
@@ -162,6 +176,10 @@ impl ExplainReport {
                     query_weight: run.query_weight.weight,
                     spread: run.query_weight.spread,
                     best_score: run.ranked.hits.first().map(|h| f64::from(h.score).max(0.0)),
+                    query_best: run.ranked.query_best().map(f64::from),
+                    confident: (run.confidence != Confidence::NotJudged)
+                        .then(|| run.confidence.is_match()),
+                    noise_floor: run.confidence.floor().map(f64::from),
                     candidates: run.ranked.hits.len(),
                     matched: run.ranked.matched,
                     filtered_out: run.ranked.filtered_out,
@@ -217,6 +235,7 @@ impl ExplainReport {
             fusion: outcome.fusion.method.name(),
             rrf_k: outcome.fusion.rrf_k,
             window: explanation.window,
+            nothing_matched: outcome.nothing_matched(),
             filter: filter
                 .conditions()
                 .iter()

@@ -296,6 +296,7 @@ pub fn print_explain(out: &mut dyn Write, report: &ExplainReport, here: &Here) -
     if !moved.is_empty() {
         writeln!(out, "weights for this query: {}", moved.join(", "))?;
     }
+    print_confidence(out, report)?;
     for list in report.lists.iter().filter(|l| !l.feedback.is_empty()) {
         writeln!(
             out,
@@ -310,6 +311,40 @@ pub fn print_explain(out: &mut dyn Write, report: &ExplainReport, here: &Here) -
         "open {:.2} ms, filter {:.2} ms, fuse {:.2} ms, report {:.2} ms",
         report.open_ms, report.filter_ms, report.fuse_ms, report.report_ms
     )?;
+    Ok(())
+}
+
+/// The line saying how the lists' confidence was judged, when a noise
+/// floor was measured or nothing matched (see `retriever::confidence`).
+fn print_confidence(out: &mut dyn Write, report: &ExplainReport) -> Result<()> {
+    let judged: Vec<String> = report
+        .lists
+        .iter()
+        .filter_map(|l| {
+            let best = l.query_best.map_or(String::new(), |b| format!("{b:.3}"));
+            Some(match (l.confident?, l.noise_floor) {
+                (true, Some(floor)) => format!(
+                    "{}'s best {best} before feedback reaches its noise floor {floor:.3}",
+                    l.name
+                ),
+                (true, None) => return None,
+                (false, Some(floor)) => format!(
+                    "{}'s best {best} before feedback is below its noise floor {floor:.3}",
+                    l.name
+                ),
+                (false, None) => format!("{} matched no chunk", l.name),
+            })
+        })
+        .collect();
+    if report.nothing_matched {
+        writeln!(
+            out,
+            "nothing matches with confidence ({}): search drops these results (--keep-all keeps them)",
+            judged.join("; ")
+        )?;
+    } else if !judged.is_empty() {
+        writeln!(out, "confidence: {}", judged.join("; "))?;
+    }
     Ok(())
 }
 

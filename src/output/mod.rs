@@ -23,7 +23,7 @@ use serde::Serialize;
 use crate::corpus::Metadata;
 use crate::corpus::date::DocDate;
 use crate::lists::ListKind;
-use crate::retriever::{Decoded, SearchOutcome};
+use crate::retriever::{Confidence, Decoded, SearchOutcome};
 
 /// `text` with every control character (Unicode category Cc: the C0
 /// controls, DEL and the C1 controls U+0080–U+009F) written as its Rust
@@ -91,6 +91,34 @@ pub fn folded_note(more: usize, option: &str) -> String {
 pub const BY_MEANING_ALONE: &str =
     "[no result holds a word of the query: these are ranked by meaning alone]";
 
+/// Why a search dropped its results, when no list matched the query with
+/// confidence (see `retriever::confidence`): one clause per judged list
+/// and the option (`keep_option`) that keeps them; `None` when nothing was
+/// dropped.
+pub fn nothing_matched_note(outcome: &SearchOutcome, keep_option: &str) -> Option<String> {
+    if outcome.dropped == 0 {
+        return None;
+    }
+    let why: Vec<String> = outcome
+        .lists
+        .iter()
+        .filter_map(|run| {
+            let list = run.ranked.kind.name();
+            match run.confidence {
+                Confidence::NoHits => Some(format!("the {list} list matched no chunk")),
+                Confidence::BelowFloor { best, floor } => Some(format!(
+                    "the {list} list's best score {best:.3} is below {floor:.3}, what random strings reach in this index"
+                )),
+                Confidence::Matched { .. } | Confidence::NotJudged => None,
+            }
+        })
+        .collect();
+    Some(format!(
+        "nothing matches the query with confidence ({}); {keep_option} shows the closest chunks anyway",
+        why.join("; "),
+    ))
+}
+
 /// The search response (the JSON response shape of the design, §3).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SearchResponse {
@@ -109,6 +137,11 @@ pub struct SearchResponse {
     /// dense list always ranks something (not in the JSON shape).
     #[serde(skip)]
     pub by_meaning_alone: bool,
+    /// Why there are no results, when no list matched the query with
+    /// confidence ([`nothing_matched_note`], set by the caller, which names
+    /// its own option; not in the JSON shape, whose empty results say it).
+    #[serde(skip)]
+    pub nothing_matched: Option<String>,
 }
 
 /// How much of the results' text a response carries.
@@ -227,6 +260,7 @@ impl SearchResponse {
             results,
             truncated: false,
             omitted: 0,
+            nothing_matched: None,
         })
     }
 

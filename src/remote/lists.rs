@@ -40,7 +40,7 @@ use super::rows::{encode_term, field};
 use crate::embed::Embedder;
 use crate::filter::Filter;
 use crate::index::Index;
-use crate::lists::dense::{DenseOptions, StoredVectors, moved_query, quantize};
+use crate::lists::dense::{DenseOptions, StoredVectors, cached_floor, moved_query, quantize};
 use crate::lists::sparse::{SparseList, WeighedQuery};
 use crate::lists::{AllowSet, List, ListHit, ListKind, RankedList, RemoteQuery, RemoteRequest};
 use crate::retriever::{Backend, local_sparse};
@@ -127,6 +127,7 @@ impl Backend for Milvus {
             vectors,
             embedder,
             feedback,
+            floor: OnceLock::new(),
         }))
     }
 
@@ -325,6 +326,8 @@ struct DenseOnMilvus {
     has_vector: VectorFlags,
     embedder: &'static dyn Embedder,
     feedback: usize,
+    /// The noise floor, measured over the local vectors when first needed.
+    floor: OnceLock<Option<f32>>,
 }
 
 impl DenseOnMilvus {
@@ -381,6 +384,14 @@ impl List for DenseOnMilvus {
 
     fn feedback_seeds(&self) -> usize {
         self.feedback
+    }
+
+    /// Measured over the index's own vectors (the rows in Milvus are
+    /// these): the floor a local search uses, and no probe sent away.
+    fn noise_floor(&self) -> Result<Option<f32>> {
+        cached_floor(&self.floor, self.embedder, |vector| {
+            self.vectors.best_similarity(vector)
+        })
     }
 
     fn refine(

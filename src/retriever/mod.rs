@@ -2,6 +2,7 @@
 //! filtered chunks, and fuses their rankings.
 
 mod backend;
+mod confidence;
 mod decode;
 mod explain;
 mod fold;
@@ -10,6 +11,7 @@ mod search;
 
 pub use backend::{Backend, Local, local_sparse};
 
+pub use confidence::Confidence;
 pub use decode::{Decoded, DecodedChunk, StaleFiles};
 pub use explain::{Absence, ExplainedChunk, Explanation, Standing};
 pub use fold::{DEFAULT_PER_FILE, Folded, fold};

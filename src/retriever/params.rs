@@ -33,6 +33,9 @@ pub struct SearchParams {
     /// At most this many results from one file, the rest folded into a
     /// count (0: no limit; see [`super::fold`]).
     pub per_file: usize,
+    /// Keep the results when no list matches the query with confidence
+    /// (see [`super::confidence`]); by default they are dropped.
+    pub keep_all: bool,
 }
 
 /// Whether a search runs the graph list.

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, bail};
 use rayon::prelude::*;
 
+use super::confidence::{Confidence, nothing_matched};
 use super::{Folded, Retriever, SearchParams, WeightedList, fold};
 use crate::fusion::{self, Fused, Fusion, Ranking};
 use crate::lists::{AllowSet, RankedList, guard};
@@ -30,6 +31,9 @@ pub struct ListRun {
     /// The weight it was fused with for this query: `weight`, moved by the
     /// list's spread under adaptive fusion, with that spread.
     pub query_weight: fusion::QueryWeight,
+    /// Whether it matches the query with confidence (see
+    /// [`super::confidence`]).
+    pub confidence: Confidence,
 }
 
 /// Everything a search produced.
@@ -45,6 +49,10 @@ pub struct SearchOutcome {
     pub lists: Vec<ListRun>,
     /// The fusion method and constant used.
     pub fusion: Fusion,
+    /// How many fused candidates were dropped because no list matched the
+    /// query with confidence (see [`super::confidence`]); 0 when one did,
+    /// or when the search keeps them.
+    pub dropped: usize,
     /// Time spent evaluating filters.
     pub filter_time: Duration,
     /// Time spent fusing.
@@ -63,6 +71,13 @@ impl SearchOutcome {
         self.more_in_file = folded.more_in_file;
     }
 
+    /// Whether no list matched the query with confidence (the results are
+    /// dropped unless the search keeps them).
+    pub fn nothing_matched(&self) -> bool {
+        let confidence: Vec<Confidence> = self.lists.iter().map(|run| run.confidence).collect();
+        nothing_matched(&confidence)
+    }
+
     /// The chunks a printer shows: the results, in order.
     pub fn shown_chunks(&self) -> impl Iterator<Item = ChunkOrd> + '_ {
         self.results.iter().map(|f| f.chunk)
@@ -75,7 +90,13 @@ impl Retriever {
         let (allow, filter_time) = self.allowed(query, params)?;
         let first_pass = self.first_pass(params);
         let ranked = self.run_lists(query, first_pass.window, first_pass, &allow)?;
-        let mut outcome = self.fuse(ranked, params, filter_time);
+        let mut outcome = self.fuse(ranked, params, filter_time)?;
+        if outcome.nothing_matched() && !params.keep_all {
+            outcome.dropped = outcome.results.len();
+            outcome.results.clear();
+            outcome.more_in_file.clear();
+            return Ok(outcome);
+        }
         let folded = self.fold(&outcome.results, params)?;
         outcome.keep(folded);
         Ok(outcome)
@@ -104,13 +125,15 @@ impl Retriever {
         Ok((allow, started.elapsed()))
     }
 
-    /// Fuses the lists' rankings (in list order) into every fused candidate.
+    /// Judges the lists' rankings (in list order) and fuses them into every
+    /// fused candidate.
     pub(super) fn fuse(
         &self,
         ranked: Vec<RankedList>,
         params: &SearchParams,
         filter_time: Duration,
-    ) -> SearchOutcome {
+    ) -> Result<SearchOutcome> {
+        let confidence = self.judge(&ranked)?;
         let started = Instant::now();
         let inputs: Vec<Ranking<'_>> = ranked
             .iter()
@@ -128,20 +151,23 @@ impl Retriever {
             .into_iter()
             .zip(&self.lists)
             .zip(query_weights)
-            .map(|((ranked, l), query_weight)| ListRun {
+            .zip(confidence)
+            .map(|(((ranked, l), query_weight), confidence)| ListRun {
                 ranked,
                 weight: l.weight,
                 query_weight,
+                confidence,
             })
             .collect();
-        SearchOutcome {
+        Ok(SearchOutcome {
             more_in_file: vec![0; results.len()],
             results,
             lists,
             fusion,
+            dropped: 0,
             filter_time,
             fuse_time,
-        }
+        })
     }
 
     /// How a search with `params` fuses the first pass that seeds the
@@ -229,6 +255,7 @@ impl Retriever {
             }
             let seeds = &best[..seeds.min(best.len())];
             let mut refined = catch(list, &|| list.index.refine(query, depth, allow, seeds))?;
+            refined.unmoved_best = slot.query_best();
             refined.prepare_time += slot.elapsed;
             refined.elapsed += slot.elapsed;
             *slot = refined;

@@ -71,6 +71,7 @@ fn sparse_ranking_agrees_with_the_bm25_crate() {
             fusion: None,
             filter: Filter::default(),
             per_file: 0,
+            keep_all: false,
         };
         let ours = retriever.search(query, &params).unwrap();
         let oracle = scorer.matches(&embedder.embed(query));

@@ -120,6 +120,7 @@ fn an_index_built_with_a_model_folder_searches_with_it() {
     assert_eq!(explained["results"][0]["lists"][1]["reason"], Value::Null);
     let response = corpus.search_json("INC-2023-Q4-011", &["-k", "1", "--mode", "sparse"]);
     assert_eq!(response["results"][0]["chunk_id"], incident);
+    nothing_matches_nonsense(&corpus);
     // Re-indexing with the bundled model re-embeds everything.
     let output = corpus
         .memidx()
@@ -154,6 +155,64 @@ fn an_index_built_with_a_model_folder_searches_with_it() {
     assert_eq!(report.status.code(), Some(0), "{report:?}");
     let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
     assert_eq!(report["modes"][1]["mode"], "dense");
+}
+
+/// With a transformer, a query no list matches with confidence (no chunk
+/// holds its words; its best cosine stays below what random strings reach
+/// in the index) has no results and exits 1, saying why; `--keep-all` and
+/// the request's `keep_all` keep them; `explain` shows the judgement; a
+/// query BM25 matches, or whose meaning is near a note, keeps its results.
+fn nothing_matches_nonsense(corpus: &Corpus) {
+    for query in ["xyzzyplugh", "qwxkjv blorptz", "最近的火车站在哪里"] {
+        let output = corpus.memidx().args(["search", query]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{query}: {stderr}");
+        assert!(output.stdout.is_empty(), "{query}");
+        assert!(
+            stderr.contains(
+                "memidx: nothing matches the query with confidence (the sparse list matched \
+                 no chunk; the dense list's best score 0."
+            ) && stderr.contains("--keep-all shows the closest chunks anyway"),
+            "{query}: {stderr}"
+        );
+    }
+    let kept = corpus.search_json("xyzzyplugh", &["--keep-all", "-k", "2"]);
+    assert_eq!(kept["results"].as_array().unwrap().len(), 2);
+    let request = r#"{"search_text": "xyzzyplugh", "top_k": 2, "keep_all": true}"#;
+    let output = corpus
+        .memidx()
+        .args(["search", "--request", "-"])
+        .write_stdin(request)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let explained = corpus.json(&["explain", "xyzzyplugh", "-k", "1", "--json"]);
+    assert_eq!(explained["nothing_matched"], true);
+    let dense = &explained["lists"][1];
+    assert_eq!(
+        (
+            explained["lists"][0]["confident"].clone(),
+            dense["confident"].clone()
+        ),
+        (false.into(), false.into())
+    );
+    let floor = dense["noise_floor"].as_f64().unwrap();
+    assert!(dense["query_best"].as_f64().unwrap() < floor, "{dense}");
+    // "outage" is in no note, but incidents are about outages.
+    let explained = corpus.json(&["explain", "outage", "-k", "1", "--json"]);
+    assert_eq!(explained["nothing_matched"], false);
+    assert_eq!(explained["lists"][1]["confident"], true);
+    assert_eq!(explained["lists"][1]["noise_floor"].as_f64(), Some(floor));
+    corpus
+        .memidx()
+        .args(["search", "outage"])
+        .assert()
+        .success();
+    // BM25 matched: the dense list is not judged, no floor is measured.
+    let explained = corpus.json(&["explain", "replication", "-k", "1", "--json"]);
+    assert_eq!(explained["lists"][0]["confident"], true);
+    assert_eq!(explained["lists"][1]["confident"], Value::Null);
+    assert_eq!(explained["lists"][1]["noise_floor"], Value::Null);
 }
 
 #[test]

@@ -684,4 +684,12 @@ fn results_no_word_of_the_query_matched_are_said_to_be_ranked_by_meaning_alone()
     assert!(!human(&["search", "replication lag", "-k", "1"]).contains(note));
     let json = corpus.search_json("xyzzyplugh", &["-k", "1"]);
     assert!(!json.to_string().contains("meaning alone"), "{json}");
+    // The bundled static model has no noise floor (a random string can hold
+    // a word piece that lands nearer than real words the model splits), so
+    // its dense list's results stay: judged, matched, no floor measured.
+    let explained = corpus.json(&["explain", "xyzzyplugh", "-k", "1", "--json"]);
+    assert_eq!(explained["nothing_matched"], false);
+    assert_eq!(explained["lists"][0]["confident"], false);
+    assert_eq!(explained["lists"][1]["confident"], true);
+    assert_eq!(explained["lists"][1]["noise_floor"], Value::Null);
 }

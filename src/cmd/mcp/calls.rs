@@ -37,7 +37,7 @@ use memidx::index::{Index, LiveStamp};
 use memidx::indexer::{self, DEFAULT_MAX_FILE_SIZE, IndexOptions, Writer};
 use memidx::output::get::GetResponse;
 use memidx::output::here::Here;
-use memidx::output::{SearchResponse, TextBudget, compact, human};
+use memidx::output::{SearchResponse, TextBudget, compact, human, nothing_matched_note};
 use memidx::progress::Silent;
 use memidx::request::FilterValue;
 use memidx::retriever::{DEFAULT_PER_FILE, ListSelection, Retriever, SearchParams};
@@ -190,6 +190,8 @@ struct QueryArgs {
     max_chars: Option<usize>,
     /// `search` only.
     include_text: Option<bool>,
+    /// `search` only.
+    keep_all: Option<bool>,
     /// `explain` only.
     chunk_id: Option<String>,
 }
@@ -236,6 +238,7 @@ impl QueryArgs {
             fusion: self.fusion,
             filter: Filter::from_pairs(pairs).within_time(time),
             per_file: self.per_file.unwrap_or(DEFAULT_PER_FILE),
+            keep_all: self.keep_all.unwrap_or(false),
         };
         Ok((selection, params))
     }
@@ -255,7 +258,8 @@ fn search(state: &mut State, dir: &Path, args: QueryArgs) -> Result<(Value, Stri
     let retriever = state.retriever(dir, &selection)?;
     let outcome = retriever.search(&args.query, &params)?;
     let decoded = retriever.decode_outcome(&args.query, &outcome)?;
-    let response = SearchResponse::build(None, &outcome, &decoded)?.within(budget);
+    let mut response = SearchResponse::build(None, &outcome, &decoded)?.within(budget);
+    response.nothing_matched = nothing_matched_note(&outcome, "keep_all: true");
     Ok((serde_json::to_value(&response)?, compact::search(&response)))
 }
 
@@ -292,6 +296,9 @@ fn get(state: &mut State, dir: &Path, args: GetArgs) -> Result<(Value, String)> 
 fn explain(state: &mut State, dir: &Path, args: QueryArgs) -> Result<(Value, String)> {
     if args.max_chars.is_some() || args.include_text.is_some() {
         bail!("explain returns no text, so it takes no max_chars or include_text");
+    }
+    if args.keep_all.is_some() {
+        bail!("explain drops nothing (it says whether search would), so it takes no keep_all");
     }
     let (selection, params) = args.settings()?;
     let started = Instant::now();

@@ -68,6 +68,8 @@ pub fn tools(read_only: bool) -> Result<Vec<Tool>> {
         "description": "Budget on the results' text: whole results in rank order while they fit; the response says truncated and omitted."});
     search_props["include_text"] = json!({"type": "boolean", "default": true,
         "description": "false: ids, scores, sources, lines and metadata only (then get what you need)."});
+    search_props["keep_all"] = json!({"type": "boolean", "default": false,
+        "description": "true: return the closest chunks even when nothing matches the query with confidence (no chunk holds its words, and none is closer in meaning than random text); by default such a search returns no results."});
     let mut explain_props = retrieval;
     explain_props["query"] =
         json!({"type": "string", "minLength": 1, "description": "The query to explain."});

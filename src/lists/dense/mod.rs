@@ -28,12 +28,13 @@
 
 mod code_scan;
 pub mod codes;
+pub mod floor;
 mod prefetch;
 mod vectors;
 
 use std::collections::VecDeque;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use anyhow::{Result, bail, ensure};
@@ -82,6 +83,8 @@ pub struct DenseList {
     rescore: Option<usize>,
     /// The last few queries embedded, with their vectors (newest last).
     recent: Mutex<VecDeque<(u128, Arc<[f32]>)>>,
+    /// The noise floor ([`floor`]), measured the first time a search needs it.
+    floor: OnceLock<Option<f32>>,
 }
 
 /// One scan's outcome: the best chunks and the counts of scored chunks.
@@ -138,6 +141,7 @@ impl DenseList {
             rescore: options.rescore,
             codes,
             recent: Mutex::new(VecDeque::with_capacity(RECENT_QUERIES)),
+            floor: OnceLock::new(),
         })
     }
 
@@ -343,6 +347,14 @@ impl List for DenseList {
         self.feedback
     }
 
+    /// The best cosine random strings reach among all chunks ([`floor`]).
+    fn noise_floor(&self) -> Result<Option<f32>> {
+        cached_floor(&self.floor, self.embedder, |vector| {
+            let scan = self.scan(vector, 1, &AllowSet::All)?;
+            Ok(scan.hits.first().map(|hit| hit.score))
+        })
+    }
+
     /// Moves the query toward the seeds that resemble it at all (a vector,
     /// and a positive cosine), then ranks by it; with no such seed the
     /// query stays as it is.
@@ -372,6 +384,21 @@ impl List for DenseList {
             )
         })
     }
+}
+
+/// The noise floor kept in `cache`, measured into it the first time (by
+/// [`floor::noise_floor`] with `best`): a list measures it once per opened
+/// generation, and only for a search that needs it.
+pub fn cached_floor(
+    cache: &OnceLock<Option<f32>>,
+    embedder: &dyn Embedder,
+    best: impl Fn(&[f32]) -> Result<Option<f32>>,
+) -> Result<Option<f32>> {
+    if let Some(floor) = cache.get() {
+        return Ok(*floor);
+    }
+    let floor = floor::noise_floor(embedder, best)?;
+    Ok(*cache.get_or_init(|| floor))
 }
 
 /// The unit vector `query` moved toward those of `seeds` that resemble it

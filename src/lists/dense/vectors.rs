@@ -371,6 +371,13 @@ impl StoredVectors {
         Ok(())
     }
 
+    /// The best similarity of the query vector to any row (`None` without
+    /// rows): a noise floor's measure ([`super::floor`]) where no sign codes
+    /// serve it.
+    pub fn best_similarity(&self, query: &[f32]) -> Result<Option<f32>> {
+        Ok(self.similarities(query)?.into_iter().reduce(f32::max))
+    }
+
     /// Similarity of the query vector to every row, by ordinal.
     pub(super) fn similarities(&self, query: &[f32]) -> Result<Vec<f32>> {
         let (query, query_scale) = quantize(query);
