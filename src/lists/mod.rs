@@ -230,6 +230,15 @@ pub trait List: Sync {
         Ok(None)
     }
 
+    /// For a query this list matched no chunk of: a query word one typing
+    /// slip from a word the list holds, with that word
+    /// ([`crate::text::near`]), which makes the query misspelt rather than
+    /// meaningless; `None` (the default) from a list that cannot tell.
+    fn near_miss(&self, query: &str) -> Result<Option<(String, String)>> {
+        let _ = query;
+        Ok(None)
+    }
+
     /// Why this list may not match a chunk at all, for `explain`.
     fn no_match_reason(&self) -> &'static str {
         "no query term matched"

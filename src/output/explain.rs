@@ -78,6 +78,10 @@ pub struct ListSummary {
     /// The best score random strings reach in this index, when this search
     /// measured it (the dense list under a transformer, judged); else null.
     pub noise_floor: Option<f64>,
+    /// For a list that matched no chunk but vouches for the query: the
+    /// query's word and the word it holds one typing slip away
+    /// (`[sirutin, sirtuin]`); else null.
+    pub near_miss: Option<[String; 2]>,
     /// Candidates it contributed (≤ window).
     pub candidates: usize,
     /// Allowed chunks it matched.
@@ -180,6 +184,10 @@ impl ExplainReport {
                     confident: (run.confidence != Confidence::NotJudged)
                         .then(|| run.confidence.is_match()),
                     noise_floor: run.confidence.floor().map(f64::from),
+                    near_miss: match &run.confidence {
+                        Confidence::NearMiss { word, held } => Some([word.clone(), held.clone()]),
+                        _ => None,
+                    },
                     candidates: run.ranked.hits.len(),
                     matched: run.ranked.matched,
                     filtered_out: run.ranked.filtered_out,

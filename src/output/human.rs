@@ -322,6 +322,14 @@ fn print_confidence(out: &mut dyn Write, report: &ExplainReport) -> Result<()> {
         .iter()
         .filter_map(|l| {
             let best = l.query_best.map_or(String::new(), |b| format!("{b:.3}"));
+            if let Some([word, held]) = &l.near_miss {
+                return Some(format!(
+                    "{} matched no chunk, but '{}' is one slip from its '{}'",
+                    l.name,
+                    escape_controls(word),
+                    escape_controls(held)
+                ));
+            }
             Some(match (l.confident?, l.noise_floor) {
                 (true, Some(floor)) => format!(
                     "{}'s best {best} before feedback reaches its noise floor {floor:.3}",

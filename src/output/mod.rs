@@ -104,12 +104,14 @@ pub fn nothing_matched_note(outcome: &SearchOutcome, keep_option: &str) -> Optio
         .iter()
         .filter_map(|run| {
             let list = run.ranked.kind.name();
-            match run.confidence {
+            match &run.confidence {
                 Confidence::NoHits => Some(format!("the {list} list matched no chunk")),
                 Confidence::BelowFloor { best, floor } => Some(format!(
                     "the {list} list's best score {best:.3} is below {floor:.3}, what random strings reach in this index"
                 )),
-                Confidence::Matched { .. } | Confidence::NotJudged => None,
+                Confidence::Matched { .. } | Confidence::NearMiss { .. } | Confidence::NotJudged => {
+                    None
+                }
             }
         })
         .collect();

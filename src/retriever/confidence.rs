@@ -17,7 +17,7 @@ use super::Retriever;
 use crate::lists::{RankedList, guard};
 
 /// How one list stands toward a query.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Confidence {
     /// Not judged: the list does not read the query (recency), or a list
     /// before it matched.
@@ -29,6 +29,14 @@ pub enum Confidence {
     },
     /// It returned no chunk.
     NoHits,
+    /// It returned no chunk, but a query word is one typing slip from a
+    /// word it holds: it vouches for the query.
+    NearMiss {
+        /// The query's word, as the list analyzed it.
+        word: String,
+        /// The word the list holds.
+        held: String,
+    },
     /// Its best score, before feedback moved the query, stays below its
     /// noise floor.
     BelowFloor {
@@ -40,17 +48,18 @@ pub enum Confidence {
 }
 
 impl Confidence {
-    /// Whether the list matches the query with confidence.
-    pub fn is_match(self) -> bool {
-        matches!(self, Self::Matched { .. })
+    /// Whether the list matches the query with confidence (a near miss
+    /// counts).
+    pub fn is_match(&self) -> bool {
+        matches!(self, Self::Matched { .. } | Self::NearMiss { .. })
     }
 
     /// The list's noise floor, when judging it measured one.
-    pub fn floor(self) -> Option<f32> {
+    pub fn floor(&self) -> Option<f32> {
         match self {
-            Self::Matched { floor } => floor,
-            Self::BelowFloor { floor, .. } => Some(floor),
-            Self::NotJudged | Self::NoHits => None,
+            Self::Matched { floor } => *floor,
+            Self::BelowFloor { floor, .. } => Some(*floor),
+            Self::NotJudged | Self::NoHits | Self::NearMiss { .. } => None,
         }
     }
 }
@@ -63,26 +72,26 @@ pub(super) fn nothing_matched(confidence: &[Confidence]) -> bool {
 }
 
 impl Retriever {
-    /// Judges each list's `ranked` result (in fusion order) for the query
-    /// it ran (see the module doc).
-    pub(super) fn judge(&self, ranked: &[RankedList]) -> Result<Vec<Confidence>> {
+    /// Judges each list's `ranked` result (in fusion order) for `query`
+    /// (see the module doc).
+    pub(super) fn judge(&self, query: &str, ranked: &[RankedList]) -> Result<Vec<Confidence>> {
         let mut judged = vec![Confidence::NotJudged; ranked.len()];
         for ((slot, ranking), list) in judged.iter_mut().zip(ranked).zip(&self.lists) {
             if !list.index.reads_query() {
                 continue;
             }
-            let floor = || {
-                guard::catch(list.index.kind().name(), self.generation().dir(), || {
-                    list.index.noise_floor()
+            *slot = guard::catch(list.index.kind().name(), self.generation().dir(), || {
+                Ok(match ranking.query_best() {
+                    None => match list.index.near_miss(query)? {
+                        Some((word, held)) => Confidence::NearMiss { word, held },
+                        None => Confidence::NoHits,
+                    },
+                    Some(best) => match list.index.noise_floor()? {
+                        Some(floor) if best < floor => Confidence::BelowFloor { best, floor },
+                        floor => Confidence::Matched { floor },
+                    },
                 })
-            };
-            *slot = match ranking.query_best() {
-                None => Confidence::NoHits,
-                Some(best) => match floor()? {
-                    Some(floor) if best < floor => Confidence::BelowFloor { best, floor },
-                    floor => Confidence::Matched { floor },
-                },
-            };
+            })?;
             if slot.is_match() {
                 break;
             }
@@ -102,11 +111,16 @@ mod tests {
             best: 0.2,
             floor: 0.3,
         };
-        assert!(nothing_matched(&[NoHits, below]));
+        assert!(nothing_matched(&[NoHits, below.clone()]));
         assert!(nothing_matched(&[NoHits, NotJudged]));
         let matched = Matched { floor: None };
-        assert!(!nothing_matched(&[NoHits, matched]));
+        assert!(!nothing_matched(&[NoHits, matched.clone()]));
         assert!(!nothing_matched(&[matched, NotJudged]));
+        let near = NearMiss {
+            word: "sirutin".into(),
+            held: "sirtuin".into(),
+        };
+        assert!(!nothing_matched(&[near, below]));
         // A search of lists that do not read the query (recency alone).
         assert!(!nothing_matched(&[NotJudged]));
         assert!(!nothing_matched(&[]));

@@ -111,7 +111,7 @@ impl Retriever {
         let window = first_pass.window;
         let windowed = self.run_lists(query, window, first_pass, &allow)?;
         let complete = self.run_lists(query, self.generation().len(), first_pass, &allow)?;
-        let mut outcome = self.fuse(windowed, params, filter_time)?;
+        let mut outcome = self.fuse(query, windowed, params, filter_time)?;
         let folded = self.fold(&outcome.results, params)?;
         let targets: Vec<(Option<usize>, Fused)> = match focus {
             None => folded

@@ -74,7 +74,11 @@ impl SearchOutcome {
     /// Whether no list matched the query with confidence (the results are
     /// dropped unless the search keeps them).
     pub fn nothing_matched(&self) -> bool {
-        let confidence: Vec<Confidence> = self.lists.iter().map(|run| run.confidence).collect();
+        let confidence: Vec<Confidence> = self
+            .lists
+            .iter()
+            .map(|run| run.confidence.clone())
+            .collect();
         nothing_matched(&confidence)
     }
 
@@ -90,7 +94,7 @@ impl Retriever {
         let (allow, filter_time) = self.allowed(query, params)?;
         let first_pass = self.first_pass(params);
         let ranked = self.run_lists(query, first_pass.window, first_pass, &allow)?;
-        let mut outcome = self.fuse(ranked, params, filter_time)?;
+        let mut outcome = self.fuse(query, ranked, params, filter_time)?;
         if outcome.nothing_matched() && !params.keep_all {
             outcome.dropped = outcome.results.len();
             outcome.results.clear();
@@ -125,15 +129,16 @@ impl Retriever {
         Ok((allow, started.elapsed()))
     }
 
-    /// Judges the lists' rankings (in list order) and fuses them into every
-    /// fused candidate.
+    /// Judges the lists' rankings for `query` (in list order) and fuses
+    /// them into every fused candidate.
     pub(super) fn fuse(
         &self,
+        query: &str,
         ranked: Vec<RankedList>,
         params: &SearchParams,
         filter_time: Duration,
     ) -> Result<SearchOutcome> {
-        let confidence = self.judge(&ranked)?;
+        let confidence = self.judge(query, &ranked)?;
         let started = Instant::now();
         let inputs: Vec<Ranking<'_>> = ranked
             .iter()

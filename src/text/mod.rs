@@ -1,3 +1,4 @@
 //! Text analysis shared by indexing and querying.
 
+pub mod near;
 pub mod tokenize;

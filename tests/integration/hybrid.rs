@@ -86,12 +86,7 @@ fn the_design_request_never_returns_staging_notes() {
     let request = r#"{"query_id": "mem_req_99214", "search_text": "HTTP 504 gateway timeout postgres connection pool",
         "top_k": 5, "hybrid_params": {"dense_weight": 0.6, "sparse_weight": 0.4, "rrf_k_constant": 60},
         "metadata_filter": {"environment": "production", "service": "billing-service"}}"#;
-    let output = corpus
-        .memidx()
-        .args(["search", "--request", "-"])
-        .write_stdin(request)
-        .output()
-        .unwrap();
+    let output = corpus.request(request);
     assert_eq!(output.status.code(), Some(0));
     let response: Value = serde_json::from_slice(&output.stdout).unwrap();
     let results = response["results"].as_array().unwrap();

@@ -161,7 +161,8 @@ fn an_index_built_with_a_model_folder_searches_with_it() {
 /// holds its words; its best cosine stays below what random strings reach
 /// in the index) has no results and exits 1, saying why; `--keep-all` and
 /// the request's `keep_all` keep them; `explain` shows the judgement; a
-/// query BM25 matches, or whose meaning is near a note, keeps its results.
+/// query BM25 matches or nearly matches (a typing slip), or whose meaning
+/// is near a note, keeps its results.
 fn nothing_matches_nonsense(corpus: &Corpus) {
     for query in ["xyzzyplugh", "qwxkjv blorptz", "最近的火车站在哪里"] {
         let output = corpus.memidx().args(["search", query]).output().unwrap();
@@ -179,12 +180,7 @@ fn nothing_matches_nonsense(corpus: &Corpus) {
     let kept = corpus.search_json("xyzzyplugh", &["--keep-all", "-k", "2"]);
     assert_eq!(kept["results"].as_array().unwrap().len(), 2);
     let request = r#"{"search_text": "xyzzyplugh", "top_k": 2, "keep_all": true}"#;
-    let output = corpus
-        .memidx()
-        .args(["search", "--request", "-"])
-        .write_stdin(request)
-        .output()
-        .unwrap();
+    let output = corpus.request(request);
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     let explained = corpus.json(&["explain", "xyzzyplugh", "-k", "1", "--json"]);
     assert_eq!(explained["nothing_matched"], true);
@@ -206,6 +202,20 @@ fn nothing_matches_nonsense(corpus: &Corpus) {
     corpus
         .memidx()
         .args(["search", "outage"])
+        .assert()
+        .success();
+    // A misspelt word is no noise: its best cosine is below the floor, but
+    // BM25 holds a word one slip from it, so the dense list's answer stays.
+    let explained = corpus.json(&["explain", "rollbakc", "-k", "1", "--json"]);
+    assert_eq!(explained["nothing_matched"], false);
+    assert_eq!(
+        explained["lists"][0]["near_miss"],
+        serde_json::json!(["rollbakc", "rollback"])
+    );
+    assert!(explained["lists"][1]["query_best"].as_f64().unwrap() < floor);
+    corpus
+        .memidx()
+        .args(["search", "rollbakc"])
         .assert()
         .success();
     // BM25 matched: the dense list is not judged, no floor is measured.

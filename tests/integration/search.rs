@@ -692,4 +692,23 @@ fn results_no_word_of_the_query_matched_are_said_to_be_ranked_by_meaning_alone()
     assert_eq!(explained["lists"][0]["confident"], false);
     assert_eq!(explained["lists"][1]["confident"], true);
     assert_eq!(explained["lists"][1]["noise_floor"], Value::Null);
+    // A misspelt word: the sparse list matches nothing but holds a word one
+    // typing slip from it, and says so.
+    let near_miss = || {
+        let explained = corpus.json(&["explain", "rollbakc", "-k", "1", "--json"]);
+        explained["lists"][0]["near_miss"].clone()
+    };
+    assert_eq!(near_miss(), serde_json::json!(["rollbakc", "rollback"]));
+    // Once no live chunk holds it, the word counts no more, though its
+    // postings stay in the kept segment (dead chunks').
+    for file in [
+        "services/payments-gateway.md",
+        "notes/payments-gateway-rollback-2024-02.md",
+        "adr/0008-canary-deploys-with-argo-rollouts.md",
+        "index.md",
+    ] {
+        std::fs::remove_file(corpus.path().join(file)).unwrap();
+    }
+    corpus.index();
+    assert_eq!(near_miss(), Value::Null);
 }

@@ -22,7 +22,7 @@ use crate::embed::{Embedder, ModelKind};
 /// Random strings measured per index: enough that the floor is the top of
 /// what noise reaches rather than one draw, few enough to cost one batch of
 /// short embeddings and as many window-1 searches.
-pub const PROBES: usize = 32;
+pub const PROBES: usize = 96;
 
 /// The `PROBES` probe strings: one to three words of five to eleven
 /// lowercase letters, drawn from a fixed hash sequence.

@@ -11,11 +11,12 @@
 //!      [`QueryOptions::min_coverage`] of them (`cluster B` names
 //!      `cluster: b`; `database failover` names the heading
 //!      `database failover procedure` at 2/3);
-//!    - *fuzzy*: a query term of four or more characters found in no entity
-//!      name stands for the closest name term within Damerau–Levenshtein
-//!      distance 1 (2 from eight characters), same first two characters
-//!      (`postgress` → `postgr`), found by binary search in the sorted term
-//!      table, so it costs a few comparisons, not a scan.
+//!    - *fuzzy*: a query term found in no entity name stands for the
+//!      closest name term it nearly matches ([`crate::text::near`]: four or
+//!      more characters, Damerau–Levenshtein distance 1, 2 from eight
+//!      characters, same first two characters: `postgress` → `postgr`),
+//!      found by binary search in the sorted term table, so it costs a few
+//!      comparisons, not a scan.
 //!
 //!    A seed weighs its specificity `ln(1 + chunks / chunks mentioning it)`
 //!    times coverage², times [`QueryOptions::terms_factor`] when matched by
@@ -45,6 +46,7 @@ use super::summary::ExtractiveSummary;
 use super::tables::{CommunityId, EntityId, GraphView};
 use crate::lists::{Candidate, TopWindow};
 use crate::store::generation::ChunkOrd;
+use crate::text::near::NearMiss;
 
 /// Query-time settings.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -352,24 +354,17 @@ fn names_short_value_in_order(view: &GraphView<'_>, entity: EntityId, phrase: &s
 
 /// The name term closest to `term` (see the module doc), if any.
 fn closest_term(view: &GraphView<'_>, term: &str) -> Option<usize> {
-    let length = term.chars().count();
-    if length < 4 {
-        return None;
-    }
-    let max_distance = if length >= 8 { 2 } else { 1 };
-    let prefix: String = term.chars().take(2).collect();
-    let start = view.term_position(&prefix).unwrap_or_else(|at| at);
+    let near = NearMiss::of(term)?;
+    let start = view.term_position(near.prefix()).unwrap_or_else(|at| at);
     let mut best: Option<(usize, usize)> = None;
     for index in start..view.term_count() {
         let candidate = view.term(index);
-        if !candidate.starts_with(&prefix) {
+        if !candidate.starts_with(near.prefix()) {
             break;
         }
-        if candidate.chars().count().abs_diff(length) > max_distance {
-            continue;
-        }
-        let distance = strsim::damerau_levenshtein(term, candidate);
-        if distance <= max_distance && best.is_none_or(|(d, _)| distance < d) {
+        if let Some(distance) = near.distance(candidate)
+            && best.is_none_or(|(d, _)| distance < d)
+        {
             best = Some((distance, index));
         }
     }

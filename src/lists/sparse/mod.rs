@@ -68,6 +68,7 @@ use super::{List, ListHit, ListKind, PostingCounts, RankedList, TopWindow};
 use crate::store::checked::{BLOCKS_SUFFIX, CheckedMap, write_sidecar};
 use crate::store::checks::Checksums;
 use crate::store::{atomic, damaged};
+use crate::text::near::NearMiss;
 use crate::text::tokenize::{Analyzer, Token};
 use bounds::SegmentBounds;
 use score::{Bm25, Collected, QueryTerm};
@@ -597,6 +598,44 @@ impl SparseList {
     pub fn query_terms(&self, query: &str) -> Vec<String> {
         self.analyzer.terms(query)
     }
+
+    /// The live term closest to `term` that it nearly matches (see
+    /// [`crate::text::near`]), other than itself: the candidates sharing its
+    /// first two characters, streamed from each segment's term dictionary.
+    fn nearest_term(&self, term: &str) -> Result<Option<String>> {
+        let Some(near) = NearMiss::of(term) else {
+            return Ok(None);
+        };
+        let mut best: Option<(usize, String)> = None;
+        for segment in &self.segments {
+            let mut terms = segment
+                .inverted
+                .terms()
+                .range()
+                .ge(near.prefix())
+                .into_stream()?;
+            while terms.advance() && terms.key().starts_with(near.prefix().as_bytes()) {
+                let Ok(candidate) = std::str::from_utf8(terms.key()) else {
+                    continue;
+                };
+                let Some(distance @ 1..) = near.distance(candidate) else {
+                    continue;
+                };
+                if best
+                    .as_ref()
+                    .is_some_and(|(d, t)| (*d, t.as_str()) <= (distance, candidate))
+                {
+                    continue;
+                }
+                let indexed = Term::from_field_text(self.body, candidate);
+                let all = segment.inverted.doc_freq(&indexed)?;
+                if all > self.dead_postings(segment, &indexed, all)? {
+                    best = Some((distance, candidate.to_string()));
+                }
+            }
+        }
+        Ok(best.map(|(_, term)| term))
+    }
 }
 
 impl List for SparseList {
@@ -669,6 +708,21 @@ impl List for SparseList {
             );
         }
         Ok(())
+    }
+
+    /// The first of the query's terms that nearly matches a term the list
+    /// holds ([`crate::text::near`]), with that term: a misspelt word, which
+    /// the dense list may still answer, rather than noise.
+    fn near_miss(&self, query: &str) -> Result<Option<(String, String)>> {
+        for term in self.query_terms(query) {
+            if let Some(indexed) = self
+                .nearest_term(&term)
+                .map_err(|err| self.named_as_damage(err))?
+            {
+                return Ok(Some((term, indexed)));
+            }
+        }
+        Ok(None)
     }
 
     /// The query's terms the chunk holds, in query order, each matched

@@ -81,6 +81,15 @@ impl Corpus {
     pub fn search_json(&self, query: &str, args: &[&str]) -> Value {
         self.json(&[&["search", query, "--json"][..], args].concat())
     }
+
+    /// Runs `memidx search --request -` with `request` on stdin.
+    pub fn request(&self, request: &str) -> std::process::Output {
+        self.memidx()
+            .args(["search", "--request", "-"])
+            .write_stdin(request)
+            .output()
+            .expect("run")
+    }
 }
 
 /// Every query's `search --json -k 20` output in every mode, as bytes.
