@@ -150,7 +150,7 @@ set edit:completion:arg-completer[memidx] = {|@words|
             cand --index 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]'
             cand --color 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected'
             cand --json 'Print one JSON document instead of text'
-            cand --verify 'Re-read every index file and check its checksum'
+            cand --verify 'Re-read every index file and check its checksum, and count the chunks longer than the model reads (loads the model)'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'

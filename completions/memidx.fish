@@ -155,7 +155,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand status" -l color -d 'When 
 always\t'Always'
 never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand status" -l json -d 'Print one JSON document instead of text'
-complete -c memidx -n "__fish_memidx_using_subcommand status" -l verify -d 'Re-read every index file and check its checksum'
+complete -c memidx -n "__fish_memidx_using_subcommand status" -l verify -d 'Re-read every index file and check its checksum, and count the chunks longer than the model reads (loads the model)'
 complete -c memidx -n "__fish_memidx_using_subcommand status" -s h -l help -d 'Print help'
 complete -c memidx -n "__fish_memidx_using_subcommand status" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand remember" -l title -d 'The note\'s title [default: its first line]' -r

@@ -415,7 +415,8 @@ pub struct StatusArgs {
     /// Print one JSON document instead of text.
     #[arg(long)]
     pub json: bool,
-    /// Re-read every index file and check its checksum.
+    /// Re-read every index file and check its checksum, and count the
+    /// chunks longer than the model reads (loads the model).
     #[arg(long)]
     pub verify: bool,
     /// Where the index is.

@@ -6,12 +6,13 @@ use std::path::Path;
 use anyhow::{Result, bail};
 
 use super::Status;
-use memidx::index::status::StatusReport;
+use memidx::index::status::{EmbeddingStatus, StatusReport};
 use memidx::index::{self, Index};
 use memidx::output::{escape_controls, human, json};
 
 /// Reports on the index in `index_dir`; with `verify`, re-reads every file
-/// and fails (exit 2) when any is damaged, after printing the report.
+/// and fails (exit 2) when any is damaged, after printing the report, and
+/// counts the chunks its model read only in part.
 pub fn run(
     index_dir: &Path,
     verify: bool,
@@ -30,7 +31,9 @@ pub fn run(
         );
     }
     let damaged = damaged.map(|problems| problems.iter().map(ToString::to_string).collect());
-    let report = StatusReport::of(&Index::open(index_dir)?, damaged)?;
+    let index = Index::open(index_dir)?;
+    let embedding = verify.then(|| EmbeddingStatus::of(&index)).transpose()?;
+    let report = StatusReport::of(&index, damaged, embedding)?;
     if as_json {
         json::print(out, &report)?;
     } else {

@@ -14,14 +14,14 @@ use super::manifest::{Counts, SkippedFile, skipped_stamps};
 use crate::corpus::Skipped;
 use crate::corpus::date::{DateSource, DocDate};
 use crate::corpus::walk::walk;
-use crate::embed::EmbedderInfo;
+use crate::embed::{EmbedderInfo, ModelKind};
 use crate::fusion::{FusionDefaults, FusionSource};
 use crate::lists::dense::codes::{
     AUTO_MIN_ROWS, CODES_FILE, DenseIndexSetting, RESCORE_PER_WINDOW, default_rescored,
 };
 use crate::lists::sparse::Bm25Params;
 use crate::store::MANIFEST_FILE;
-use crate::store::generation::FileEntry;
+use crate::store::generation::{ChunkOrd, FileEntry};
 
 /// Everything `status` reports.
 #[derive(Debug, Clone, Serialize)]
@@ -67,6 +67,46 @@ pub struct StatusReport {
     /// With `--verify`: the damaged files (empty when all are intact).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub damaged: Option<Vec<String>>,
+    /// With `--verify`: how the chunks were embedded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub embedding: Option<EmbeddingStatus>,
+}
+
+/// How the chunks were embedded: how much of a chunk the model reads, and
+/// how many chunks are longer (their vectors stand for their start alone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct EmbeddingStatus {
+    /// The most word pieces of a chunk the model reads.
+    pub window: usize,
+    /// Chunks the model read only up to its window, counted by its
+    /// tokenizer; `None` for a model that cannot tell without embedding
+    /// (the bundled static model).
+    pub chunks_cut: Option<usize>,
+}
+
+impl EmbeddingStatus {
+    /// Counts `index`'s chunks the model that built it reads only in part
+    /// (it loads the model, and tokenizes every chunk: a `--verify` cost).
+    pub fn of(index: &Index) -> Result<Self> {
+        let manifest = index.manifest();
+        let embedder = crate::embed::load(manifest.model_dir.as_deref().map(Path::new))?;
+        let generation = index.generation();
+        let chunks_cut = match embedder.kind() {
+            ModelKind::Static => None,
+            ModelKind::Transformer => {
+                let mut cut = 0;
+                for ord in 0..generation.len() {
+                    let text = generation.chunk(ord as ChunkOrd)?.searchable_text();
+                    cut += usize::from(embedder.cuts(&text) == Some(true));
+                }
+                Some(cut)
+            }
+        };
+        Ok(Self {
+            window: embedder.window(),
+            chunks_cut,
+        })
+    }
 }
 
 /// The dense list's approximate index (the rows' sign codes): when index
@@ -171,8 +211,13 @@ impl Stale {
 }
 
 impl StatusReport {
-    /// The report on `index`; `damaged` is the outcome of `--verify`, if run.
-    pub fn of(index: &Index, damaged: Option<Vec<String>>) -> Result<Self> {
+    /// The report on `index`; `damaged` and `embedding` are what `--verify`
+    /// found, if run.
+    pub fn of(
+        index: &Index,
+        damaged: Option<Vec<String>>,
+        embedding: Option<EmbeddingStatus>,
+    ) -> Result<Self> {
         let (index_dir, manifest) = (index.dir(), index.manifest());
         let files = &index.generation().files()?;
         let walked = walk(Path::new(&manifest.root), &manifest.walk)?;
@@ -239,6 +284,7 @@ impl StatusReport {
             dates: DatesStatus::of(files),
             stale,
             damaged,
+            embedding,
         })
     }
 }

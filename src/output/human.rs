@@ -403,6 +403,20 @@ pub fn print_status(out: &mut dyn Write, r: &StatusReport) -> Result<()> {
         r.embedder.dim,
         escape_controls(&r.embedder.fingerprint)
     )?;
+    if let Some(embedding) = r.embedding {
+        let cut = match embedding.chunks_cut {
+            Some(cut) => format!(
+                "; {cut} of {} chunks are longer (their vectors stand for their start)",
+                r.counts.chunks
+            ),
+            None => String::new(),
+        };
+        writeln!(
+            out,
+            "embedded   the model reads a chunk's first {} word pieces{cut}",
+            embedding.window
+        )?;
+    }
     writeln!(
         out,
         "fusion     {}, sparse {}, dense {}, window {}; dense feedback {} ({})",

@@ -32,6 +32,13 @@ fn an_index_built_with_a_model_folder_searches_with_it() {
         ));
     let status = corpus.json(&["status", "--json"]);
     assert_eq!(status["embedder"]["dim"], 384);
+    // status --verify counts them again, with the model's tokenizer.
+    assert!(status.get("embedding").is_none());
+    let verified = corpus.json(&["status", "--json", "--verify"]);
+    assert_eq!(
+        verified["embedding"],
+        serde_json::json!({"window": 256, "chunks_cut": 3})
+    );
     // A transformer's defaults: adaptive relative scores, its dense list
     // weighing 0.7 before the query moves the weights.
     assert_eq!(status["fusion"]["method"], "adaptive");

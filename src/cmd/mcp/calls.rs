@@ -319,7 +319,7 @@ fn explain(state: &mut State, dir: &Path, args: QueryArgs) -> Result<(Value, Str
 }
 
 fn status(state: &mut State, dir: &Path) -> Result<(Value, String)> {
-    let report = StatusReport::of(state.index(dir)?, None)?;
+    let report = StatusReport::of(state.index(dir)?, None, None)?;
     Ok((
         serde_json::to_value(&report)?,
         plain(|out| human::print_status(out, &report))?,
