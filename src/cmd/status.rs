@@ -32,7 +32,17 @@ pub fn run(
     }
     let damaged = damaged.map(|problems| problems.iter().map(ToString::to_string).collect());
     let index = Index::open(index_dir)?;
-    let embedding = verify.then(|| EmbeddingStatus::of(&index)).transpose()?;
+    // The files are intact; a model that cannot be read is said, not fatal.
+    let embedding = match verify.then(|| EmbeddingStatus::of(&index)) {
+        Some(Err(problem)) => {
+            writeln!(
+                err,
+                "memidx: warning: cannot count the chunks the model read in part: {problem:#}"
+            )?;
+            None
+        }
+        counted => counted.transpose()?,
+    };
     let report = StatusReport::of(&index, damaged, embedding)?;
     if as_json {
         json::print(out, &report)?;

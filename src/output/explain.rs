@@ -72,15 +72,18 @@ pub struct ListSummary {
     /// (null when it has no candidates): what its confidence reads.
     pub query_best: Option<f64>,
     /// Whether it matches the query with confidence: it returned a chunk
-    /// and its `query_best` reaches its `noise_floor`; null when not
-    /// judged (a list before it matched, or it does not read the query).
+    /// and its `query_best` reaches its `noise_floor`, or it returned none
+    /// but holds a query word or one a slip from it (`near_miss`); null
+    /// when not judged (a list before it matched, it does not read the
+    /// query, or it weighs nothing).
     pub confident: Option<bool>,
     /// The best score random strings reach in this index, when this search
     /// measured it (the dense list under a transformer, judged); else null.
     pub noise_floor: Option<f64>,
     /// For a list that matched no chunk but vouches for the query: the
     /// query's word and the word it holds one typing slip away
-    /// (`[sirutin, sirtuin]`); else null.
+    /// (`[sirutin, sirtuin]`), or the word itself twice when the index holds
+    /// it outside what the search allows; else null.
     pub near_miss: Option<[String; 2]>,
     /// Candidates it contributed (≤ window).
     pub candidates: usize,

@@ -314,44 +314,53 @@ pub fn print_explain(out: &mut dyn Write, report: &ExplainReport, here: &Here) -
     Ok(())
 }
 
-/// The line saying how the lists' confidence was judged, when a noise
-/// floor was measured or nothing matched (see `retriever::confidence`).
+/// The line saying how the lists' confidence was judged, when it took
+/// more than a hit (a noise floor, a near miss) or nothing matched (see
+/// `retriever::confidence`).
 fn print_confidence(out: &mut dyn Write, report: &ExplainReport) -> Result<()> {
+    let mut telling = report.nothing_matched;
     let judged: Vec<String> = report
         .lists
         .iter()
         .filter_map(|l| {
             let best = l.query_best.map_or(String::new(), |b| format!("{b:.3}"));
-            if let Some([word, held]) = &l.near_miss {
-                return Some(format!(
+            telling |= l.near_miss.is_some() || l.noise_floor.is_some();
+            Some(match (l.confident?, l.noise_floor, &l.near_miss) {
+                (_, _, Some([word, held])) if word == held => format!(
+                    "{} matched no chunk the search allows, but the index holds '{}'",
+                    l.name,
+                    escape_controls(word)
+                ),
+                (_, _, Some([word, held])) => format!(
                     "{} matched no chunk, but '{}' is one slip from its '{}'",
                     l.name,
                     escape_controls(word),
                     escape_controls(held)
-                ));
-            }
-            Some(match (l.confident?, l.noise_floor) {
-                (true, Some(floor)) => format!(
+                ),
+                (true, Some(floor), None) => format!(
                     "{}'s best {best} before feedback reaches its noise floor {floor:.3}",
                     l.name
                 ),
-                (true, None) => return None,
-                (false, Some(floor)) => format!(
+                (true, None, None) => format!("{} matched", l.name),
+                (false, Some(floor), None) => format!(
                     "{}'s best {best} before feedback is below its noise floor {floor:.3}",
                     l.name
                 ),
-                (false, None) => format!("{} matched no chunk", l.name),
+                (false, None, None) => format!("{} matched no chunk", l.name),
             })
         })
         .collect();
-    if report.nothing_matched {
-        writeln!(
+    if !telling {
+        return Ok(());
+    }
+    let judged = judged.join("; ");
+    match (report.nothing_matched, report.results.is_empty()) {
+        (true, false) => writeln!(
             out,
-            "nothing matches with confidence ({}): search drops these results (--keep-all keeps them)",
-            judged.join("; ")
-        )?;
-    } else if !judged.is_empty() {
-        writeln!(out, "confidence: {}", judged.join("; "))?;
+            "nothing matches with confidence ({judged}): search returns none of these unless asked to keep them (--keep-all, keep_all)"
+        )?,
+        (true, true) => writeln!(out, "nothing matches with confidence ({judged})")?,
+        (false, _) => writeln!(out, "confidence: {judged}")?,
     }
     Ok(())
 }

@@ -96,7 +96,7 @@ pub const BY_MEANING_ALONE: &str =
 /// and the option (`keep_option`) that keeps them; `None` when nothing was
 /// dropped.
 pub fn nothing_matched_note(outcome: &SearchOutcome, keep_option: &str) -> Option<String> {
-    if outcome.dropped == 0 {
+    if !outcome.dropped {
         return None;
     }
     let why: Vec<String> = outcome

@@ -279,6 +279,11 @@ impl List for SparseOnMilvus {
         ListKind::Sparse
     }
 
+    /// From the index's own term dictionaries, as a local search says it.
+    fn near_miss(&self, query: &str) -> Result<Option<(String, String)>> {
+        self.local.near_miss(query)
+    }
+
     fn search(&self, query: &str, window: usize, allow: &AllowSet) -> Result<RankedList> {
         let started = Instant::now();
         let weighed = self.local.weigh(query)?;

@@ -9,7 +9,10 @@
 //! search that no list matches with confidence returns nothing (exit 1),
 //! unless asked to keep its results (`--keep-all`). Lists are judged in
 //! fusion order and judging stops at the first match, so the floor is
-//! measured only for a query the sparse list matched nothing of.
+//! measured only when no list before the dense one vouched for the query
+//! (in hybrid mode: the sparse list matched nothing and holds no word one
+//! slip from a query word). A list that weighs nothing in the fusion is
+//! not judged, and a search that keeps its results judges nothing.
 
 use anyhow::Result;
 
@@ -66,9 +69,13 @@ impl Confidence {
 
 /// Whether `confidence` (one per list) says no list matched the query:
 /// some list was judged and none matched.
-pub(super) fn nothing_matched(confidence: &[Confidence]) -> bool {
-    !confidence.iter().any(|c| c.is_match())
-        && confidence.iter().any(|c| *c != Confidence::NotJudged)
+pub(super) fn nothing_matched<'a>(confidence: impl IntoIterator<Item = &'a Confidence>) -> bool {
+    let (mut judged, mut matched) = (false, false);
+    for c in confidence {
+        judged |= *c != Confidence::NotJudged;
+        matched |= c.is_match();
+    }
+    judged && !matched
 }
 
 impl Retriever {
@@ -77,7 +84,7 @@ impl Retriever {
     pub(super) fn judge(&self, query: &str, ranked: &[RankedList]) -> Result<Vec<Confidence>> {
         let mut judged = vec![Confidence::NotJudged; ranked.len()];
         for ((slot, ranking), list) in judged.iter_mut().zip(ranked).zip(&self.lists) {
-            if !list.index.reads_query() {
+            if !list.index.reads_query() || list.weight <= 0.0 {
                 continue;
             }
             *slot = guard::catch(list.index.kind().name(), self.generation().dir(), || {

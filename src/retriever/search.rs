@@ -49,10 +49,9 @@ pub struct SearchOutcome {
     pub lists: Vec<ListRun>,
     /// The fusion method and constant used.
     pub fusion: Fusion,
-    /// How many fused candidates were dropped because no list matched the
-    /// query with confidence (see [`super::confidence`]); 0 when one did,
-    /// or when the search keeps them.
-    pub dropped: usize,
+    /// Whether the fused candidates were dropped because no list matched
+    /// the query with confidence (see [`super::confidence`]).
+    pub dropped: bool,
     /// Time spent evaluating filters.
     pub filter_time: Duration,
     /// Time spent fusing.
@@ -74,12 +73,7 @@ impl SearchOutcome {
     /// Whether no list matched the query with confidence (the results are
     /// dropped unless the search keeps them).
     pub fn nothing_matched(&self) -> bool {
-        let confidence: Vec<Confidence> = self
-            .lists
-            .iter()
-            .map(|run| run.confidence.clone())
-            .collect();
-        nothing_matched(&confidence)
+        nothing_matched(self.lists.iter().map(|run| &run.confidence))
     }
 
     /// The chunks a printer shows: the results, in order.
@@ -95,8 +89,8 @@ impl Retriever {
         let first_pass = self.first_pass(params);
         let ranked = self.run_lists(query, first_pass.window, first_pass, &allow)?;
         let mut outcome = self.fuse(query, ranked, params, filter_time)?;
-        if outcome.nothing_matched() && !params.keep_all {
-            outcome.dropped = outcome.results.len();
+        if outcome.nothing_matched() {
+            outcome.dropped = !outcome.results.is_empty();
             outcome.results.clear();
             outcome.more_in_file.clear();
             return Ok(outcome);
@@ -138,7 +132,10 @@ impl Retriever {
         params: &SearchParams,
         filter_time: Duration,
     ) -> Result<SearchOutcome> {
-        let confidence = self.judge(query, &ranked)?;
+        let confidence = match params.keep_all {
+            true => vec![Confidence::NotJudged; ranked.len()],
+            false => self.judge(query, &ranked)?,
+        };
         let started = Instant::now();
         let inputs: Vec<Ranking<'_>> = ranked
             .iter()
@@ -169,7 +166,7 @@ impl Retriever {
             results,
             lists,
             fusion,
-            dropped: 0,
+            dropped: false,
             filter_time,
             fuse_time,
         })

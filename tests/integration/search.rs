@@ -699,6 +699,12 @@ fn results_no_word_of_the_query_matched_are_said_to_be_ranked_by_meaning_alone()
         explained["lists"][0]["near_miss"].clone()
     };
     assert_eq!(near_miss(), serde_json::json!(["rollbakc", "rollback"]));
+    // A word the index holds outside what the search allows vouches too.
+    let filtered = corpus.json(&["explain", "replication", "--filter", "dir=notes", "--json"]);
+    assert_eq!(
+        filtered["lists"][0]["near_miss"],
+        serde_json::json!(["replic", "replic"])
+    );
     // Once no live chunk holds it, the word counts no more, though its
     // postings stay in the kept segment (dead chunks').
     for file in [

@@ -49,8 +49,8 @@ fn probe(index: u64) -> String {
 }
 
 /// The noise floor of an index whose best cosine for a unit query vector
-/// `best` gives (`None`: no chunk has a vector), under `embedder`; `None`
-/// for a static model (see the module doc) or an index without vectors.
+/// `best` gives (`None`: the index has no rows), under `embedder`; `None`
+/// for a static model (see the module doc) or an index without rows.
 pub fn noise_floor(
     embedder: &dyn Embedder,
     best: impl Fn(&[f32]) -> Result<Option<f32>>,

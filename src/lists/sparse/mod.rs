@@ -163,6 +163,11 @@ pub struct SparseWritten {
     pub linked: Vec<String>,
 }
 
+/// Most distinct query terms looked up for a near miss: each streams the
+/// terms sharing its first two characters, so this bounds what a long
+/// query of nonsense costs.
+const NEAR_MISS_TERMS: usize = 32;
+
 /// The BM25 list of one generation.
 pub struct SparseList {
     body: Field,
@@ -600,12 +605,18 @@ impl SparseList {
     }
 
     /// The live term closest to `term` that it nearly matches (see
-    /// [`crate::text::near`]), other than itself: the candidates sharing its
-    /// first two characters, streamed from each segment's term dictionary.
+    /// [`crate::text::near`]; `term` itself when it is live, which a filter
+    /// may have kept from matching): the candidates sharing its first two
+    /// characters, streamed from each segment's term dictionary until one a
+    /// slip away is found (nothing nearer is left but the term itself,
+    /// looked up first).
     fn nearest_term(&self, term: &str) -> Result<Option<String>> {
         let Some(near) = NearMiss::of(term) else {
             return Ok(None);
         };
+        if self.live_doc_freq(term)? > 0 {
+            return Ok(Some(term.to_string()));
+        }
         let mut best: Option<(usize, String)> = None;
         for segment in &self.segments {
             let mut terms = segment
@@ -627,14 +638,26 @@ impl SparseList {
                 {
                     continue;
                 }
-                let indexed = Term::from_field_text(self.body, candidate);
-                let all = segment.inverted.doc_freq(&indexed)?;
-                if all > self.dead_postings(segment, &indexed, all)? {
+                if self.live_doc_freq(candidate)? > 0 {
                     best = Some((distance, candidate.to_string()));
+                    if distance == 1 {
+                        break;
+                    }
                 }
             }
         }
         Ok(best.map(|(_, term)| term))
+    }
+
+    /// How many live chunks hold `text` (dead ones' postings uncounted).
+    fn live_doc_freq(&self, text: &str) -> Result<u32> {
+        let term = Term::from_field_text(self.body, text);
+        let mut live = 0;
+        for segment in &self.segments {
+            let all = segment.inverted.doc_freq(&term)?;
+            live += all - self.dead_postings(segment, &term, all)?;
+        }
+        Ok(live)
     }
 }
 
@@ -710,11 +733,17 @@ impl List for SparseList {
         Ok(())
     }
 
-    /// The first of the query's terms that nearly matches a term the list
-    /// holds ([`crate::text::near`]), with that term: a misspelt word, which
+    /// The first of the query's terms (of its first [`NEAR_MISS_TERMS`]
+    /// distinct ones) that the list holds, or nearly does
+    /// ([`crate::text::near`]), with the term held: a misspelt word, which
     /// the dense list may still answer, rather than noise.
     fn near_miss(&self, query: &str) -> Result<Option<(String, String)>> {
-        for term in self.query_terms(query) {
+        let mut seen = std::collections::HashSet::new();
+        let terms = self.query_terms(query).into_iter();
+        for term in terms
+            .filter(|t| seen.insert(t.clone()))
+            .take(NEAR_MISS_TERMS)
+        {
             if let Some(indexed) = self
                 .nearest_term(&term)
                 .map_err(|err| self.named_as_damage(err))?
