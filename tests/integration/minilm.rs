@@ -201,30 +201,25 @@ fn nothing_matches_nonsense(corpus: &Corpus) {
     );
     let floor = dense["noise_floor"].as_f64().unwrap();
     assert!(dense["query_best"].as_f64().unwrap() < floor, "{dense}");
+    // Explains a query whose results a search keeps, and checks it does.
+    let kept = |query: &str| {
+        let explained = corpus.json(&["explain", query, "-k", "1", "--json"]);
+        assert_eq!(explained["nothing_matched"], false, "{query}");
+        corpus.memidx().args(["search", query]).assert().success();
+        explained
+    };
     // "outage" is in no note, but incidents are about outages.
-    let explained = corpus.json(&["explain", "outage", "-k", "1", "--json"]);
-    assert_eq!(explained["nothing_matched"], false);
+    let explained = kept("outage");
     assert_eq!(explained["lists"][1]["confident"], true);
     assert_eq!(explained["lists"][1]["noise_floor"].as_f64(), Some(floor));
-    corpus
-        .memidx()
-        .args(["search", "outage"])
-        .assert()
-        .success();
     // A misspelt word is no noise: its best cosine is below the floor, but
     // BM25 holds a word one slip from it, so the dense list's answer stays.
-    let explained = corpus.json(&["explain", "rollbakc", "-k", "1", "--json"]);
-    assert_eq!(explained["nothing_matched"], false);
+    let explained = kept("rollbakc");
     assert_eq!(
         explained["lists"][0]["near_miss"],
         serde_json::json!(["rollbakc", "rollback"])
     );
     assert!(explained["lists"][1]["query_best"].as_f64().unwrap() < floor);
-    corpus
-        .memidx()
-        .args(["search", "rollbakc"])
-        .assert()
-        .success();
     // BM25 matched: the dense list is not judged, no floor is measured.
     let explained = corpus.json(&["explain", "replication", "-k", "1", "--json"]);
     assert_eq!(explained["lists"][0]["confident"], true);
