@@ -33,7 +33,8 @@ three independent witnesses of the generation that answered:
   - the chunk's text (the chunk store): exactly MARKERS[:i], in order;
   - its metadata `markers` (the metadata store): i;
   - for the marker search — query MARKERS[k-1] for some k in 1..REINDEXES,
-    lists sparse and dense, filtered to MARKER_PATH so that the dense list
+    lists sparse and dense, filtered to MARKER_PATH and with keep_all (a
+    marker not yet written is a word nothing matches) so that the dense list
     always returns the one chunk — whether the sparse list (the BM25 index)
     matched: it must match exactly when k <= i.
 
@@ -237,7 +238,7 @@ class Run:
                     elif kind == 3:
                         name, args = "search", {
                             "query": MARKERS[k - 1], "mode": "sparse,dense", "top_k": 1,
-                            "filter": {"path": MARKER_PATH}}
+                            "filter": {"path": MARKER_PATH}, "keep_all": True}
                     else:
                         name, args = "status", {}
                     where = f"session {number} call {j} {name} {json.dumps(args)}"

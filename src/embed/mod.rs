@@ -70,6 +70,16 @@ pub trait Embedder: Send + Sync {
     /// The most word pieces of a text the model reads.
     fn window(&self) -> usize;
 
+    /// How many pieces the model splits `word` into (as many as it has
+    /// characters when it knows none of it), or `None` when it cannot
+    /// tell: how well a model that averages its pieces' vectors knows a
+    /// word (a static model: one it splits into short pieces it reads as
+    /// noise).
+    fn word_pieces(&self, word: &str) -> Option<usize> {
+        let _ = word;
+        None
+    }
+
     /// Whether the model reads only the first [`Embedder::window`] word
     /// pieces of `text`, or `None` when it cannot tell: `explain` says so
     /// of a result the dense list saw only in part.

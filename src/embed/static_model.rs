@@ -214,6 +214,20 @@ impl Embedder for StaticEmbedder {
     fn window(&self) -> usize {
         MAX_TOKENS
     }
+
+    /// The bundled model's pieces of `word`; a model2vec folder's cannot
+    /// be counted without its tokenizer's internals.
+    fn word_pieces(&self, word: &str) -> Option<usize> {
+        let Runtime::Bundled(model) = &self.runtime else {
+            return None;
+        };
+        let mut ids = Vec::new();
+        model.vocab.encode(word, &mut ids);
+        Some(match ids.contains(&model.vocab.unk_id()) {
+            true => word.chars().count(),
+            false => ids.len(),
+        })
+    }
 }
 
 #[cfg(test)]

@@ -230,6 +230,16 @@ pub trait List: Sync {
         Ok(None)
     }
 
+    /// For a list whose model says how well it knows words (the dense list
+    /// under the bundled static model): the fewest word pieces per character
+    /// among `query`'s words, with the list's word floor (the fewest among
+    /// random strings', [`dense::floor`]); `None` (the default) from a list
+    /// that cannot tell.
+    fn word_floor(&self, query: &str) -> Result<Option<(f32, f32)>> {
+        let _ = query;
+        Ok(None)
+    }
+
     /// For a query this list matched no chunk of: a query word one typing
     /// slip from a word the list holds, with that word
     /// ([`crate::text::near`]), which makes the query misspelt rather than

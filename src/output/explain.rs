@@ -71,8 +71,9 @@ pub struct ListSummary {
     /// Its best score for the query as given, before feedback moved it
     /// (null when it has no candidates): what its confidence reads.
     pub query_best: Option<f64>,
-    /// Whether it matches the query with confidence: it returned a chunk
-    /// and its `query_best` reaches its `noise_floor`, or it returned none
+    /// Whether it matches the query with confidence: it returned a chunk,
+    /// its `query_best` reaches its `noise_floor` and its `word_pieces`
+    /// stay under its `word_floor` (where it has them), or it returned none
     /// but holds a query word or one a slip from it (`near_miss`); null
     /// when not judged (a list before it matched, it does not read the
     /// query, or it weighs nothing).
@@ -80,6 +81,13 @@ pub struct ListSummary {
     /// The best score random strings reach in this index, when this search
     /// measured it (the dense list under a transformer, judged); else null.
     pub noise_floor: Option<f64>,
+    /// For a list judged by a word floor (the dense list under the bundled
+    /// static model): the fewest word pieces per character its model splits
+    /// a query word into; else null.
+    pub word_pieces: Option<f64>,
+    /// Its word floor: the fewest among 96 fixed random strings' words (a
+    /// query whose words all reach it is noise to the model); else null.
+    pub word_floor: Option<f64>,
     /// For a list that matched no chunk but vouches for the query: the
     /// query's word and the word it holds one typing slip away
     /// (`[sirutin, sirtuin]`), or the word itself twice when the index holds
@@ -187,6 +195,8 @@ impl ExplainReport {
                     confident: (run.confidence != Confidence::NotJudged)
                         .then(|| run.confidence.is_match()),
                     noise_floor: run.confidence.floor().map(f64::from),
+                    word_pieces: run.confidence.words().map(|(p, _)| f64::from(p)),
+                    word_floor: run.confidence.words().map(|(_, f)| f64::from(f)),
                     near_miss: match &run.confidence {
                         Confidence::NearMiss { word, held } => Some([word.clone(), held.clone()]),
                         _ => None,

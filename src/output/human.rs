@@ -324,7 +324,16 @@ fn print_confidence(out: &mut dyn Write, report: &ExplainReport) -> Result<()> {
         .iter()
         .filter_map(|l| {
             let best = l.query_best.map_or(String::new(), |b| format!("{b:.3}"));
-            telling |= l.near_miss.is_some() || l.noise_floor.is_some();
+            telling |= l.near_miss.is_some() || l.noise_floor.is_some() || l.word_floor.is_some();
+            if let (Some(confident), Some(pieces), Some(floor)) =
+                (l.confident, l.word_pieces, l.word_floor)
+            {
+                let how = if confident { "fewer" } else { "no fewer" };
+                return Some(format!(
+                    "{}'s model splits a query word into {pieces:.2} pieces a character, {how} than random strings (from {floor:.2})",
+                    l.name
+                ));
+            }
             Some(match (l.confident?, l.noise_floor, &l.near_miss) {
                 (_, _, Some([word, held])) if word == held => format!(
                     "{} matched no chunk the search allows, but the index holds '{}'",

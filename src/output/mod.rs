@@ -109,6 +109,9 @@ pub fn nothing_matched_note(outcome: &SearchOutcome, keep_option: &str) -> Optio
                 Confidence::BelowFloor { best, floor } => Some(format!(
                     "the {list} list's best score {best:.3} is below {floor:.3}, what random strings reach in this index"
                 )),
+                Confidence::UnknownWords { pieces, floor } => Some(format!(
+                    "the {list} list's model splits every query word into {pieces:.2} or more pieces a character, as random strings do (from {floor:.2})"
+                )),
                 Confidence::Matched { .. } | Confidence::NearMiss { .. } | Confidence::NotJudged => {
                     None
                 }

@@ -40,7 +40,9 @@ use super::rows::{encode_term, field};
 use crate::embed::Embedder;
 use crate::filter::Filter;
 use crate::index::Index;
-use crate::lists::dense::{DenseOptions, StoredVectors, cached_floor, moved_query, quantize};
+use crate::lists::dense::{
+    DenseOptions, StoredVectors, cached_floor, floor, moved_query, quantize,
+};
 use crate::lists::sparse::{SparseList, WeighedQuery};
 use crate::lists::{AllowSet, List, ListHit, ListKind, RankedList, RemoteQuery, RemoteRequest};
 use crate::retriever::{Backend, local_sparse};
@@ -389,6 +391,10 @@ impl List for DenseOnMilvus {
 
     fn feedback_seeds(&self) -> usize {
         self.feedback
+    }
+
+    fn word_floor(&self, query: &str) -> Result<Option<(f32, f32)>> {
+        Ok(floor::word_standing(self.embedder, query))
     }
 
     /// Measured over the index's own vectors (the rows in Milvus are

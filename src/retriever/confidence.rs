@@ -29,6 +29,9 @@ pub enum Confidence {
     Matched {
         /// The noise floor its best score reached, for a list with one.
         floor: Option<f32>,
+        /// For a list with a word floor: the fewest pieces per character
+        /// among the query's words, and the floor they stay under.
+        words: Option<(f32, f32)>,
     },
     /// It returned no chunk.
     NoHits,
@@ -39,6 +42,15 @@ pub enum Confidence {
         word: String,
         /// The word the list holds.
         held: String,
+    },
+    /// Its model splits every query word into more pieces per character
+    /// than the most word-like random string (the static model's word
+    /// floor, [`crate::lists::dense::floor`]): the query is noise to it.
+    UnknownWords {
+        /// The fewest pieces per character among the query's words.
+        pieces: f32,
+        /// The word floor.
+        floor: f32,
     },
     /// Its best score, before feedback moved the query, stays below its
     /// noise floor.
@@ -57,12 +69,24 @@ impl Confidence {
         matches!(self, Self::Matched { .. } | Self::NearMiss { .. })
     }
 
+    /// The fewest word pieces per character among the query's words and
+    /// the list's word floor, when judging read them.
+    pub fn words(&self) -> Option<(f32, f32)> {
+        match self {
+            Self::Matched { words, .. } => *words,
+            Self::UnknownWords { pieces, floor } => Some((*pieces, *floor)),
+            _ => None,
+        }
+    }
+
     /// The list's noise floor, when judging it measured one.
     pub fn floor(&self) -> Option<f32> {
         match self {
-            Self::Matched { floor } => *floor,
+            Self::Matched { floor, .. } => *floor,
             Self::BelowFloor { floor, .. } => Some(*floor),
-            Self::NotJudged | Self::NoHits | Self::NearMiss { .. } => None,
+            Self::NotJudged | Self::NoHits | Self::NearMiss { .. } | Self::UnknownWords { .. } => {
+                None
+            }
         }
     }
 }
@@ -93,10 +117,17 @@ impl Retriever {
                         Some((word, held)) => Confidence::NearMiss { word, held },
                         None => Confidence::NoHits,
                     },
-                    Some(best) => match list.index.noise_floor()? {
-                        Some(floor) if best < floor => Confidence::BelowFloor { best, floor },
-                        floor => Confidence::Matched { floor },
-                    },
+                    Some(best) => {
+                        match (list.index.noise_floor()?, list.index.word_floor(query)?) {
+                            (Some(floor), _) if best < floor => {
+                                Confidence::BelowFloor { best, floor }
+                            }
+                            (_, Some((pieces, floor))) if pieces >= floor => {
+                                Confidence::UnknownWords { pieces, floor }
+                            }
+                            (floor, words) => Confidence::Matched { floor, words },
+                        }
+                    }
                 })
             })?;
             if slot.is_match() {
@@ -120,7 +151,10 @@ mod tests {
         };
         assert!(nothing_matched(&[NoHits, below.clone()]));
         assert!(nothing_matched(&[NoHits, NotJudged]));
-        let matched = Matched { floor: None };
+        let matched = Matched {
+            floor: None,
+            words: None,
+        };
         assert!(!nothing_matched(&[NoHits, matched.clone()]));
         assert!(!nothing_matched(&[matched, NotJudged]));
         let near = NearMiss {

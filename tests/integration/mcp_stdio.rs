@@ -471,13 +471,36 @@ fn per_file_folds_a_file_s_results_for_an_agent_too() {
         text.contains(" in this file; per_file 0 shows them]"),
         "{text}"
     );
-    let nonsense = session.call("search", json!({"query": "xyzzyplugh", "top_k": 1}));
-    let text = nonsense["content"][0]["text"].as_str().unwrap();
+    let by_meaning = session.call("search", json!({"query": "outage", "top_k": 1}));
+    let text = by_meaning["content"][0]["text"].as_str().unwrap();
     assert!(
         text.starts_with(
             "[no result holds a word of the query: these are ranked by meaning alone]\n\n1. "
         ),
         "{text}"
+    );
+    // Nothing matches: no results, and the text says why and what keeps them.
+    let nonsense = session.call("search", json!({"query": "xyzzyplugh", "top_k": 1}));
+    assert_eq!(
+        nonsense["structuredContent"]["results"],
+        json!([]),
+        "{nonsense}"
+    );
+    let text = nonsense["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("no results\n[nothing matches the query with confidence (")
+            && text.contains("keep_all: true shows the closest chunks anyway]"),
+        "{text}"
+    );
+    let kept = session.call(
+        "search",
+        json!({"query": "xyzzyplugh", "top_k": 1, "keep_all": true}),
+    );
+    assert_eq!(
+        kept["structuredContent"]["results"]
+            .as_array()
+            .map(Vec::len),
+        Some(1)
     );
     let bad = session.call("search", json!({"query": "drain a node", "per_file": -1}));
     assert_eq!(bad["isError"], true, "{bad}");

@@ -665,10 +665,11 @@ fn results_no_word_of_the_query_matched_are_said_to_be_ranked_by_meaning_alone()
         assert_eq!(output.status.code(), Some(0), "{output:?}");
         String::from_utf8(output.stdout).unwrap()
     };
-    let nonsense = human(&["search", "xyzzyplugh", "-k", "2", "--color", "never"]);
+    // "outage" is in no note, but the model knows the word.
+    let by_meaning = human(&["search", "outage", "-k", "2", "--color", "never"]);
     assert!(
-        nonsense.starts_with(&format!("{note}\n\n1. ")),
-        "{nonsense}"
+        by_meaning.starts_with(&format!("{note}\n\n1. ")),
+        "{by_meaning}"
     );
     // A filter that leaves no match counts too: the results hold no query word.
     let filtered = human(&[
@@ -682,16 +683,37 @@ fn results_no_word_of_the_query_matched_are_said_to_be_ranked_by_meaning_alone()
     assert!(filtered.starts_with(note), "{filtered}");
     // A query a chunk holds gets no note, and JSON keeps its shape.
     assert!(!human(&["search", "replication lag", "-k", "1"]).contains(note));
-    let json = corpus.search_json("xyzzyplugh", &["-k", "1"]);
+    let json = corpus.search_json("outage", &["-k", "1"]);
     assert!(!json.to_string().contains("meaning alone"), "{json}");
-    // The bundled static model has no noise floor (a random string can hold
-    // a word piece that lands nearer than real words the model splits), so
-    // its dense list's results stay: judged, matched, no floor measured.
+    // The bundled static model has no cosine floor (a random string can
+    // hold a word piece that lands nearer than real words the model
+    // splits); it has a word floor: the fewest pieces per character of
+    // random strings' words. A query none of whose words it knows better
+    // is noise: no results, exit 1, saying why.
+    let output = corpus
+        .memidx()
+        .args(["search", "xyzzyplugh"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert!(output.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("the dense list's model splits every query word into 0.50 or more pieces a character, as random strings do (from 0.40)"),
+        "{stderr}"
+    );
     let explained = corpus.json(&["explain", "xyzzyplugh", "-k", "1", "--json"]);
-    assert_eq!(explained["nothing_matched"], false);
-    assert_eq!(explained["lists"][0]["confident"], false);
-    assert_eq!(explained["lists"][1]["confident"], true);
-    assert_eq!(explained["lists"][1]["noise_floor"], Value::Null);
+    assert_eq!(explained["nothing_matched"], true);
+    let dense = &explained["lists"][1];
+    assert_eq!(
+        (dense["confident"].clone(), dense["noise_floor"].clone()),
+        (false.into(), Value::Null)
+    );
+    assert!(dense["word_pieces"].as_f64() >= dense["word_floor"].as_f64());
+    let explained = corpus.json(&["explain", "outage", "-k", "1", "--json"]);
+    let dense = &explained["lists"][1];
+    assert_eq!(dense["confident"], true);
+    assert!(dense["word_pieces"].as_f64() < dense["word_floor"].as_f64());
     // A misspelt word: the sparse list matches nothing but holds a word one
     // typing slip from it, and says so.
     let near_miss = || {

@@ -10,10 +10,14 @@
 //! every index). A query whose own best cosine, before feedback moves it,
 //! stays below the floor is no closer to any chunk than noise is.
 //!
-//! Static models have no floor: one averages the vectors of a word's
-//! pieces, so a random string that happens to hold a medical word piece
-//! lands closer to a medical corpus than real words the model splits
-//! (measured: docs/eval.md, *Knowing when nothing matches*).
+//! Static models have no cosine floor: one averages the vectors of a
+//! word's pieces, so a random string that happens to hold a medical word
+//! piece lands closer to a medical corpus than real words the model splits
+//! (measured: docs/eval.md, *Knowing when nothing matches*). What such a
+//! model says of a query is how well it knows its words: the **word
+//! floor** is the fewest word pieces per character among the same probes'
+//! words (how word-like random letters get under this model), and a query
+//! none of whose words the model splits into fewer is noise to it.
 
 use anyhow::Result;
 
@@ -71,6 +75,39 @@ pub fn noise_floor(
     Ok(floor)
 }
 
+/// The fewest word pieces per character among `text`'s words (split at
+/// anything but letters and digits) under `embedder`; `None` when it
+/// cannot count pieces or `text` has no word.
+pub fn pieces_per_char(embedder: &dyn Embedder, text: &str) -> Option<f32> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .map(|word| {
+            let pieces = embedder.word_pieces(word)?;
+            Some(pieces as f32 / word.chars().count() as f32)
+        })
+        .try_fold(None, |least: Option<f32>, ratio| {
+            let ratio = ratio?;
+            Some(Some(least.map_or(ratio, |l| l.min(ratio))))
+        })?
+}
+
+/// The word floor of a static model (see the module doc): the fewest word
+/// pieces per character among the probes' words; `None` for a model that
+/// cannot count pieces (transformers have a noise floor instead).
+pub fn word_floor(embedder: &dyn Embedder) -> Option<f32> {
+    if embedder.kind() != ModelKind::Static {
+        return None;
+    }
+    pieces_per_char(embedder, &probes().join(" "))
+}
+
+/// The fewest word pieces per character among `query`'s words and the
+/// model's word floor, for a model that has one ([`word_floor`]).
+pub fn word_standing(embedder: &dyn Embedder, query: &str) -> Option<(f32, f32)> {
+    let floor = word_floor(embedder)?;
+    Some((pieces_per_char(embedder, query)?, floor))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,5 +127,17 @@ mod tests {
                 assert!(word.bytes().all(|b| b.is_ascii_lowercase()), "{probe}");
             }
         }
+    }
+
+    #[test]
+    fn the_bundled_model_knows_words_better_than_random_letters() {
+        let model = crate::embed::static_model::StaticEmbedder::bundled();
+        let floor = word_floor(model).unwrap();
+        let pieces = |text| pieces_per_char(model, text).unwrap();
+        assert!(pieces("mesquite") < floor && pieces("outage") < floor);
+        assert!(pieces("xyzzyplugh") >= floor && pieces("qwxkjv blorptz") >= floor);
+        // The best-known word counts.
+        assert_eq!(pieces("xyzzyplugh, outage"), pieces("outage"));
+        assert_eq!(pieces_per_char(model, "!?"), None);
     }
 }

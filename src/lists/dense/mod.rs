@@ -355,6 +355,10 @@ impl List for DenseList {
         })
     }
 
+    fn word_floor(&self, query: &str) -> Result<Option<(f32, f32)>> {
+        Ok(floor::word_standing(self.embedder, query))
+    }
+
     /// Moves the query toward the seeds that resemble it at all (a vector,
     /// and a positive cosine), then ranks by it; with no such seed the
     /// query stays as it is.
