@@ -56,8 +56,11 @@ def heading_queries(corpus, count, seed):
 
 def dense_window(binary, index, query, window, exact, extra=()):
     """The dense window (chunk id, score), from `memidx search --json`."""
+    # --keep-all: the window is measured whether or not the query means
+    # anything to the index.
     command = [binary, "search", query, "--index", index, "--mode", "dense",
-               "-k", str(window), "--window", str(window), "--json", "--per-file", "0"]
+               "-k", str(window), "--window", str(window), "--json", "--per-file", "0",
+               "--keep-all"]
     command += ["--exact"] if exact else []
     command += list(extra)
     run = subprocess.run(command, capture_output=True, text=True)

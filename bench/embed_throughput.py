@@ -50,7 +50,7 @@ def memidx_chunks(binary, corpus):
     """The texts memidx embedded for `corpus`, read back from its index."""
     out = subprocess.run(
         [binary, "search", "x", "--index", str(corpus), "--mode", "dense", "-k", "10000", "--json",
-         "--per-file", "0"],
+         "--per-file", "0", "--keep-all"],
         check=True,
         capture_output=True,
         text=True,
