@@ -14,8 +14,9 @@ pub mod status;
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail, ensure};
 
+use crate::embed::Embedder;
 use crate::error::IndexError;
 use crate::fusion::{FusionDefaults, FusionSource};
 use crate::lists::graph::{GraphList, QueryOptions, no_graph};
@@ -284,6 +285,37 @@ pub fn save_fusion_defaults(dir: &Path, fusion: FusionDefaults, graph_weight: f6
         graph.weight = graph_weight;
     }
     manifest.write(dir)
+}
+
+/// The embedder that built the index described by `manifest` (for its
+/// queries, and for `status --verify`'s count of chunks it read in part),
+/// or an error saying how to rebuild when it is not available or has
+/// changed.
+pub fn built_embedder(manifest: &Manifest) -> Result<&'static dyn Embedder> {
+    let built_with = &manifest.embedder;
+    let rebuild = |dir: &str| match dir {
+        "" => "memidx index --full DIR".to_string(),
+        dir => format!("memidx index --full --model {dir} DIR"),
+    };
+    let dir = manifest.model_dir.as_deref();
+    let embedder = crate::embed::load(dir.map(Path::new)).context(
+        "cannot load the model the index was built with; index again with its new folder \
+         ('memidx index --model MODEL_DIR DIR') or with the bundled model \
+         ('memidx index --bundled-model DIR')",
+    )?;
+    ensure!(
+        built_with == embedder.info(),
+        "the index was embedded with '{}' ({}), but {} is now '{}' ({}); rebuild it with '{}'",
+        built_with.id,
+        built_with.fingerprint,
+        dir.map_or("this memidx's bundled model".to_string(), |d| format!(
+            "the model in {d}"
+        )),
+        embedder.info().id,
+        embedder.info().fingerprint,
+        rebuild(dir.unwrap_or_default())
+    );
+    Ok(embedder)
 }
 
 #[cfg(test)]

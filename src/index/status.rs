@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use anyhow::{Result, ensure};
+use anyhow::Result;
 use serde::Serialize;
 
 use super::Index;
@@ -89,14 +89,7 @@ impl EmbeddingStatus {
     /// (it loads the model, and tokenizes every chunk: a `--verify` cost);
     /// an error when that model cannot be loaded or has changed.
     pub fn of(index: &Index) -> Result<Self> {
-        let manifest = index.manifest();
-        let embedder = crate::embed::load(manifest.model_dir.as_deref().map(Path::new))?;
-        ensure!(
-            embedder.info() == &manifest.embedder,
-            "the model that embedded the index ('{}', {}) has changed",
-            manifest.embedder.id,
-            manifest.embedder.fingerprint
-        );
+        let embedder = super::built_embedder(index.manifest())?;
         let generation = index.generation();
         let chunks_cut = match embedder.kind() {
             ModelKind::Static => None,

@@ -23,7 +23,6 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, ensure};
 
-use crate::embed::Embedder;
 use crate::fusion::Fusion;
 use crate::index::Index;
 use crate::index::manifest::Manifest;
@@ -87,7 +86,7 @@ impl Retriever {
             });
         }
         if selection.dense {
-            let embedder = query_embedder(manifest)?;
+            let embedder = crate::index::built_embedder(manifest)?;
             let feedback = selection.dense_feedback.unwrap_or(defaults.dense_feedback);
             let options = DenseOptions {
                 feedback,
@@ -234,33 +233,4 @@ impl Retriever {
             .map(|l| (l.index.kind(), l.weight))
             .collect()
     }
-}
-
-/// The embedder for queries: the one that built the index, or an error
-/// saying how to rebuild when it is not available or has changed.
-fn query_embedder(manifest: &Manifest) -> Result<&'static dyn Embedder> {
-    let built_with = &manifest.embedder;
-    let rebuild = |dir: &str| match dir {
-        "" => "memidx index --full DIR".to_string(),
-        dir => format!("memidx index --full --model {dir} DIR"),
-    };
-    let dir = manifest.model_dir.as_deref();
-    let embedder = crate::embed::load(dir.map(Path::new)).context(
-        "cannot load the model the index was built with; index again with its new folder \
-         ('memidx index --model MODEL_DIR DIR') or with the bundled model \
-         ('memidx index --bundled-model DIR')",
-    )?;
-    ensure!(
-        built_with == embedder.info(),
-        "the index was embedded with '{}' ({}), but {} is now '{}' ({}); rebuild it with '{}'",
-        built_with.id,
-        built_with.fingerprint,
-        dir.map_or("this memidx's bundled model".to_string(), |d| format!(
-            "the model in {d}"
-        )),
-        embedder.info().id,
-        embedder.info().fingerprint,
-        rebuild(dir.unwrap_or_default())
-    );
-    Ok(embedder)
 }
