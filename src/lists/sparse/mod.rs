@@ -614,7 +614,7 @@ impl SparseList {
         let Some(near) = NearMiss::of(term) else {
             return Ok(None);
         };
-        if self.live_doc_freq(term)? > 0 {
+        if self.doc_freqs(term)?.1 > 0 {
             return Ok(Some(term.to_string()));
         }
         let mut best: Option<(usize, String)> = None;
@@ -638,7 +638,7 @@ impl SparseList {
                 {
                     continue;
                 }
-                if self.live_doc_freq(candidate)? > 0 {
+                if self.doc_freqs(candidate)?.1 > 0 {
                     best = Some((distance, candidate.to_string()));
                     if distance == 1 {
                         break;
@@ -649,15 +649,18 @@ impl SparseList {
         Ok(best.map(|(_, term)| term))
     }
 
-    /// How many live chunks hold `text` (dead ones' postings uncounted).
-    fn live_doc_freq(&self, text: &str) -> Result<u32> {
+    /// The postings of the term `text` (dead chunks' included) and how
+    /// many live chunks hold it: what BM25's idf counts, so that every score
+    /// equals a fresh index's.
+    fn doc_freqs(&self, text: &str) -> Result<(u64, u32)> {
         let term = Term::from_field_text(self.body, text);
-        let mut live = 0;
+        let (mut postings, mut live) = (0, 0);
         for segment in &self.segments {
             let all = segment.inverted.doc_freq(&term)?;
+            postings += u64::from(all);
             live += all - self.dead_postings(segment, &term, all)?;
         }
-        Ok(live)
+        Ok((postings, live))
     }
 }
 
@@ -812,13 +815,8 @@ impl SparseList {
         let mut total = 0;
         let mut terms = Vec::with_capacity(counts.len());
         for (text, count) in counts {
-            let term = Term::from_field_text(self.body, &text);
-            let mut df = 0u32;
-            for segment in &self.segments {
-                let all = segment.inverted.doc_freq(&term)?;
-                total += u64::from(all);
-                df += all - self.dead_postings(segment, &term, all)?;
-            }
+            let (postings, df) = self.doc_freqs(&text)?;
+            total += postings;
             let df = df as f32;
             let idf = (1.0 + (docs - df + 0.5) / (df + 0.5)).ln();
             terms.push((text, idf * count as f32));
