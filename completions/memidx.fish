@@ -86,7 +86,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand search" -l recency-weight 
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l window -d 'Candidates taken from each list before fusion [default: the index\'s, else max(200, 2 × top-k)]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l dense-feedback -d 'Move the dense list\'s query toward its N best chunks before ranking (pseudo-relevance feedback); 0 turns it off [default: the index\'s, 3]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l dense-rescore -d 'Rows the dense list\'s sign codes choose for exact rescoring: more finds more of what an exact scan would, at more cost [default: max(20 × window, 9 × √chunks)]' -r
-complete -c memidx -n "__fish_memidx_using_subcommand search" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l index -d 'An index: a .memidx folder or the folder holding it, named NAME in chunk ids when given as NAME=PATH [default: its folder\'s name]; repeat to search several as one [default: MEMIDX_INDEX, several separated like PATH; else the nearest .memidx in the current folder or its parents]' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l color -d 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
 always\t'Always'
 never\t'Never'"
@@ -97,14 +97,16 @@ complete -c memidx -n "__fish_memidx_using_subcommand search" -l keep-all -d 'Sh
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l here -d 'Only chunks from files in the current folder and below'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l recent -d 'Favour newer chunks: fuse the recency list in at its measured weight (--recency-weight sets another)'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l exact -d 'Rank the dense list by scanning every vector, even in an index with an approximate dense index (exact recall, slower on large indexes)'
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l skip-missing -d 'With several indexes, skip one that does not exist (naming it on stderr) instead of failing'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand get" -l max-chars -d 'Cut the text to at most N characters, at a word boundary' -r
-complete -c memidx -n "__fish_memidx_using_subcommand get" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
+complete -c memidx -n "__fish_memidx_using_subcommand get" -l index -d 'An index: a .memidx folder or the folder holding it, named NAME in chunk ids when given as NAME=PATH [default: its folder\'s name]; repeat to search several as one [default: MEMIDX_INDEX, several separated like PATH; else the nearest .memidx in the current folder or its parents]' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand get" -l color -d 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
 always\t'Always'
 never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand get" -l json -d 'Print one JSON document instead of text'
+complete -c memidx -n "__fish_memidx_using_subcommand get" -l skip-missing -d 'With several indexes, skip one that does not exist (naming it on stderr) instead of failing'
 complete -c memidx -n "__fish_memidx_using_subcommand get" -s h -l help -d 'Print help'
 complete -c memidx -n "__fish_memidx_using_subcommand get" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -s k -l top-k -d 'Number of results to explain [default: 10; at most 10000]' -r
@@ -130,7 +132,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand explain" -l recency-weight
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l window -d 'Candidates taken from each list before fusion [default: the index\'s, else max(200, 2 × top-k)]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l dense-feedback -d 'Move the dense list\'s query toward its N best chunks before ranking (pseudo-relevance feedback); 0 turns it off [default: the index\'s, 3]' -r
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l dense-rescore -d 'Rows the dense list\'s sign codes choose for exact rescoring: more finds more of what an exact scan would, at more cost [default: max(20 × window, 9 × √chunks)]' -r
-complete -c memidx -n "__fish_memidx_using_subcommand explain" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
+complete -c memidx -n "__fish_memidx_using_subcommand explain" -l index -d 'An index: a .memidx folder or the folder holding it, named NAME in chunk ids when given as NAME=PATH [default: its folder\'s name]; repeat to search several as one [default: MEMIDX_INDEX, several separated like PATH; else the nearest .memidx in the current folder or its parents]' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l color -d 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
 always\t'Always'
 never\t'Never'"
@@ -138,16 +140,18 @@ complete -c memidx -n "__fish_memidx_using_subcommand explain" -l json -d 'Print
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l here -d 'Only chunks from files in the current folder and below'
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l recent -d 'Favour newer chunks: fuse the recency list in at its measured weight (--recency-weight sets another)'
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l exact -d 'Rank the dense list by scanning every vector, even in an index with an approximate dense index (exact recall, slower on large indexes)'
+complete -c memidx -n "__fish_memidx_using_subcommand explain" -l skip-missing -d 'With several indexes, skip one that does not exist (naming it on stderr) instead of failing'
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand mcp" -l http -d 'Serve MCP\'s Streamable HTTP transport at http://ADDR/mcp instead of stdio, for many clients at once (e.g. 127.0.0.1:8765; port 0 picks a free one). An address off loopback needs --token-file' -r
 complete -c memidx -n "__fish_memidx_using_subcommand mcp" -l token-file -d 'With --http: require `Authorization: Bearer TOKEN`, the token being this file\'s content (at least 16 characters, no spaces)' -r -F
-complete -c memidx -n "__fish_memidx_using_subcommand mcp" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F
+complete -c memidx -n "__fish_memidx_using_subcommand mcp" -l index -d 'An index: a .memidx folder or the folder holding it, named NAME in chunk ids when given as NAME=PATH [default: its folder\'s name]; repeat to search several as one [default: MEMIDX_INDEX, several separated like PATH; else the nearest .memidx in the current folder or its parents]' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand mcp" -l color -d 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is not set'
 always\t'Always'
 never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand mcp" -l read-only -d 'Offer no tool that writes (no `reindex`, no `remember`)'
 complete -c memidx -n "__fish_memidx_using_subcommand mcp" -l watch -d 'Keep the index fresh while serving: re-index incrementally whenever the indexed files change (summary lines on stderr), holding the writer lock until the server ends'
+complete -c memidx -n "__fish_memidx_using_subcommand mcp" -l skip-missing -d 'With several indexes, skip one that does not exist (naming it on stderr) instead of failing'
 complete -c memidx -n "__fish_memidx_using_subcommand mcp" -s h -l help -d 'Print help'
 complete -c memidx -n "__fish_memidx_using_subcommand mcp" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand status" -l index -d 'The index: a .memidx folder or the folder holding it [default: the nearest .memidx in the current folder or its parents]' -r -F

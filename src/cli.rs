@@ -259,9 +259,9 @@ pub struct GetArgs {
     /// Cut the text to at most N characters, at a word boundary.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_chars: Option<u64>,
-    /// Where the index is.
+    /// Where the indexes are.
     #[command(flatten)]
-    pub location: IndexLocation,
+    pub location: IndexesLocation,
 }
 
 /// Arguments of `memidx explain`.
@@ -324,9 +324,9 @@ pub struct RetrievalArgs {
     /// Fusion settings.
     #[command(flatten)]
     pub fusion: FusionArgs,
-    /// Where the index is.
+    /// Where the indexes are.
     #[command(flatten)]
-    pub location: IndexLocation,
+    pub location: IndexesLocation,
 }
 
 /// Fusion settings that override the index's defaults.
@@ -383,6 +383,22 @@ pub struct IndexLocation {
     pub index: Option<PathBuf>,
 }
 
+/// Where to find the indexes a search reads, one or several.
+#[derive(Debug, Args)]
+pub struct IndexesLocation {
+    /// An index: a .memidx folder or the folder holding it, named NAME in
+    /// chunk ids when given as NAME=PATH [default: its folder's name];
+    /// repeat to search several as one [default: MEMIDX_INDEX, several
+    /// separated like PATH; else the nearest .memidx in the current folder
+    /// or its parents].
+    #[arg(long, value_name = "[NAME=]PATH")]
+    pub index: Vec<PathBuf>,
+    /// With several indexes, skip one that does not exist (naming it on
+    /// stderr) instead of failing.
+    #[arg(long)]
+    pub skip_missing: bool,
+}
+
 /// Arguments of `memidx mcp`.
 #[cfg(feature = "mcp")]
 #[derive(Debug, Args)]
@@ -404,9 +420,9 @@ pub struct McpArgs {
     /// this file's content (at least 16 characters, no spaces).
     #[arg(long, value_name = "FILE", requires = "http")]
     pub token_file: Option<PathBuf>,
-    /// Where the index is (fixed for the whole session).
+    /// Where the indexes are (fixed for the whole session).
     #[command(flatten)]
-    pub location: IndexLocation,
+    pub location: IndexesLocation,
 }
 
 /// Arguments of `memidx status`.

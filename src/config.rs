@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, anyhow, bail, ensure};
 
 use crate::cli::{
-    EvalArgs, ExplainArgs, IndexArgs, IndexLocation, Mode, RetrievalArgs, SearchArgs,
+    EvalArgs, ExplainArgs, IndexArgs, IndexLocation, IndexesLocation, Mode, RetrievalArgs,
+    SearchArgs,
 };
 use memidx::corpus::walk::WalkOptions;
 use memidx::filter::{Filter, TimeFilter};
@@ -43,8 +44,8 @@ pub enum OutputFormat {
 /// Everything `memidx search` needs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SearchConfig {
-    /// The `.memidx` folder to search.
-    pub index_dir: PathBuf,
+    /// The indexes to search.
+    pub indexes: Indexes,
     /// The caller's query id, echoed in JSON output.
     pub query_id: Option<String>,
     /// The query text.
@@ -55,8 +56,6 @@ pub struct SearchConfig {
     pub params: SearchParams,
     /// Output format.
     pub format: OutputFormat,
-    /// Restrict to files under this folder (for `--here`; absolute).
-    pub here: Option<PathBuf>,
     /// How much of the results' text to print.
     pub budget: TextBudget,
     /// The Milvus collection to run the lists on (`--backend`), if any.
@@ -174,6 +173,7 @@ impl SearchConfig {
                 .or(request.as_ref().and_then(|r| r.per_file))
                 .unwrap_or(DEFAULT_PER_FILE),
             keep_all: request.as_ref().and_then(|r| r.keep_all).unwrap_or(false),
+            here: retrieval.here.then(|| cwd.to_path_buf()),
         };
         let format = if json || request.is_some() {
             OutputFormat::Json
@@ -181,7 +181,7 @@ impl SearchConfig {
             OutputFormat::Human
         };
         Ok(Self {
-            index_dir: resolve_index_dir(&retrieval.location, cwd)?,
+            indexes: resolve_indexes(&retrieval.location, cwd)?,
             query_id: request.and_then(|r| r.query_id),
             query,
             lists: with_weights(
@@ -195,7 +195,6 @@ impl SearchConfig {
             )?,
             params,
             format,
-            here: retrieval.here.then(|| cwd.to_path_buf()),
             budget: TextBudget {
                 max_chars: max_chars.map(check_max_chars).transpose()?,
                 no_text: false,
@@ -393,30 +392,117 @@ const INDEX_ENV: &str = "MEMIDX_INDEX";
 /// or the folder holding one), else the nearest `.memidx` in `cwd` or its
 /// parents, as git finds `.git`.
 pub fn resolve_index_dir(args: &IndexLocation, cwd: &Path) -> Result<PathBuf> {
-    if let Some(index) = &args.index {
-        let path = cwd.join(index);
-        let nested = path.join(INDEX_DIR_NAME);
-        if path.join(MANIFEST_FILE).is_file()
-            || path.file_name().is_some_and(|n| n == INDEX_DIR_NAME)
-        {
-            return Ok(path);
+    match &args.index {
+        Some(index) => {
+            // clap fills --index from the environment too: say so, since a
+            // variable set long ago is easy to forget.
+            let from_env = std::env::var_os(INDEX_ENV).is_some_and(|v| Path::new(&v) == index);
+            index_dir_at(index, cwd, from_env)
         }
-        if nested.is_dir() {
-            return Ok(nested);
-        }
-        // clap fills --index from the environment too: say so, since a
-        // variable set long ago is easy to forget.
-        let from_env = std::env::var_os(INDEX_ENV).is_some_and(|v| Path::new(&v) == index);
-        bail!(
-            "no index at {}{}; run 'memidx index DIR' first",
-            path.display(),
-            if from_env {
-                format!(" (from {INDEX_ENV}; unset it to search the nearest .memidx)")
-            } else {
-                String::new()
-            }
-        );
+        None => nearest_index_dir(cwd),
     }
+}
+
+/// The indexes a search reads ([`resolve_indexes`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Indexes {
+    /// Each index's name, when given, and `.memidx` folder, in order, each
+    /// folder once.
+    pub named: Vec<(Option<String>, PathBuf)>,
+    /// Under `--skip-missing`, why each index that does not exist was
+    /// skipped.
+    pub skipped: Vec<String>,
+}
+
+/// Finds the indexes a search reads: each `--index [NAME=]PATH`, else
+/// those `MEMIDX_INDEX` lists (separated the platform's way, like `PATH`),
+/// else the nearest `.memidx` in `cwd` or its parents. The same folder
+/// given twice is read once, under its first name. An index that does not
+/// exist is an error naming it, or under `--skip-missing` (with several)
+/// is skipped and named in [`Indexes::skipped`].
+pub fn resolve_indexes(args: &IndexesLocation, cwd: &Path) -> Result<Indexes> {
+    let (given, from_env): (Vec<PathBuf>, bool) =
+        match (&args.index[..], std::env::var_os(INDEX_ENV)) {
+            ([], Some(var)) if !var.is_empty() => (std::env::split_paths(&var).collect(), true),
+            ([], _) => {
+                return Ok(Indexes {
+                    named: vec![(None, nearest_index_dir(cwd)?)],
+                    skipped: Vec::new(),
+                });
+            }
+            (given, _) => (given.to_vec(), false),
+        };
+    let mut indexes = Indexes {
+        named: Vec::new(),
+        skipped: Vec::new(),
+    };
+    let mut seen = Vec::new();
+    for entry in &given {
+        let (name, path) = split_name(entry, cwd);
+        let dir = match index_dir_at(&path, cwd, from_env) {
+            Ok(dir) => dir,
+            Err(err) if args.skip_missing && given.len() > 1 => {
+                indexes
+                    .skipped
+                    .push(format!("skipped {}: {err}", entry.display()));
+                continue;
+            }
+            Err(err) => return Err(err),
+        };
+        let canonical = std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
+        if !seen.contains(&canonical) {
+            seen.push(canonical);
+            indexes.named.push((name, dir));
+        }
+    }
+    ensure!(
+        !indexes.named.is_empty(),
+        "no index to search: {}",
+        indexes.skipped.join("; ")
+    );
+    Ok(indexes)
+}
+
+/// An `--index` value as its name, when it gives one (`NAME=PATH`, where
+/// NAME holds no path separator and the whole is no existing path), and
+/// its path.
+fn split_name(entry: &Path, cwd: &Path) -> (Option<String>, PathBuf) {
+    let text = entry.to_string_lossy();
+    match text.split_once('=') {
+        Some((name, path))
+            if !name.is_empty() && !name.contains(['/', '\\']) && !cwd.join(entry).exists() =>
+        {
+            (Some(name.to_string()), PathBuf::from(path))
+        }
+        _ => (None, entry.to_path_buf()),
+    }
+}
+
+/// The `.memidx` folder `index` names (the folder itself, or the folder
+/// holding one), or an error saying there is none (and that the path came
+/// from `MEMIDX_INDEX`, when it did).
+fn index_dir_at(index: &Path, cwd: &Path, from_env: bool) -> Result<PathBuf> {
+    let path = cwd.join(index);
+    let nested = path.join(INDEX_DIR_NAME);
+    if path.join(MANIFEST_FILE).is_file() || path.file_name().is_some_and(|n| n == INDEX_DIR_NAME) {
+        return Ok(path);
+    }
+    if nested.is_dir() {
+        return Ok(nested);
+    }
+    bail!(
+        "no index at {}{}; run 'memidx index DIR' first",
+        path.display(),
+        if from_env {
+            format!(" (from {INDEX_ENV}; unset it to search the nearest .memidx)")
+        } else {
+            String::new()
+        }
+    );
+}
+
+/// The nearest `.memidx` in `cwd` or its parents.
+fn nearest_index_dir(cwd: &Path) -> Result<PathBuf> {
     cwd.ancestors()
         .map(|dir| dir.join(INDEX_DIR_NAME))
         .find(|candidate| candidate.is_dir())
@@ -534,7 +620,7 @@ mod tests {
         );
         assert_eq!(c.lists, ListSelection::default());
         assert_eq!(c.format, OutputFormat::Human);
-        assert!(c.index_dir.ends_with(INDEX_DIR_NAME));
+        assert!(c.indexes.named[0].1.ends_with(INDEX_DIR_NAME));
         let c = search_config(
             &["memidx", "search", "pool", "-k", "40", "--window", "7"],
             "",
@@ -636,14 +722,16 @@ mod tests {
             panic!()
         };
         assert_eq!(
-            resolve_index_dir(&args.retrieval.location, &sub).unwrap(),
-            dir.path().join(INDEX_DIR_NAME)
+            resolve_indexes(&args.retrieval.location, &sub)
+                .unwrap()
+                .named,
+            [(None, dir.path().join(INDEX_DIR_NAME))]
         );
         let cli = Cli::try_parse_from(["memidx", "search", "x", "--index", "a"]).unwrap();
         let Command::Search(args) = cli.command else {
             panic!()
         };
-        let err = resolve_index_dir(&args.retrieval.location, dir.path())
+        let err = resolve_indexes(&args.retrieval.location, dir.path())
             .unwrap_err()
             .to_string();
         assert!(err.contains("no index at"), "{err}");

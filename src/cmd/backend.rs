@@ -18,9 +18,13 @@ use memidx::retriever::Retriever;
 /// unmapping the index's files one by one, while rayon's threads live,
 /// interrupts them for each (bench/README.md).
 pub fn open(config: &SearchConfig) -> Result<ManuallyDrop<Retriever>> {
-    let retriever = match &config.backend {
-        None => Retriever::open(&config.index_dir, &config.lists),
-        Some(uri) => remote(&config.index_dir, config, uri),
+    let named = &config.indexes.named;
+    let retriever = match (&config.backend, &named[..]) {
+        (None, named) => Retriever::open_several(named, &config.lists),
+        (Some(uri), [(_, index_dir)]) => remote(index_dir, config, uri),
+        (Some(_), _) => Err(anyhow::anyhow!(
+            "--backend searches one index; give one --index"
+        )),
     }?;
     Ok(ManuallyDrop::new(retriever))
 }

@@ -9,11 +9,12 @@ use super::Status;
 use crate::config::{ExplainConfig, OutputFormat};
 use memidx::index::get;
 use memidx::output::explain::ExplainReport;
+use memidx::output::here::Here;
 use memidx::output::{human, json};
 use memidx::retriever::{Retriever, SearchParams};
 
 /// Explains the search in `config` and prints the breakdown.
-pub fn run(config: &ExplainConfig, out: &mut dyn Write) -> Result<Status> {
+pub fn run(config: &ExplainConfig, out: &mut dyn Write, err: &mut dyn Write) -> Result<Status> {
     let search = &config.search;
     let started = Instant::now();
     let retriever = super::backend::open(search)?;
@@ -26,8 +27,14 @@ pub fn run(config: &ExplainConfig, out: &mut dyn Write) -> Result<Status> {
         open_time,
         "chunk ids look like 'notes/db.md#3' (see search --json)",
     )?;
+    super::print_notices(err, &search.indexes.skipped, &report.notices)?;
     match search.format {
-        OutputFormat::Human => human::print_explain(out, &report, &super::here(retriever.root()))?,
+        OutputFormat::Human => {
+            let here = retriever
+                .single_root()
+                .map_or_else(Here::default, super::here);
+            human::print_explain(out, &report, &here)?
+        }
         OutputFormat::Json | OutputFormat::JsonLines => json::print(out, &report)?,
     }
     Ok(if report.results.is_empty() {
@@ -51,9 +58,11 @@ pub(super) fn report(
 ) -> Result<ExplainReport> {
     let focus = match focus {
         Some(id) => {
-            let generation = retriever.generation();
-            let ord = generation.find(id);
-            Some(ord.ok_or_else(|| get::chunk_not_found(generation, id, hint))?)
+            let indexes = retriever.indexes();
+            let (member, local_id) = indexes.split_shown(id)?;
+            let generation = indexes.members()[member].index().generation();
+            let ord = indexes.find(id);
+            Some(ord.ok_or_else(|| get::chunk_not_found(generation, local_id, hint))?)
         }
         None => None,
     };

@@ -1,13 +1,14 @@
 //! `memidx get`: a chunk by id, or lines of an indexed file.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use anyhow::Result;
 
 use super::Status;
+use crate::config::Indexes;
 use memidx::index::Index;
 use memidx::index::get::{self, NotFound, Target};
+use memidx::index::set::IndexSet;
 use memidx::output::get::GetResponse;
 use memidx::output::here::Here;
 use memidx::output::{human, json, one_line};
@@ -15,8 +16,8 @@ use memidx::output::{human, json, one_line};
 /// Everything `memidx get` needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GetRequest {
-    /// The `.memidx` folder.
-    pub index_dir: PathBuf,
+    /// The indexes to read.
+    pub indexes: Indexes,
     /// What to fetch, as typed (`ID`, `PATH`, `PATH:FROM`, `PATH:FROM-`,
     /// `PATH:FROM-TO`).
     pub target: String,
@@ -47,17 +48,30 @@ fn from_here(target: &Target, here: &Here) -> Option<Target> {
 /// Fetches and prints; an id or path the index does not hold is reported
 /// on `err` and ends with [`Status::NoResults`] (exit 1).
 pub fn run(request: &GetRequest, out: &mut dyn Write, err: &mut dyn Write) -> Result<Status> {
-    let target = Target::parse(&request.target)?;
-    let index = Index::open(&request.index_dir)?;
-    let here = super::here(index.root());
-    // A path typed in a subfolder names a file there; failing that, it is
-    // read as the index names files (from the root), as search --json and
-    // chunk ids give them.
-    let typed_here = from_here(&target, &here);
-    let found = match typed_here.map(|t| get::fetch(&index, &t)) {
-        Some(Err(e)) if e.downcast_ref::<NotFound>().is_some() => get::fetch(&index, &target),
-        Some(found) => found,
-        None => get::fetch(&index, &target),
+    super::print_notices(err, &request.indexes.skipped, &[])?;
+    let opened = (request.indexes.named.iter())
+        .map(|(name, dir)| Ok((name.clone(), Index::open(dir)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let indexes = IndexSet::new(opened)?;
+    let (found, here) = match indexes.shows_names() {
+        true => (get::fetch_shown(&indexes, &request.target), Here::default()),
+        false => {
+            let index = indexes.first();
+            let target = Target::parse(&request.target)?;
+            let here = super::here(index.root());
+            // A path typed in a subfolder names a file there; failing that,
+            // it is read as the index names files (from the root), as search
+            // --json and chunk ids give them.
+            let typed_here = from_here(&target, &here);
+            let found = match typed_here.map(|t| get::fetch(index, &t)) {
+                Some(Err(e)) if e.downcast_ref::<NotFound>().is_some() => {
+                    get::fetch(index, &target)
+                }
+                Some(found) => found,
+                None => get::fetch(index, &target),
+            };
+            (found, here)
+        }
     };
     let fetched = match found {
         Ok(fetched) => fetched,

@@ -70,7 +70,7 @@ pub fn run(cli: Cli) -> Result<Status> {
                 token_file: args.token_file,
             });
             return mcp::run(
-                &config::resolve_index_dir(&args.location, &cwd)?,
+                &config::resolve_indexes(&args.location, &cwd)?,
                 args.read_only,
                 args.watch,
                 http.as_ref(),
@@ -102,12 +102,16 @@ pub fn run(cli: Cli) -> Result<Status> {
         Command::Explain(args) => {
             embed::set_residency(Residency::Mapped);
             let cwd = std::env::current_dir().context("cannot read the current folder")?;
-            explain::run(&ExplainConfig::from_args(&args, &cwd)?, &mut out)
+            explain::run(
+                &ExplainConfig::from_args(&args, &cwd)?,
+                &mut out,
+                &mut Stderr,
+            )
         }
         Command::Get(args) => {
             let cwd = std::env::current_dir().context("cannot read the current folder")?;
             let request = get::GetRequest {
-                index_dir: config::resolve_index_dir(&args.location, &cwd)?,
+                indexes: config::resolve_indexes(&args.location, &cwd)?,
                 target: args.target,
                 max_chars: args
                     .max_chars
@@ -152,6 +156,15 @@ pub fn run(cli: Cli) -> Result<Status> {
     }?;
     out.flush()?;
     Ok(status)
+}
+
+/// Prints on `err` the indexes `--skip-missing` skipped and what a search
+/// over several indexes left out, one line each.
+fn print_notices(err: &mut dyn Write, skipped: &[String], notices: &[String]) -> Result<()> {
+    for line in skipped.iter().chain(notices) {
+        writeln!(err, "memidx: {}", memidx::output::one_line(line))?;
+    }
+    Ok(())
 }
 
 /// Where this process stands under the indexed `root`, for the paths a

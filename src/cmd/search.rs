@@ -2,10 +2,11 @@
 
 use std::io::Write;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::Status;
 use crate::config::{OutputFormat, SearchConfig};
+use memidx::output::here::Here;
 use memidx::output::{SearchResponse, human, json, nothing_matched_note};
 
 /// Searches per `config`, prints the response to `out` and notices (files
@@ -17,37 +18,36 @@ pub fn run(
     width: Option<usize>,
 ) -> Result<Status> {
     let retriever = super::backend::open(config)?;
-    let mut params = config.params.clone();
-    if let Some(cwd) = &config.here {
-        let folder = retriever
-            .folder_of(cwd)
-            .context("--here: the current folder is not inside the indexed folder")?;
-        params.filter = params.filter.within_folder(&folder);
-    }
-    let outcome = retriever.search(&config.query, &params)?;
+    let params = &config.params;
+    let outcome = retriever.search(&config.query, params)?;
     let decoded = retriever.decode_outcome(&config.query, &outcome)?;
     let response =
         SearchResponse::build(config.query_id.clone(), &outcome, &decoded)?.within(config.budget);
     match config.format {
         OutputFormat::Human => {
             let dates_decide = !params.filter.time().is_empty() || config.lists.recency;
-            let here = super::here(retriever.root());
+            let here = retriever
+                .single_root()
+                .map_or_else(Here::default, super::here);
             human::print_search(out, &response, &config.query, width, dates_decide, &here)?
         }
         OutputFormat::Json => json::print(out, &response)?,
         OutputFormat::JsonLines => json::print_lines(out, &response.results)?,
     }
     human::print_stale_notice(err, &decoded.stale_files(outcome.shown_chunks()))?;
+    super::print_notices(err, &config.indexes.skipped, &outcome.notices)?;
     if let Some(note) = nothing_matched_note(&outcome, "--keep-all") {
         writeln!(err, "memidx: {note}")?;
     }
     // No results from an index of nothing is not an answer about the query.
-    if retriever.generation().is_empty() {
-        writeln!(
-            err,
-            "memidx: the index holds no chunks ({} had no markdown when indexed)",
-            retriever.root().display()
-        )?;
+    for member in retriever.indexes().members() {
+        if member.is_empty() {
+            writeln!(
+                err,
+                "memidx: the index holds no chunks ({} had no markdown when indexed)",
+                member.index().root().display()
+            )?;
+        }
     }
     Ok(if response.results.is_empty() {
         Status::NoResults

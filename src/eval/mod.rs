@@ -318,18 +318,20 @@ fn rank_all(
     rankings
 }
 
-/// The document id of every chunk, by ordinal.
+/// The document id of every chunk, by ordinal (over every searched index,
+/// in order).
 fn chunk_doc_ids(retriever: &Retriever) -> Result<Vec<String>> {
-    let generation = retriever.generation();
-    let files: Vec<String> = generation
-        .files()?
-        .iter()
-        .map(|f| doc_id(&f.path))
-        .collect();
-    Ok(generation
-        .chunk_files()?
-        .map(|f| files[f as usize].clone())
-        .collect())
+    let mut ids = Vec::with_capacity(retriever.indexes().len());
+    for member in retriever.indexes().members() {
+        let generation = member.index().generation();
+        let files: Vec<String> = generation
+            .files()?
+            .iter()
+            .map(|f| doc_id(&f.path))
+            .collect();
+        ids.extend(generation.chunk_files()?.map(|f| files[f as usize].clone()));
+    }
+    Ok(ids)
 }
 
 /// What a document run is built for: the queries, each chunk's document,

@@ -23,6 +23,7 @@ use std::path::{Component, Path, PathBuf};
 use anyhow::{Result, bail};
 
 use super::Index;
+use super::set::IndexSet;
 use crate::store::generation::{ChunkView, FileEntry, Generation};
 
 /// What to fetch, as `memidx get` and the MCP `get` tool name it.
@@ -204,6 +205,27 @@ pub fn fetch(index: &Index, target: &Target) -> Result<Fetched> {
         }
         Target::File { path, lines } => read_lines(index, path, *lines),
     }
+}
+
+/// Fetches what `typed` names (a chunk id, or a path with lines, as
+/// [`Target::parse`] reads them) from `indexes`: with several, it starts
+/// with an index's name and `:` (`notes:db.md#3`), and the file is named
+/// so in what is fetched; an unknown name is [`NotFound`].
+pub fn fetch_shown(indexes: &IndexSet, typed: &str) -> Result<Fetched> {
+    let (member, rest) = (indexes.split_shown(typed)).map_err(|err| NotFound(err.to_string()))?;
+    fetch_from(indexes, member, &Target::parse(rest)?)
+}
+
+/// Fetches `target` from the index `member` of `indexes` ([`fetch`]), its
+/// file named as the set shows it ([`IndexSet::shown_path`]).
+pub fn fetch_from(indexes: &IndexSet, member: usize, target: &Target) -> Result<Fetched> {
+    let mut fetched = fetch(indexes.members()[member].index(), target)?;
+    let file = match &mut fetched {
+        Fetched::Chunk { view, .. } => &mut view.file,
+        Fetched::Lines { file, .. } => file,
+    };
+    file.path = indexes.shown_path(member, &file.path);
+    Ok(fetched)
 }
 
 /// True when `file` under `root` still has the size and modification time

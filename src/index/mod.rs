@@ -10,6 +10,7 @@
 
 pub mod get;
 pub mod manifest;
+pub mod set;
 pub mod status;
 
 use std::path::{Path, PathBuf};

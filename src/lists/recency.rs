@@ -27,20 +27,25 @@ pub const RECENT_WEIGHT: f64 = 0.1;
 /// Seconds in a day.
 const DAY: f64 = 86_400.0;
 
-/// The recency list over one generation.
+/// The recency list over one generation, or several searched as one.
 pub struct RecencyList {
     /// Per chunk ordinal, its file's date in seconds since the epoch.
     dates: Vec<i64>,
 }
 
 impl RecencyList {
-    /// The list over `generation`'s chunks.
-    pub fn open(generation: &Generation) -> Result<Self> {
-        let file_dates = generation.file_dates()?;
-        let dates = generation
-            .chunk_files()?
-            .map(|file| file_dates.get(file as usize).copied().unwrap_or(i64::MIN))
-            .collect();
+    /// The list over the chunks of `generations`, each one's ordinals
+    /// following the last one's.
+    pub fn open(generations: &[&Generation]) -> Result<Self> {
+        let mut dates = Vec::new();
+        for generation in generations {
+            let file_dates = generation.file_dates()?;
+            dates.extend(
+                generation
+                    .chunk_files()?
+                    .map(|file| file_dates.get(file as usize).copied().unwrap_or(i64::MIN)),
+            );
+        }
         Ok(Self { dates })
     }
 }

@@ -33,6 +33,10 @@ pub struct ExplainReport {
     /// `memidx search` returns no results for it unless asked to keep
     /// them; explain still shows the candidates.
     pub nothing_matched: bool,
+    /// What a search over several indexes left out, one sentence each;
+    /// absent for one index (see [`crate::output::SearchResponse::notices`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notices: Vec<String>,
     /// Per list: weight, counts, timings.
     pub lists: Vec<ListSummary>,
     /// Time spent opening the index (manifest, memory maps, lists and
@@ -257,6 +261,7 @@ impl ExplainReport {
             rrf_k: outcome.fusion.rrf_k,
             window: explanation.window,
             nothing_matched: outcome.nothing_matched(),
+            notices: outcome.notices.clone(),
             filter: filter
                 .conditions()
                 .iter()

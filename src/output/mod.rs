@@ -137,6 +137,11 @@ pub struct SearchResponse {
     pub truncated: bool,
     /// Results left out by the budget (after the last one kept).
     pub omitted: usize,
+    /// What a search over several indexes left out, one sentence each (an
+    /// index embedded with another model is not in the dense list, say);
+    /// absent for one index.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notices: Vec<String>,
     /// The sparse list ran and matched no chunk the search allows, so the
     /// results are ranked by meaning alone: printers say so, since a
     /// dense list always ranks something (not in the JSON shape).
@@ -265,6 +270,7 @@ impl SearchResponse {
             results,
             truncated: false,
             omitted: 0,
+            notices: outcome.notices.clone(),
             nothing_matched: None,
         })
     }

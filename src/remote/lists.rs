@@ -415,7 +415,11 @@ impl List for DenseOnMilvus {
         let started = Instant::now();
         let vector = self.embedder.embed(&[query.to_string()])?;
         let seeds = &seeds[..seeds.len().min(self.feedback)];
-        let (vector, used) = moved_query(&vector, seeds, &self.vectors, &self.has_vector)?;
+        let row_of = |chunk| {
+            let has_vector = self.has_vector.get(chunk)? == Some(true);
+            Ok(has_vector.then_some((&self.vectors, chunk)))
+        };
+        let (vector, used) = moved_query(&vector, seeds, row_of)?;
         let mut list = self.rank(&vector, window, allow, started)?;
         list.feedback_chunks = used;
         Ok(list)

@@ -111,7 +111,7 @@ impl Retriever {
             if !list.index.reads_query() || list.weight <= 0.0 {
                 continue;
             }
-            *slot = guard::catch(list.index.kind().name(), self.generation().dir(), || {
+            *slot = guard::catch(list.index.kind().name(), &self.damage_site(), || {
                 Ok(match ranking.query_best() {
                     None => match list.index.near_miss(query)? {
                         Some((word, held)) => Confidence::NearMiss { word, held },

@@ -82,22 +82,32 @@ impl Retriever {
     ///
     /// The chunks decode on rayon's pool: each one decompresses a whole
     /// text block, the most of a one-shot search's work after its lists.
+    ///
+    /// With several indexes, a chunk's file is named `name:path`
+    /// ([`crate::index::set::IndexSet::shown_path`]), so its id and source say which index
+    /// holds it.
     pub fn decode(&self, chunks: impl IntoIterator<Item = ChunkOrd>) -> Result<Decoded> {
-        let generation = self.generation();
+        let indexes = &self.indexes;
         let mut ords: Vec<ChunkOrd> = chunks.into_iter().collect();
         ords.sort_unstable();
         ords.dedup();
         let views = ords
             .into_par_iter()
-            .map(|ord| Ok((ord, generation.chunk(ord)?)))
+            .map(|ord| {
+                let (member, local) = indexes.locate(ord)?;
+                let generation = indexes.members()[member].index().generation();
+                Ok((ord, member, generation.chunk(local)?))
+            })
             .collect::<Result<Vec<_>>>()?;
         let mut decoded = Decoded::default();
-        let mut file_changed: BTreeMap<u32, (bool, bool)> = BTreeMap::new();
-        for (ord, view) in views {
+        let mut file_changed: BTreeMap<(usize, u32), (bool, bool)> = BTreeMap::new();
+        for (ord, member, mut view) in views {
             let file = view.record.file;
-            let (changed, deleted) = *file_changed
-                .entry(file)
-                .or_insert_with(|| changed_on_disk(self.root(), &view.file));
+            let (changed, deleted) = *file_changed.entry((member, file)).or_insert_with(|| {
+                let root = indexes.members()[member].index().root();
+                changed_on_disk(root, &view.file)
+            });
+            view.file.path = indexes.shown_path(member, &view.file.path);
             decoded.chunks.insert(
                 ord,
                 DecodedChunk {

@@ -110,7 +110,7 @@ impl Retriever {
         let first_pass = self.first_pass(params);
         let window = first_pass.window;
         let windowed = self.run_lists(query, window, first_pass, &allow)?;
-        let complete = self.run_lists(query, self.generation().len(), first_pass, &allow)?;
+        let complete = self.run_lists(query, self.indexes.len(), first_pass, &allow)?;
         let mut outcome = self.fuse(query, windowed, params, filter_time)?;
         let folded = self.fold(&outcome.results, params)?;
         let targets: Vec<(Option<usize>, Fused)> = match focus {
@@ -194,7 +194,7 @@ impl Retriever {
         if let Some(reason) = complete.reasons.get(position) {
             return Ok(Some(reason.clone()));
         }
-        let text = self.generation().chunk(chunk)?.searchable_text();
+        let text = self.indexes.chunk(chunk)?.searchable_text();
         Ok(list.match_reason(query, &text))
     }
 
@@ -211,7 +211,7 @@ impl Retriever {
         filter: &Filter,
     ) -> Result<Absence> {
         if !allow.allows(chunk) {
-            let file = &self.generation().chunk(chunk)?.file;
+            let file = &self.indexes.chunk(chunk)?.file;
             return Ok(Absence::Filtered {
                 condition: filter.failing_condition(file).unwrap_or_default(),
             });

@@ -40,7 +40,7 @@ pub fn fold(
     fused: &[Fused],
     top_k: usize,
     per_file: usize,
-    file_of: impl Fn(ChunkOrd) -> Result<u32>,
+    file_of: impl Fn(ChunkOrd) -> Result<u64>,
 ) -> Result<Folded> {
     if per_file == 0 {
         let shown: Vec<usize> = (0..fused.len().min(top_k)).collect();
@@ -52,7 +52,7 @@ pub fn fold(
     }
     // Per file: results shown, the position (in `shown`) of its last one,
     // and candidates folded away.
-    let mut files: HashMap<u32, (usize, usize, usize)> = HashMap::new();
+    let mut files: HashMap<u64, (usize, usize, usize)> = HashMap::new();
     let mut shown = Vec::with_capacity(top_k.min(fused.len()));
     for (position, candidate) in fused.iter().enumerate() {
         if shown.len() == top_k {
@@ -94,7 +94,10 @@ mod tests {
     }
 
     fn folded(files: &[u32], top_k: usize, per_file: usize) -> Folded {
-        fold(&ranking(files), top_k, per_file, Ok).unwrap()
+        fold(&ranking(files), top_k, per_file, |chunk| {
+            Ok(u64::from(chunk))
+        })
+        .unwrap()
     }
 
     #[test]

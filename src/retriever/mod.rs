@@ -8,6 +8,7 @@ mod explain;
 mod fold;
 mod params;
 mod search;
+mod several;
 
 pub use backend::{Backend, Local, local_sparse};
 
@@ -18,14 +19,15 @@ pub use fold::{DEFAULT_PER_FILE, Folded, fold};
 pub use params::{GraphUse, ListSelection, MIN_DEFAULT_WINDOW, SearchParams, default_window};
 pub use search::{FirstPass, ListRun, MAX_QUERY_BYTES, SearchOutcome, check_query};
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{Context, Result, ensure};
+use anyhow::{Result, ensure};
 
 use crate::fusion::Fusion;
 use crate::index::Index;
 use crate::index::manifest::Manifest;
+use crate::index::set::IndexSet;
 use crate::lists::dense::DenseOptions;
 use crate::lists::graph::{self, GraphList, QueryOptions, no_graph};
 use crate::lists::recency::{RECENT_WEIGHT, RecencyList};
@@ -40,13 +42,15 @@ pub struct WeightedList {
     pub weight: f64,
 }
 
-/// An opened index and the lists a search runs over it.
+/// The opened indexes (one, or several searched as one) and the lists a
+/// search runs over them.
 pub struct Retriever {
-    index: Index,
+    indexes: IndexSet,
     lists: Vec<WeightedList>,
     dense_feedback: Option<usize>,
     weights_given: bool,
     backend: Arc<dyn Backend>,
+    notices: Vec<String>,
 }
 
 impl Retriever {
@@ -69,36 +73,50 @@ impl Retriever {
         })
     }
 
+    /// Opens the indexes `named` (each a `.memidx` folder, with the name
+    /// its chunk ids carry, `None` for its folder's name) as one: every
+    /// list ranks across all of them ([`several`]). One index opens as
+    /// [`Retriever::open`] does, unnamed.
+    pub fn open_several(
+        named: &[(Option<String>, PathBuf)],
+        selection: &ListSelection,
+    ) -> Result<Self> {
+        match named {
+            [(_, dir)] => Self::open(dir, selection),
+            _ => several::open(named, selection, IndexSet::new),
+        }
+    }
+
+    /// Opens the indexes `named` as [`Retriever::open_several`] does, chunk
+    /// ids carrying the names even for one index: what a server of several
+    /// indexes answers a call searching some of them with.
+    pub fn open_named(
+        named: &[(Option<String>, PathBuf)],
+        selection: &ListSelection,
+    ) -> Result<Self> {
+        several::open(named, selection, IndexSet::named)
+    }
+
     fn open_lists(
         index: Index,
         selection: &ListSelection,
         backend: Arc<dyn Backend>,
     ) -> Result<Self> {
         let manifest = index.manifest();
-        let defaults = manifest.fusion;
         let mut lists = Vec::new();
-        let mut dense_feedback = None;
         if selection.sparse {
-            let weight = selection.sparse_weight.unwrap_or(defaults.sparse_weight);
             lists.push(WeightedList {
                 index: backend.sparse(&index)?,
-                weight,
+                weight: sparse_weight(selection, manifest),
             });
         }
         if selection.dense {
             let embedder = crate::index::built_embedder(manifest)?;
-            let feedback = selection.dense_feedback.unwrap_or(defaults.dense_feedback);
-            let options = DenseOptions {
-                feedback,
-                exact: selection.dense_exact,
-                rescore: selection.dense_rescore,
-            };
+            let options = dense_options(selection, manifest);
             let dense = backend.dense(&index, embedder, options)?;
-            dense_feedback = Some(feedback);
-            let weight = selection.dense_weight.unwrap_or(defaults.dense_weight);
             lists.push(WeightedList {
                 index: dense,
-                weight,
+                weight: dense_weight(selection, manifest),
             });
         }
         let graph = match backend.graph_refusal() {
@@ -109,19 +127,7 @@ impl Retriever {
             Some(_) => GraphUse::Off,
         };
         let generation = index.generation();
-        let graph_weight = match (graph, &manifest.graph) {
-            (GraphUse::Off, _) | (GraphUse::Default | GraphUse::Available, None) => None,
-            (GraphUse::Default, Some(graph)) => {
-                Some(selection.graph_weight.unwrap_or(graph.weight)).filter(|&w| w > 0.0)
-            }
-            (GraphUse::Available | GraphUse::Required, Some(graph)) => Some(
-                selection
-                    .graph_weight
-                    .unwrap_or_else(|| graph::named_weight(graph.weight)),
-            ),
-            (GraphUse::Required, None) => return Err(no_graph(&manifest.root)),
-        };
-        if let Some(weight) = graph_weight {
+        if let Some(weight) = graph_weight(graph, selection, manifest)? {
             let graph =
                 GraphList::open(generation.dir(), generation.len(), QueryOptions::default())?;
             lists.push(WeightedList {
@@ -130,11 +136,26 @@ impl Retriever {
             });
         }
         if selection.recency {
-            lists.push(WeightedList {
-                index: Box::new(RecencyList::open(generation)?),
-                weight: selection.recency_weight.unwrap_or(RECENT_WEIGHT),
-            });
+            lists.push(recency(&[generation], selection)?);
         }
+        Self::assemble(
+            IndexSet::single(index),
+            lists,
+            selection,
+            backend,
+            Vec::new(),
+        )
+    }
+
+    /// A retriever over `indexes` running `lists`, checked: at least one
+    /// list, and one of positive weight.
+    fn assemble(
+        indexes: IndexSet,
+        lists: Vec<WeightedList>,
+        selection: &ListSelection,
+        backend: Arc<dyn Backend>,
+        notices: Vec<String>,
+    ) -> Result<Self> {
         ensure!(
             !lists.is_empty(),
             "no list selected; choose hybrid, or a combination of sparse, dense, graph and recency"
@@ -143,12 +164,16 @@ impl Retriever {
             lists.iter().any(|l| l.weight > 0.0),
             "every selected list has weight 0; give at least one a positive weight"
         );
+        let dense_feedback = (lists.iter())
+            .find(|l| l.index.kind() == ListKind::Dense)
+            .map(|l| l.index.feedback_seeds());
         Ok(Self {
-            index,
+            indexes,
             lists,
             dense_feedback,
             weights_given: selection.weights_given(),
             backend,
+            notices,
         })
     }
 
@@ -158,40 +183,36 @@ impl Retriever {
         self.backend.name()
     }
 
-    /// The opened index.
-    pub fn index(&self) -> &Index {
-        &self.index
+    /// The opened indexes.
+    pub fn indexes(&self) -> &IndexSet {
+        &self.indexes
     }
 
-    /// The manifest of the opened index.
+    /// The manifest of the (first) opened index: the model, settings and
+    /// defaults a search uses.
     pub fn manifest(&self) -> &Manifest {
-        self.index.manifest()
+        self.indexes.first().manifest()
     }
 
-    /// The opened generation (chunk table and texts).
-    pub fn generation(&self) -> &Generation {
-        self.index.generation()
+    /// The indexed root folder (as recorded when indexing) when one index
+    /// is searched; `None` with several.
+    pub fn single_root(&self) -> Option<&Path> {
+        (!self.indexes.shows_names()).then(|| self.indexes.first().root())
     }
 
-    /// The indexed root folder (as recorded when indexing).
-    pub fn root(&self) -> &Path {
-        self.index.root()
+    /// What a search over several indexes leaves out, one sentence each
+    /// (an index whose model differs is not in the dense list, say); empty
+    /// for one index.
+    pub fn notices(&self) -> &[String] {
+        &self.notices
     }
 
-    /// The folder `dir` relative to the indexed root (`/`-separated, empty
-    /// for the root itself), for a filter to files under it; an error when
-    /// `dir` is not inside the root.
-    pub fn folder_of(&self, dir: &Path) -> Result<String> {
-        let root = std::fs::canonicalize(self.root()).unwrap_or_else(|_| self.root().to_path_buf());
-        let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-        let folder = dir
-            .strip_prefix(&root)
-            .with_context(|| format!("{} is not inside {}", dir.display(), root.display()))?;
-        let parts: Vec<String> = folder
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect();
-        Ok(parts.join("/"))
+    /// Where a list that fails while reading its files (a panic, caught at
+    /// the list boundary) names the damage: the generation's folder. A list
+    /// over several indexes cannot tell whose files failed, and names the
+    /// first's; `status --verify` on each tells which.
+    fn damage_site(&self) -> PathBuf {
+        self.indexes.first().generation().dir().to_path_buf()
     }
 
     /// The window a search with `params` uses.
@@ -233,4 +254,57 @@ impl Retriever {
             .map(|l| (l.index.kind(), l.weight))
             .collect()
     }
+}
+
+/// The sparse list's weight: the search's, else the index's default.
+fn sparse_weight(selection: &ListSelection, manifest: &Manifest) -> f64 {
+    selection
+        .sparse_weight
+        .unwrap_or(manifest.fusion.sparse_weight)
+}
+
+/// The dense list's weight: the search's, else the index's default.
+fn dense_weight(selection: &ListSelection, manifest: &Manifest) -> f64 {
+    selection
+        .dense_weight
+        .unwrap_or(manifest.fusion.dense_weight)
+}
+
+/// How the dense list searches: the search's feedback, else the index's.
+fn dense_options(selection: &ListSelection, manifest: &Manifest) -> DenseOptions {
+    DenseOptions {
+        feedback: (selection.dense_feedback).unwrap_or(manifest.fusion.dense_feedback),
+        exact: selection.dense_exact,
+        rescore: selection.dense_rescore,
+    }
+}
+
+/// The graph list's weight when `graph` runs it over the index `manifest`
+/// describes (`None`: it does not run); an error when it was asked for by
+/// name and the index has no graph.
+fn graph_weight(
+    graph: GraphUse,
+    selection: &ListSelection,
+    manifest: &Manifest,
+) -> Result<Option<f64>> {
+    Ok(match (graph, &manifest.graph) {
+        (GraphUse::Off, _) | (GraphUse::Default | GraphUse::Available, None) => None,
+        (GraphUse::Default, Some(graph)) => {
+            Some(selection.graph_weight.unwrap_or(graph.weight)).filter(|&w| w > 0.0)
+        }
+        (GraphUse::Available | GraphUse::Required, Some(graph)) => Some(
+            selection
+                .graph_weight
+                .unwrap_or_else(|| graph::named_weight(graph.weight)),
+        ),
+        (GraphUse::Required, None) => return Err(no_graph(&manifest.root)),
+    })
+}
+
+/// The recency list over `generations`, weighted.
+fn recency(generations: &[&Generation], selection: &ListSelection) -> Result<WeightedList> {
+    Ok(WeightedList {
+        index: Box::new(RecencyList::open(generations)?),
+        weight: selection.recency_weight.unwrap_or(RECENT_WEIGHT),
+    })
 }

@@ -1,5 +1,7 @@
 //! How a search is asked for: its parameters and which lists it runs.
 
+use std::path::PathBuf;
+
 use crate::filter::Filter;
 use crate::fusion::FusionMethod;
 
@@ -36,6 +38,10 @@ pub struct SearchParams {
     /// Keep the results when no list matches the query with confidence
     /// (see [`super::confidence`]); by default they are dropped.
     pub keep_all: bool,
+    /// Only files in this folder (absolute) and below (`--here`): in each
+    /// index, those under it; an index whose folder lies apart from it
+    /// gives none.
+    pub here: Option<PathBuf>,
 }
 
 /// Whether a search runs the graph list.

@@ -12,11 +12,14 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, bail};
+use std::path::Path;
+
+use anyhow::{Result, bail, ensure};
 use rayon::prelude::*;
 
 use super::confidence::{Confidence, nothing_matched};
 use super::{Folded, Retriever, SearchParams, WeightedList, fold};
+use crate::filter::Filter;
 use crate::fusion::{self, Fused, Fusion, Ranking};
 use crate::lists::{AllowSet, RankedList, guard};
 use crate::store::generation::ChunkOrd;
@@ -52,6 +55,9 @@ pub struct SearchOutcome {
     /// Whether the fused candidates were dropped because no list matched
     /// the query with confidence (see [`super::confidence`]).
     pub dropped: bool,
+    /// What a search over several indexes left out, one sentence each
+    /// ([`Retriever::notices`]); empty for one index.
+    pub notices: Vec<String>,
     /// Time spent evaluating filters.
     pub filter_time: Duration,
     /// Time spent fusing.
@@ -103,9 +109,14 @@ impl Retriever {
     /// Which of the fused `results` a search with `params` shows: the best
     /// `top_k`, at most `per_file` of one file (see [`super::fold`]).
     pub(super) fn fold(&self, results: &[Fused], params: &SearchParams) -> Result<Folded> {
-        let generation = self.generation();
+        let indexes = &self.indexes;
         fold(results, params.top_k, params.per_file, |chunk| {
-            generation.file_of_chunk(chunk)
+            let (member, local) = indexes.locate(chunk)?;
+            let file = indexes.members()[member]
+                .index()
+                .generation()
+                .file_of_chunk(local)?;
+            Ok(((member as u64) << 32) | u64::from(file))
         })
     }
 
@@ -118,9 +129,61 @@ impl Retriever {
     ) -> Result<(AllowSet, Duration)> {
         check_query(query)?;
         let started = Instant::now();
-        let allow = params.filter.evaluate(self.generation())?;
-        self.backend.restrict(&params.filter);
+        let filters = self.member_filters(params)?;
+        let mut parts = Vec::with_capacity(filters.len());
+        for (member, filter) in self.indexes.members().iter().zip(&filters) {
+            let allow = match filter {
+                Some(filter) => filter.evaluate(member.index().generation())?,
+                None => AllowSet::Only(Vec::new().into()),
+            };
+            parts.push((allow, member.len()));
+        }
+        let allow = match parts.len() {
+            1 => parts.remove(0).0,
+            _ => AllowSet::concat(&parts),
+        };
+        if let Some(Some(filter)) = filters.first() {
+            self.backend.restrict(filter);
+        }
         Ok((allow, started.elapsed()))
+    }
+
+    /// Each index's filter: the search's, restricted under `--here` to the
+    /// files at or below the folder it names (`None`: an index none of
+    /// whose files lie there); an error when that is so of every index.
+    fn member_filters(&self, params: &SearchParams) -> Result<Vec<Option<Filter>>> {
+        let Some(here) = &params.here else {
+            return Ok(vec![
+                Some(params.filter.clone());
+                self.indexes.members().len()
+            ]);
+        };
+        let canonical = |path: &Path| std::fs::canonicalize(path).unwrap_or(path.to_path_buf());
+        let here = canonical(here);
+        let filters: Vec<Option<Filter>> = (self.indexes.members().iter())
+            .map(|member| {
+                let root = canonical(member.index().root());
+                if let Ok(folder) = here.strip_prefix(&root) {
+                    let parts: Vec<String> = folder
+                        .components()
+                        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                        .collect();
+                    Some(params.filter.clone().within_folder(&parts.join("/")))
+                } else {
+                    root.starts_with(&here).then(|| params.filter.clone())
+                }
+            })
+            .collect();
+        ensure!(
+            filters.iter().any(Option::is_some),
+            "--here: the current folder is not inside the indexed folder{} ({})",
+            match self.indexes.several() {
+                true => "s",
+                false => "",
+            },
+            here.display()
+        );
+        Ok(filters)
     }
 
     /// Judges the lists' rankings for `query` (in list order) and fuses
@@ -167,6 +230,7 @@ impl Retriever {
             lists,
             fusion,
             dropped: false,
+            notices: self.notices.clone(),
             filter_time,
             fuse_time,
         })
@@ -220,7 +284,7 @@ impl Retriever {
         allow: &AllowSet,
     ) -> Result<Vec<RankedList>> {
         let catch = |l: &WeightedList, run: &dyn Fn() -> Result<RankedList>| {
-            guard::catch(l.index.kind().name(), self.generation().dir(), run)
+            guard::catch(l.index.kind().name(), &self.damage_site(), run)
         };
         let search = |l: &&WeightedList| catch(l, &|| l.index.search(query, depth, allow));
         let mut ranked: Vec<RankedList> = match lists {

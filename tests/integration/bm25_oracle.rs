@@ -35,7 +35,7 @@ fn sparse_ranking_agrees_with_the_bm25_crate() {
         ..ListSelection::default()
     };
     let retriever = Retriever::open(&corpus.path().join(".memidx"), &sparse_only).unwrap();
-    let generation = retriever.generation();
+    let generation = retriever.indexes().first().generation();
     let docs: Vec<String> = (0..generation.len() as u32)
         .map(|ord| {
             let chunk = generation.chunk(ord).unwrap();
@@ -71,6 +71,7 @@ fn sparse_ranking_agrees_with_the_bm25_crate() {
             fusion: None,
             filter: Filter::default(),
             per_file: 0,
+            here: None,
             keep_all: false,
         };
         let ours = retriever.search(query, &params).unwrap();

@@ -43,6 +43,9 @@ mod reuse;
 mod schema;
 mod schema_outputs;
 mod search;
+mod several;
+#[cfg(feature = "mcp")]
+mod several_mcp;
 mod status;
 mod terminal;
 mod time;

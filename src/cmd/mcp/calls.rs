@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
@@ -23,7 +23,7 @@ use anyhow::{Result, anyhow, bail};
 use clap::ValueEnum;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::note::note;
 use crate::cli::Mode;
@@ -32,6 +32,7 @@ use memidx::corpus::note::{DEFAULT_NOTES_DIR, Note};
 use memidx::filter::{Filter, TimeFilter};
 use memidx::fusion::{FusionMethod, check_rrf_k, check_window};
 use memidx::index::get::{self as fetch, LineRange, Target};
+use memidx::index::set::IndexSet;
 use memidx::index::status::StatusReport;
 use memidx::index::{Index, LiveStamp};
 use memidx::indexer::{self, DEFAULT_MAX_FILE_SIZE, IndexOptions, Writer};
@@ -47,91 +48,181 @@ use memidx::retriever::{DEFAULT_PER_FILE, ListSelection, Retriever, SearchParams
 /// tool result.
 pub const DEFAULT_MAX_CHARS: usize = 20_000;
 
-/// How many retrievers (one per list selection and weights) stay open.
+/// How many retrievers (one per list selection, weights and indexes) stay
+/// open.
 const RETRIEVERS_KEPT: usize = 4;
 
-/// What is open, and the `meta.json` it was opened from.
-#[derive(Default)]
+/// An index the server serves: its name, its `.memidx` folder and, under
+/// `--watch`, the writer lock held for it (`reindex` and `remember` run
+/// under it).
+#[derive(Clone)]
+pub struct Served {
+    /// The name its chunk ids carry when several indexes are served.
+    pub name: String,
+    /// The `.memidx` folder.
+    pub dir: PathBuf,
+    /// The lock a watcher holds.
+    pub writer: Option<Arc<Mutex<Writer>>>,
+}
+
+/// What is open, and the `meta.json` of each served index it was opened
+/// from.
 pub struct State {
-    stamp: Option<LiveStamp>,
-    index: Option<Index>,
-    retrievers: Vec<(ListSelection, Retriever)>,
-    /// The writer lock a watcher holds (`--watch`), for `reindex` to run under.
-    writer: Option<Arc<Mutex<Writer>>>,
+    served: Vec<Served>,
+    /// Per served index, the stamp of its live generation when last seen.
+    stamps: Vec<Option<LiveStamp>>,
+    /// Every served index, opened (for `get` and `status`).
+    set: Option<IndexSet>,
+    /// Retrievers by list selection and the served indexes they search.
+    retrievers: Vec<(ListSelection, Vec<usize>, Retriever)>,
 }
 
 impl State {
-    /// Nothing open yet; `reindex` and `remember` run under `writer` when
-    /// given (the lock a watcher holds).
-    pub fn new(writer: Option<Arc<Mutex<Writer>>>) -> Self {
+    /// Nothing open yet, serving `served` (at least one).
+    pub fn new(served: Vec<Served>) -> Self {
         Self {
-            writer,
-            ..Self::default()
+            stamps: vec![None; served.len()],
+            served,
+            set: None,
+            retrievers: Vec::new(),
         }
     }
 
-    /// Drops everything opened from an older `meta.json`.
-    pub fn refresh(&mut self, index_dir: &Path) {
-        let now = LiveStamp::of(index_dir);
-        if now != self.stamp {
-            if self.stamp.is_some() {
-                note("the index changed; reopening it");
+    /// Drops everything opened from an older `meta.json`, index by index:
+    /// a retriever that does not search a changed index is kept.
+    pub fn refresh(&mut self) {
+        for i in 0..self.served.len() {
+            let now = LiveStamp::of(&self.served[i].dir);
+            if now != self.stamps[i] {
+                if self.stamps[i].is_some() {
+                    match self.served.len() {
+                        1 => note("the index changed; reopening it"),
+                        _ => note(&format!(
+                            "the index {} changed; reopening it",
+                            self.served[i].name
+                        )),
+                    }
+                }
+                self.stamps[i] = now;
+                self.forget(i);
             }
-            self.stamp = now;
-            self.index = None;
-            self.retrievers.clear();
         }
     }
 
-    fn index(&mut self, index_dir: &Path) -> Result<&Index> {
-        if self.index.is_none() {
-            self.index = Some(Index::open(index_dir)?);
+    /// Drops what was opened from served index `member`: it changed, or is
+    /// about to.
+    fn forget(&mut self, member: usize) {
+        self.set = None;
+        self.retrievers
+            .retain(|(_, members, _)| !members.contains(&member));
+    }
+
+    /// Every served index, opened; with several, chunk ids and paths carry
+    /// their names.
+    fn set(&mut self) -> Result<&IndexSet> {
+        if self.set.is_none() {
+            let opened = (self.served.iter())
+                .map(|s| Ok((Some(s.name.clone()), Index::open(&s.dir)?)))
+                .collect::<Result<Vec<_>>>()?;
+            self.set = Some(IndexSet::new(opened)?);
         }
-        Ok(self.index.as_ref().expect("opened above"))
+        Ok(self.set.as_ref().expect("opened above"))
+    }
+
+    /// The served indexes `names` names, in serving order (all of them
+    /// when `None`); an error naming the served ones for an unknown name.
+    fn members(&self, names: Option<&[String]>) -> Result<Vec<usize>> {
+        let Some(names) = names else {
+            return Ok((0..self.served.len()).collect());
+        };
+        if names.is_empty() {
+            bail!("indexes is empty; name at least one of {}", self.names());
+        }
+        let mut members: Vec<usize> = names
+            .iter()
+            .map(|name| self.member(Some(name)))
+            .collect::<Result<_>>()?;
+        members.sort_unstable();
+        members.dedup();
+        Ok(members)
+    }
+
+    /// The served index named `name` (the first when `None`).
+    fn member(&self, name: Option<&str>) -> Result<usize> {
+        let Some(name) = name else {
+            return Ok(0);
+        };
+        (self.served.iter().position(|s| s.name == name)).ok_or_else(|| {
+            anyhow!(
+                "no index named '{name}'; this server serves {}",
+                self.names()
+            )
+        })
+    }
+
+    /// The served indexes' names, comma-separated.
+    fn names(&self) -> String {
+        let names: Vec<&str> = self.served.iter().map(|s| s.name.as_str()).collect();
+        names.join(", ")
     }
 
     /// Runs tool `name` on `arguments` against what is open, first
-    /// reopening it if `meta.json` changed: `None` for an unknown tool.
+    /// reopening what changed: `None` for an unknown tool.
     pub fn call(
         &mut self,
-        dir: &Path,
         read_only: bool,
         name: &str,
         arguments: Value,
     ) -> Option<Result<(Value, String)>> {
-        self.refresh(dir);
+        self.refresh();
         Some(match name {
-            "search" => parse(arguments).and_then(|a| search(self, dir, a)),
-            "get" => parse(arguments).and_then(|a| get(self, dir, a)),
-            "explain" => parse(arguments).and_then(|a| explain(self, dir, a)),
-            "status" => parse::<NoArgs>(arguments).and_then(|_| status(self, dir)),
+            "search" => parse(arguments).and_then(|a| search(self, a)),
+            "get" => parse(arguments).and_then(|a| get(self, a)),
+            "explain" => parse(arguments).and_then(|a| explain(self, a)),
+            "status" => parse::<NoArgs>(arguments).and_then(|_| status(self)),
             "reindex" if !read_only => {
-                let result = parse(arguments).and_then(|a| reindex(self, dir, a));
-                self.refresh(dir);
+                let result = parse(arguments).and_then(|a| reindex(self, a));
+                self.refresh();
                 result
             }
             "remember" if !read_only => {
-                let result = parse(arguments).and_then(|a| remember(self, dir, a));
-                self.refresh(dir);
+                let result = parse(arguments).and_then(|a| remember(self, a));
+                self.refresh();
                 result
             }
             _ => return None,
         })
     }
 
-    pub fn retriever(&mut self, index_dir: &Path, selection: &ListSelection) -> Result<&Retriever> {
-        let position = match self.retrievers.iter().position(|(s, _)| s == selection) {
+    /// The retriever of `selection` over the served indexes `members`,
+    /// opened unless one is kept.
+    pub fn retriever(
+        &mut self,
+        selection: &ListSelection,
+        members: &[usize],
+    ) -> Result<&Retriever> {
+        let kept = (self.retrievers.iter()).position(|(s, m, _)| s == selection && m == members);
+        let position = match kept {
             Some(position) => position,
             None => {
                 if self.retrievers.len() >= RETRIEVERS_KEPT {
                     self.retrievers.remove(0);
                 }
-                let retriever = Retriever::open(index_dir, selection)?;
-                self.retrievers.push((*selection, retriever));
+                let retriever = match &self.served[..] {
+                    [only] => Retriever::open(&only.dir, selection)?,
+                    served => {
+                        let named: Vec<(Option<String>, PathBuf)> = (members.iter())
+                            .map(|&m| (Some(served[m].name.clone()), served[m].dir.clone()))
+                            .collect();
+                        Retriever::open_named(&named, selection)?
+                    }
+                };
+                self.retrievers
+                    .push((*selection, members.to_vec(), retriever));
                 self.retrievers.len() - 1
             }
         };
-        Ok(&self.retrievers[position].1)
+        Ok(&self.retrievers[position].2)
     }
 }
 
@@ -194,6 +285,8 @@ struct QueryArgs {
     keep_all: Option<bool>,
     /// `explain` only.
     chunk_id: Option<String>,
+    /// The served indexes to search, by name (default: all).
+    indexes: Option<Vec<String>>,
 }
 
 impl QueryArgs {
@@ -239,12 +332,13 @@ impl QueryArgs {
             filter: Filter::from_pairs(pairs).within_time(time),
             per_file: self.per_file.unwrap_or(DEFAULT_PER_FILE),
             keep_all: self.keep_all.unwrap_or(false),
+            here: None,
         };
         Ok((selection, params))
     }
 }
 
-fn search(state: &mut State, dir: &Path, args: QueryArgs) -> Result<(Value, String)> {
+fn search(state: &mut State, args: QueryArgs) -> Result<(Value, String)> {
     if args.chunk_id.is_some() {
         bail!("search takes no chunk_id; use get for a chunk, explain for why it ranks");
     }
@@ -255,7 +349,8 @@ fn search(state: &mut State, dir: &Path, args: QueryArgs) -> Result<(Value, Stri
         )?),
         no_text: args.include_text == Some(false),
     };
-    let retriever = state.retriever(dir, &selection)?;
+    let members = state.members(args.indexes.as_deref())?;
+    let retriever = state.retriever(&selection, &members)?;
     let outcome = retriever.search(&args.query, &params)?;
     let decoded = retriever.decode_outcome(&args.query, &outcome)?;
     let mut response = SearchResponse::build(None, &outcome, &decoded)?.within(budget);
@@ -272,28 +367,46 @@ struct GetArgs {
     from: Option<u32>,
     to: Option<u32>,
     max_chars: Option<usize>,
+    indexes: Option<Vec<String>>,
 }
 
-fn get(state: &mut State, dir: &Path, args: GetArgs) -> Result<(Value, String)> {
-    let target = match (args.chunk_id, args.path) {
-        (Some(id), None) if args.from.is_none() && args.to.is_none() => Target::Chunk(id),
+fn get(state: &mut State, args: GetArgs) -> Result<(Value, String)> {
+    let typed = match (&args.chunk_id, &args.path) {
+        (Some(id), None) if args.from.is_none() && args.to.is_none() => id,
         (Some(_), None) => bail!("from and to go with a path, not a chunk_id"),
-        (None, Some(path)) => Target::File {
-            path,
+        (None, Some(path)) => path,
+        _ => bail!("give either chunk_id (from search) or path (an indexed file's source)"),
+    };
+    let max_chars = check_max_chars(args.max_chars.unwrap_or(DEFAULT_MAX_CHARS))?;
+    let members = state.members(args.indexes.as_deref())?;
+    let set = state.set()?;
+    // An id or path names its index (`notes:db.md#3`); one without a name
+    // is read from the one index `indexes` names, if it names one.
+    let (member, rest) = match (set.split_shown(typed), &members[..]) {
+        (Ok((member, rest)), _) if members.contains(&member) => (member, rest),
+        (_, [only]) if set.shows_names() => (*only, typed.as_str()),
+        (Ok((member, _)), _) => bail!(
+            "'{typed}' is in the index {}, which indexes leaves out",
+            set.names()[member]
+        ),
+        (Err(err), _) => return Err(fetch::NotFound(err.to_string()).into()),
+    };
+    let target = match args.chunk_id {
+        Some(_) => Target::Chunk(rest.to_string()),
+        None => Target::File {
+            path: rest.to_string(),
             lines: match (args.from, args.to) {
                 (None, None) => None,
                 (from, to) => Some(LineRange::new(from.unwrap_or(1), to)?),
             },
         },
-        _ => bail!("give either chunk_id (from search) or path (an indexed file's source)"),
     };
-    let max_chars = check_max_chars(args.max_chars.unwrap_or(DEFAULT_MAX_CHARS))?;
-    let fetched = fetch::fetch(state.index(dir)?, &target)?;
+    let fetched = fetch::fetch_from(set, member, &target)?;
     let response = GetResponse::build(fetched, Some(max_chars));
     Ok((serde_json::to_value(&response)?, compact::get(&response)))
 }
 
-fn explain(state: &mut State, dir: &Path, args: QueryArgs) -> Result<(Value, String)> {
+fn explain(state: &mut State, args: QueryArgs) -> Result<(Value, String)> {
     if args.max_chars.is_some() || args.include_text.is_some() {
         bail!("explain returns no text, so it takes no max_chars or include_text");
     }
@@ -302,7 +415,8 @@ fn explain(state: &mut State, dir: &Path, args: QueryArgs) -> Result<(Value, Str
     }
     let (selection, params) = args.settings()?;
     let started = Instant::now();
-    let retriever = state.retriever(dir, &selection)?;
+    let members = state.members(args.indexes.as_deref())?;
+    let retriever = state.retriever(&selection, &members)?;
     let open_time = started.elapsed();
     let report = crate::cmd::explain::report(
         retriever,
@@ -318,12 +432,26 @@ fn explain(state: &mut State, dir: &Path, args: QueryArgs) -> Result<(Value, Str
     ))
 }
 
-fn status(state: &mut State, dir: &Path) -> Result<(Value, String)> {
-    let report = StatusReport::of(state.index(dir)?, None, None)?;
-    Ok((
-        serde_json::to_value(&report)?,
-        plain(|out| human::print_status(out, &report))?,
-    ))
+/// The status of each served index: its report alone when it is the only
+/// one, else `{"indexes": [{"name", "status"}]}` (see
+/// [`super::tools::statuses_schema`]), the text one report after another.
+fn status(state: &mut State) -> Result<(Value, String)> {
+    let set = state.set()?;
+    let mut reports = Vec::new();
+    let mut text = String::new();
+    for member in set.members() {
+        let report = StatusReport::of(member.index(), None, None)?;
+        if set.shows_names() {
+            text.push_str(&format!("index {}\n", member.name()));
+        }
+        text.push_str(&plain(|out| human::print_status(out, &report))?);
+        reports.push(json!({"name": member.name(), "status": report}));
+    }
+    let structured = match set.shows_names() {
+        true => json!({ "indexes": reports }),
+        false => reports.remove(0)["status"].take(),
+    };
+    Ok((structured, text))
 }
 
 /// What a human printer writes, without its styles: a tool's text content.
@@ -341,9 +469,13 @@ struct RememberArgs {
     title: Option<String>,
     dir: Option<String>,
     meta: Option<BTreeMap<String, String>>,
+    /// The served index to write into, by name (default: the first).
+    into: Option<String>,
 }
 
-fn remember(state: &mut State, dir: &Path, args: RememberArgs) -> Result<(Value, String)> {
+fn remember(state: &mut State, args: RememberArgs) -> Result<(Value, String)> {
+    let member = state.member(args.into.as_deref())?;
+    let served = state.served[member].clone();
     let note = Note {
         text: args.text,
         title: args.title,
@@ -351,19 +483,24 @@ fn remember(state: &mut State, dir: &Path, args: RememberArgs) -> Result<(Value,
     };
     let folder = PathBuf::from(args.dir.as_deref().unwrap_or(DEFAULT_NOTES_DIR));
     // The index is about to change: nothing opened from it is kept.
-    state.index = None;
-    state.retrievers.clear();
-    let mut held = state
+    state.forget(member);
+    let mut held = served
         .writer
         .as_ref()
         .map(|w| w.lock().unwrap_or_else(PoisonError::into_inner));
-    let report = crate::cmd::remember::remember(
-        dir,
+    let mut report = crate::cmd::remember::remember(
+        &served.dir,
         &folder,
         &note,
         DEFAULT_MAX_FILE_SIZE,
         held.as_deref_mut(),
     )?;
+    // With several served, ids and paths name their index, as search's do.
+    if state.served.len() > 1 {
+        let named = |text: &str| format!("{}:{text}", served.name);
+        report.path = named(&report.path);
+        report.chunk_ids = report.chunk_ids.iter().map(|id| named(id)).collect();
+    }
     Ok((
         serde_json::to_value(&report)?,
         plain(|out| human::print_remembered(out, &report))?,
@@ -375,6 +512,8 @@ fn remember(state: &mut State, dir: &Path, args: RememberArgs) -> Result<(Value,
 #[serde(deny_unknown_fields)]
 struct ReindexArgs {
     full: Option<bool>,
+    /// The served index to update, by name (default: the first).
+    index: Option<String>,
 }
 
 /// What `reindex` returns.
@@ -391,16 +530,16 @@ struct ReindexReport {
     elapsed_ms: f64,
 }
 
-fn reindex(state: &mut State, dir: &Path, args: ReindexArgs) -> Result<(Value, String)> {
+fn reindex(state: &mut State, args: ReindexArgs) -> Result<(Value, String)> {
+    let member = state.member(args.index.as_deref())?;
     let options = IndexOptions {
         full: args.full.unwrap_or(false),
-        ..IndexOptions::updating(state.index(dir)?)
+        ..IndexOptions::updating(state.set()?.members()[member].index())
     };
     // The index is about to change: nothing opened from it is kept.
-    state.index = None;
-    state.retrievers.clear();
+    state.forget(member);
     let embedder = memidx::embed::load(options.model_dir.as_deref())?;
-    let report = match &state.writer {
+    let report = match &state.served[member].writer {
         Some(writer) => writer
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

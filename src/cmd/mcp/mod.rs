@@ -8,11 +8,14 @@
 //! line prints too) and honest annotations, and answers with
 //! `structuredContent` in that shape plus a compact text rendering.
 //!
-//! The index is fixed at start. One thread owns what is open and runs the
-//! calls in order (`server.rs`, `calls.rs`); before every call it checks
-//! that the generation it opened is still the live one and reopens when
-//! not, so it never answers from a generation a `memidx index` run
-//! replaced. Notices go to stderr.
+//! The indexes are fixed at start (`--index NAME=PATH`, repeated: one
+//! server of several indexes, which `search`, `explain` and `get` take by
+//! name in `indexes`, all by default, ranked as one index; `reindex` and
+//! `remember` take one, the first by default). One thread owns what is
+//! open and runs the calls in order (`server.rs`, `calls.rs`); before every
+//! call it checks that each generation it opened is still the live one and
+//! reopens what is not, index by index, so it never answers from a
+//! generation a `memidx index` run replaced. Notices go to stderr.
 //!
 //! With `--watch` the server also keeps the index fresh: it takes the
 //! writer lock at start and runs the watch loop of `watch.rs` on a thread
@@ -27,24 +30,26 @@ mod server;
 mod stdio;
 mod tools;
 
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
 
 use super::Status;
 use super::watch::Background;
+use crate::config::Indexes;
+use calls::Served;
 pub use http::HttpOptions;
 use memidx::index::Index;
+use memidx::index::set::IndexSet;
 use memidx::indexer::{IndexOptions, Writer};
 use note::note;
 use server::Server;
 
-/// Serves the index in `index_dir` over stdin/stdout until end of input,
-/// or over HTTP until stopped; with `watch`, re-indexing it whenever its
+/// Serves the indexes `indexes` over stdin/stdout until end of input, or
+/// over HTTP until stopped; with `watch`, re-indexing each whenever its
 /// files change meanwhile.
 pub fn run(
-    index_dir: &Path,
+    indexes: &Indexes,
     read_only: bool,
     watch: bool,
     http: Option<&HttpOptions>,
@@ -52,22 +57,49 @@ pub fn run(
     // Bad HTTP options fail before anything is opened or locked; the token
     // is read once, here.
     let token = http.map(HttpOptions::token).transpose()?.flatten();
-    // The lock is taken before serving, so a held one fails the start.
-    let watching = if watch {
-        let options = IndexOptions::updating(&Index::open(index_dir)?);
-        let writer = Arc::new(Mutex::new(Writer::take(&options)?));
-        Some((options, writer))
-    } else {
-        None
+    for skipped in &indexes.skipped {
+        note(skipped);
+    }
+    // Each index's name: given, or its folder's, made unique (one open).
+    let opened = (indexes.named.iter())
+        .map(|(name, dir)| Ok((name.clone(), Index::open(dir)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let names: Vec<String> = IndexSet::new(opened)?
+        .names()
+        .iter()
+        .map(|n| n.to_string())
+        .collect();
+    // The locks are taken before serving, so a held one fails the start.
+    let mut served = Vec::with_capacity(names.len());
+    let mut watching = Vec::new();
+    for (name, (_, dir)) in names.into_iter().zip(&indexes.named) {
+        let writer = match watch {
+            true => {
+                let options = IndexOptions::updating(&Index::open(dir)?);
+                let writer = Arc::new(Mutex::new(Writer::take(&options)?));
+                watching.push((options, writer.clone()));
+                Some(writer)
+            }
+            false => None,
+        };
+        served.push(Served {
+            name,
+            dir: dir.clone(),
+            writer,
+        });
+    }
+    let shown = match &served[..] {
+        [only] => only.dir.display().to_string(),
+        served => {
+            let each: Vec<String> = (served.iter())
+                .map(|s| format!("{}={}", s.name, s.dir.display()))
+                .collect();
+            format!("{} indexes ({})", served.len(), each.join(", "))
+        }
     };
-    let server = Server::open(
-        index_dir,
-        read_only,
-        watching.as_ref().map(|(_, w)| w.clone()),
-    )?;
+    let server = Server::open(served, read_only)?;
     let what = format!(
-        "{}{}",
-        index_dir.display(),
+        "{shown}{}",
         match (read_only, watch) {
             (true, _) => " (read-only)",
             (false, true) => ", re-indexing when its files change,",
@@ -78,13 +110,14 @@ pub fn run(
         note(&format!("serving {what} over stdio"));
     }
     let background = watching
+        .into_iter()
         .map(|(options, writer)| Background::start(options, writer))
-        .transpose()?;
+        .collect::<Result<Vec<_>>>()?;
     let served = match http {
         Some(http) => http::serve(server, http, token, &what),
         None => stdio::serve(server),
     };
-    if let Some(background) = background {
+    for background in background {
         background.stop();
     }
     served?;

@@ -4,8 +4,7 @@
 //! opens and uses them all). Every transport (stdio, Streamable HTTP)
 //! serves clones of one `Server`: all sessions share the open index.
 
-use std::path::Path;
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, mpsc};
 
 use anyhow::{Context, Result, anyhow};
 use rmcp::model::{
@@ -18,9 +17,8 @@ use rmcp::{ErrorData, ServerHandler};
 use serde_json::Value;
 use tokio::sync::{Semaphore, oneshot};
 
-use super::calls::State;
+use super::calls::{Served, State};
 use super::tools::{INSTRUCTIONS, tools};
-use memidx::indexer::Writer;
 use memidx::retriever::ListSelection;
 
 /// The server: its tools, and the thread that owns what is open (the
@@ -48,29 +46,26 @@ struct Call {
 }
 
 impl Server {
-    /// Starts the index thread, which opens the index once (so a bad
-    /// `--index` fails at start) and then answers calls in order.
-    pub fn open(
-        index_dir: &Path,
-        read_only: bool,
-        writer: Option<Arc<Mutex<Writer>>>,
-    ) -> Result<Self> {
+    /// Starts the index thread, which opens the `served` indexes once (so a
+    /// bad `--index` fails at start) and then answers calls in order.
+    pub fn open(served: Vec<Served>, read_only: bool) -> Result<Self> {
         let (calls, inbox) = mpsc::channel::<Call>();
         let (opened, started) = mpsc::channel();
-        let dir = index_dir.to_path_buf();
+        let names: Vec<String> = served.iter().map(|s| s.name.clone()).collect();
         std::thread::Builder::new()
             .name("memidx-index".into())
             .spawn(move || {
-                let mut state = State::new(writer);
-                state.refresh(&dir);
-                let open = state.retriever(&dir, &ListSelection::default()).map(|_| ());
+                let all: Vec<usize> = (0..served.len()).collect();
+                let mut state = State::new(served);
+                state.refresh();
+                let open = state.retriever(&ListSelection::default(), &all).map(|_| ());
                 let ok = open.is_ok();
                 let _ = opened.send(open);
                 if !ok {
                     return;
                 }
                 for call in inbox {
-                    let answer = state.call(&dir, read_only, &call.name, call.arguments);
+                    let answer = state.call(read_only, &call.name, call.arguments);
                     let _ = call.reply.send(answer);
                 }
             })
@@ -79,7 +74,7 @@ impl Server {
             .recv()
             .context("the index thread stopped while opening the index")??;
         Ok(Self {
-            tools: Arc::new(tools(read_only)?),
+            tools: Arc::new(tools(read_only, &names)?),
             calls,
             in_flight: Arc::new(Semaphore::new(CALLS_IN_FLIGHT)),
         })

@@ -27,9 +27,20 @@ before ranking, so filtered results are never short. Results carry chunk ids; `g
 text, or a result's source path with from/to for surrounding lines. `explain` shows why a chunk ranks where it \
 does; `status` says what is indexed and what changed since.";
 
-/// The tools, with their schemas and annotations (`reindex` unless read-only).
-pub fn tools(read_only: bool) -> Result<Vec<Tool>> {
-    let retrieval = json!({
+/// The tools, with their schemas and annotations (`reindex` unless
+/// read-only), for a server of the indexes `names` (in serving order).
+pub fn tools(read_only: bool, names: &[String]) -> Result<Vec<Tool>> {
+    let several = names.len() > 1;
+    let name_of = |what: &str| {
+        json!({"type": "string", "enum": names,
+               "description": format!("{what}, by name (default: the first, {}).", names[0])})
+    };
+    let indexes = json!({"type": "array", "items": {"type": "string", "enum": names},
+        "minItems": 1, "uniqueItems": true,
+        "description": format!(
+            "The indexes to search, by name (default: all of them{}). Results from several rank as one index of all their files; with several served, every chunk_id and source starts with its index's name and ':'.",
+            match several { true => format!(": {}", names.join(", ")), false => String::new() })});
+    let mut retrieval = json!({
         "top_k": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 10,
                   "description": "Number of results."},
         "mode": {"type": "string", "default": "hybrid",
@@ -61,6 +72,7 @@ pub fn tools(read_only: bool) -> Result<Vec<Tool>> {
         "per_file": {"type": "integer", "minimum": 0, "maximum": 10000, "default": DEFAULT_PER_FILE,
                      "description": "At most this many results from one file; its further matches are counted in more_in_file (0: no limit)."}
     });
+    retrieval["indexes"] = indexes.clone();
     let mut search_props = retrieval.clone();
     search_props["query"] = json!({"type": "string", "minLength": 1,
         "description": "What to find: an exact identifier (INC-2023-Q4-011, max_connections) or a question in any words."});
@@ -100,7 +112,10 @@ pub fn tools(read_only: bool) -> Result<Vec<Tool>> {
                 "from": {"type": "integer", "minimum": 1, "description": "First line (with path), default 1."},
                 "to": {"type": "integer", "minimum": 1, "description": "Last line (with path), default the end."},
                 "max_chars": {"type": "integer", "minimum": 1, "default": DEFAULT_MAX_CHARS,
-                              "description": "Cut the text to this many characters at a word boundary."}
+                              "description": "Cut the text to this many characters at a word boundary."},
+                "indexes": {"type": "array", "items": {"type": "string", "enum": names}, "minItems": 1,
+                            "uniqueItems": true,
+                            "description": "The indexes the chunk_id or path may come from (default: all); with one named, a chunk_id or path need not start with its name."}
             }), &[])?,
         )
         .with_raw_output_schema(output_schema(GET_SCHEMA)?)
@@ -115,10 +130,14 @@ pub fn tools(read_only: bool) -> Result<Vec<Tool>> {
         .with_annotations(reading("Explain a ranking")),
         Tool::new(
             "status",
-            "What is indexed: files, chunks, model, fusion settings, sizes, and files changed, added or deleted since indexing.",
+            "What is indexed: files, chunks, model, fusion settings, sizes, and files changed, added or deleted since indexing \
+             (each served index's, by name, when there are several).",
             input(json!({}), &[])?,
         )
-        .with_raw_output_schema(output_schema(STATUS_SCHEMA)?)
+        .with_raw_output_schema(match several {
+            true => object(statuses_schema()?)?,
+            false => output_schema(STATUS_SCHEMA)?,
+        })
         .with_annotations(reading("Index status")),
     ];
     if !read_only {
@@ -128,7 +147,8 @@ pub fn tools(read_only: bool) -> Result<Vec<Tool>> {
                 "Update the index from the files now (incremental: unchanged files are reused; full re-reads all). \
                  Use after status reports changed files.",
                 input(json!({"full": {"type": "boolean", "default": false,
-                                      "description": "Re-read every file instead of reusing unchanged ones."}}), &[])?,
+                                      "description": "Re-read every file instead of reusing unchanged ones."},
+                             "index": name_of("The index to update")}), &[])?,
             )
             .with_raw_output_schema(object(reindex_schema())?)
             // It rewrites only the index (from the files, which it never
@@ -144,14 +164,16 @@ pub fn tools(read_only: bool) -> Result<Vec<Tool>> {
         tools.push(
             Tool::new(
                 "remember",
-                "Write a new dated note (markdown) into the indexed folder and index it at once; returns its path and                  chunk ids, which search finds immediately. Never overwrites: a taken name gets -2, -3, ….",
+                "Write a new dated note (markdown) into the indexed folder and index it at once; returns its path and \
+                 chunk ids, which search finds immediately. Never overwrites: a taken name gets -2, -3, ….",
                 input(json!({
                     "text": {"type": "string", "minLength": 1, "description": "The note, in markdown."},
                     "title": {"type": "string", "minLength": 1, "description": "Its title (default: its first line)."},
                     "dir": {"type": "string", "default": DEFAULT_NOTES_DIR,
                             "description": "Folder inside the indexed folder to write to (created if missing)."},
                     "meta": {"type": "object", "additionalProperties": {"type": "string"},
-                             "description": "Further front matter, key -> value (date and title are set by remember)."}
+                             "description": "Further front matter, key -> value (date and title are set by remember)."},
+                    "into": name_of("The index whose folder the note is written into")
                 }), &["text"])?,
             )
             .with_raw_output_schema(object(remember_schema())?)
@@ -191,6 +213,47 @@ fn output_schema(text: &str) -> Result<Arc<JsonObject>> {
     object(serde_json::from_str(text).context("a bundled schema is not JSON")?)
 }
 
+/// The output schema of `status` on a server of several indexes: each
+/// one's status report (`schemas/status-report.schema.json`) with its name,
+/// in serving order. The report's definitions move to the top, where its
+/// `#/$defs/…` references find them.
+pub fn statuses_schema() -> Result<Value> {
+    let mut status: Value =
+        serde_json::from_str(STATUS_SCHEMA).context("a bundled schema is not JSON")?;
+    let defs = status.as_object_mut().and_then(|s| s.remove("$defs"));
+    if let Some(report) = status.as_object_mut() {
+        report.remove("$schema");
+        report.remove("$id");
+    }
+    let mut schema = json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "memidx status of several indexes",
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["indexes"],
+        "properties": {
+            "indexes": {
+                "type": "array",
+                "minItems": 2,
+                "description": "Each served index, in serving order.",
+                "items": {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "required": ["name", "status"],
+                    "properties": {
+                        "name": {"type": "string", "description": "The index's name, which its chunk ids start with."},
+                        "status": status
+                    }
+                }
+            }
+        }
+    });
+    if let Some(defs) = defs {
+        schema["$defs"] = defs;
+    }
+    Ok(schema)
+}
+
 /// The output schema of `remember`.
 fn remember_schema() -> Value {
     json!({
@@ -200,8 +263,8 @@ fn remember_schema() -> Value {
         "additionalProperties": false,
         "required": ["path", "chunk_ids", "indexed", "date", "generation", "embedded", "elapsed_ms"],
         "properties": {
-            "path": {"type": "string", "description": "The new file, relative to the indexed folder."},
-            "chunk_ids": {"type": "array", "items": {"type": "string"}, "description": "Its chunks' ids, in file order (none when not indexed)."},
+            "path": {"type": "string", "description": "The new file, relative to the indexed folder (after its index's name and ':' when several are served)."},
+            "chunk_ids": {"type": "array", "items": {"type": "string"}, "description": "Its chunks' ids, in file order (none when not indexed), as search gives them."},
             "indexed": {"type": "boolean", "description": "False when another run held the index's lock past the wait: the note is written, and that run or the next indexes it."},
             "date": {"type": "string", "description": "Its document date, the time of writing (RFC 3339, UTC)."},
             "generation": {"type": "integer", "minimum": 0, "description": "The index generation now live."},

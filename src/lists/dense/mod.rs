@@ -68,23 +68,32 @@ pub const MAX_DENSE_FEEDBACK: usize = 100;
 /// Query embeddings kept between a search's two scans.
 const RECENT_QUERIES: usize = 16;
 
-/// The dense list of one generation.
+/// The dense list of one generation, or of several searched as one
+/// ([`DenseList::merge`]).
 pub struct DenseList {
-    vectors: StoredVectors,
-    /// Which chunks have a non-zero vector (from the chunk table).
-    has_vector: VectorFlags,
+    /// Each generation's rows, in ordinal order.
+    parts: Vec<Rows>,
     embedder: &'static dyn Embedder,
     /// How many seeds move the query; 0: one scan.
     feedback: usize,
-    /// The rows' sign codes, when the generation has them and the search
-    /// may use them.
-    codes: Option<SignCodes>,
     /// Rows to rescore, when not [`codes::default_rescored`].
     rescore: Option<usize>,
     /// The last few queries embedded, with their vectors (newest last).
     recent: Mutex<VecDeque<(u128, Arc<[f32]>)>>,
     /// The noise floor ([`floor`]), measured the first time a search needs it.
     floor: OnceLock<Option<f32>>,
+}
+
+/// One generation's rows in a dense list.
+struct Rows {
+    vectors: StoredVectors,
+    /// Which chunks have a non-zero vector (from the chunk table).
+    has_vector: VectorFlags,
+    /// The rows' sign codes, when the generation has them and the search
+    /// may use them.
+    codes: Option<SignCodes>,
+    /// The list-wide ordinal of the generation's first chunk.
+    base: ChunkOrd,
 }
 
 /// One scan's outcome: the best chunks and the counts of scored chunks.
@@ -134,15 +143,62 @@ impl DenseList {
         }
         .checked(checksums)?;
         Ok(Self {
-            vectors,
-            has_vector,
+            parts: vec![Rows {
+                vectors,
+                has_vector,
+                codes,
+                base: 0,
+            }],
             embedder,
             feedback: options.feedback,
             rescore: options.rescore,
-            codes,
             recent: Mutex::new(VecDeque::with_capacity(RECENT_QUERIES)),
             floor: OnceLock::new(),
         })
+    }
+
+    /// One list over the generations of `lists`, in order, searched as one
+    /// index built over all their chunks: the second's ordinals follow the
+    /// first's rows. Cosines compare only under one model, so every list
+    /// must embed with the same one (an error otherwise; the caller leaves
+    /// out, and names, the rest). The first list's options hold for all.
+    pub fn merge(lists: Vec<Self>) -> Result<Self> {
+        let mut lists = lists.into_iter();
+        let Some(mut merged) = lists.next() else {
+            bail!("no dense list to merge");
+        };
+        for list in lists {
+            ensure!(
+                list.embedder.info() == merged.embedder.info(),
+                "dense lists embedded with different models cannot be merged"
+            );
+            let base = merged.len();
+            merged.parts.extend(list.parts.into_iter().map(|rows| Rows {
+                base: rows.base + base,
+                ..rows
+            }));
+        }
+        Ok(merged)
+    }
+
+    /// The list's rows, over all its generations.
+    fn len(&self) -> ChunkOrd {
+        self.parts
+            .last()
+            .map_or(0, |rows| rows.base + rows.has_vector.len() as ChunkOrd)
+    }
+
+    /// The generation holding the list-wide chunk `chunk`, and the chunk's
+    /// ordinal in it.
+    fn locate(&self, chunk: ChunkOrd) -> Result<(&Rows, ChunkOrd)> {
+        let at = self.parts.partition_point(|rows| rows.base <= chunk);
+        let rows = at.checked_sub(1).map(|at| &self.parts[at]);
+        match rows {
+            Some(rows) if ((chunk - rows.base) as usize) < rows.has_vector.len() => {
+                Ok((rows, chunk - rows.base))
+            }
+            _ => bail!("chunk {chunk} is past the dense list's rows"),
+        }
     }
 
     /// The unit embedding of `query` (all zeros when the model knows none
@@ -194,11 +250,58 @@ impl DenseList {
         Ok(list)
     }
 
-    /// The best `window` chunks of `allow` for the unit vector `query`:
-    /// through the sign codes when they serve this search, else by an
-    /// exact scan.
+    /// The best `window` chunks of `allow` for the unit vector `query`,
+    /// over every generation: each one's best `window`, by its codes or an
+    /// exact scan, merged by score (ties to the lower ordinal).
     fn scan(&self, query: &[f32], window: usize, allow: &AllowSet) -> Result<Scan> {
-        let scan = match self.rescore_depth(window, allow) {
+        if let [only] = self.parts.as_slice() {
+            return only.scan(query, window, allow, self.rescore);
+        }
+        let mut best = TopWindow::new(window);
+        let mut all = Scan {
+            hits: Vec::new(),
+            matched: 0,
+            filtered_out: 0,
+            approximate: None,
+        };
+        for rows in &self.parts {
+            let allow = allow.part(rows.base, rows.has_vector.len());
+            let scan = rows.scan(query, window, &allow, self.rescore)?;
+            for hit in scan.hits {
+                best.push(Candidate {
+                    score: hit.score,
+                    chunk: rows.base + hit.chunk,
+                });
+            }
+            all.matched += scan.matched;
+            all.filtered_out += scan.filtered_out;
+            all.approximate = match (all.approximate, scan.approximate) {
+                (None, part) => part,
+                (Some(sum), None) => Some(sum),
+                (Some(sum), Some(part)) => Some(Approximate {
+                    scanned: sum.scanned + part.scanned,
+                    rescored: sum.rescored + part.rescored,
+                }),
+            };
+        }
+        all.hits = best.into_sorted().into_iter().map(ListHit::from).collect();
+        Ok(all)
+    }
+}
+
+impl Rows {
+    /// The best `window` chunks of `allow` (by this generation's ordinals)
+    /// for the unit vector `query`: through the sign codes when they serve
+    /// this search (rescoring `rescore` rows, or the default), else by an
+    /// exact scan.
+    fn scan(
+        &self,
+        query: &[f32],
+        window: usize,
+        allow: &AllowSet,
+        rescore: Option<usize>,
+    ) -> Result<Scan> {
+        let scan = match self.rescore_depth(window, allow, rescore) {
             Some((codes, depth, allowed)) => {
                 self.rescore_best(codes, depth, allowed, query, window, allow)?
             }
@@ -211,10 +314,14 @@ impl DenseList {
     /// The codes, how many rows to rescore and how many rows `allow`
     /// allows, when the codes serve a search of `window` chunks over
     /// `allow`: not when the rows to rescore would be every allowed row.
-    fn rescore_depth(&self, window: usize, allow: &AllowSet) -> Option<(&SignCodes, usize, usize)> {
+    fn rescore_depth(
+        &self,
+        window: usize,
+        allow: &AllowSet,
+        rescore: Option<usize>,
+    ) -> Option<(&SignCodes, usize, usize)> {
         let codes = self.codes.as_ref()?;
-        let depth = self
-            .rescore
+        let depth = rescore
             .unwrap_or_else(|| codes::default_rescored(window, codes.rows()))
             .max(window);
         let allowed = allow.count(codes.rows());
@@ -372,7 +479,11 @@ impl List for DenseList {
         let started = Instant::now();
         let query = self.embed_query(query)?;
         let seeds = &seeds[..seeds.len().min(self.feedback)];
-        let (vector, used) = moved_query(&query, seeds, &self.vectors, &self.has_vector)?;
+        let row_of = |chunk| {
+            let (rows, local) = self.locate(chunk)?;
+            Ok((rows.has_vector.get(local)? == Some(true)).then_some((&rows.vectors, local)))
+        };
+        let (vector, used) = moved_query(&query, seeds, row_of)?;
         let mut list = self.rank(&vector, window, allow, started)?;
         list.feedback_chunks = used;
         Ok(list)
@@ -406,32 +517,32 @@ pub fn cached_floor(
 }
 
 /// The unit vector `query` moved toward those of `seeds` that resemble it
-/// at all (a vector, and a positive cosine; their rows in `vectors`), with
-/// the seeds used; with no such seed the query stays as it is. The dense
-/// list's feedback step, shared with any list that ranks the same vectors
+/// at all (a vector, and a positive cosine), with the seeds used; with no
+/// such seed the query stays as it is. `row_of` gives a seed's vectors and
+/// its row in them, `None` for a chunk without a vector. The dense list's
+/// feedback step, shared with any list that ranks the same vectors
 /// elsewhere (the Milvus backend).
-pub fn moved_query(
+pub fn moved_query<'a>(
     query: &[f32],
     seeds: &[ChunkOrd],
-    vectors: &StoredVectors,
-    has_vector: &VectorFlags,
+    row_of: impl Fn(ChunkOrd) -> Result<Option<(&'a StoredVectors, ChunkOrd)>>,
 ) -> Result<(Vec<f32>, Vec<ChunkOrd>)> {
     let mut vector = query.to_vec();
     let mut used = Vec::new();
     let mut rows = Vec::new();
     for &chunk in seeds {
-        if has_vector.get(chunk)? != Some(true) {
+        let Some((vectors, row)) = row_of(chunk)? else {
             continue;
-        }
+        };
         let similarity: f32 = vectors
-            .row(chunk)?
+            .row(row)?
             .iter()
             .zip(&vector)
             .map(|(a, b)| a * b)
             .sum();
         if similarity > 0.0 {
             used.push(chunk);
-            rows.push(vectors.quantized_row(chunk)?);
+            rows.push(vectors.quantized_row(row)?);
         }
     }
     if !rows.is_empty() {

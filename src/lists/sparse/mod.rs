@@ -67,6 +67,7 @@ use super::frozen_dir::FrozenDirectory;
 use super::{List, ListHit, ListKind, PostingCounts, RankedList, TopWindow};
 use crate::store::checked::{BLOCKS_SUFFIX, CheckedMap, write_sidecar};
 use crate::store::checks::Checksums;
+use crate::store::generation::ChunkOrd;
 use crate::store::{atomic, damaged};
 use crate::text::near::NearMiss;
 use crate::text::tokenize::{Analyzer, Token};
@@ -168,16 +169,18 @@ pub struct SparseWritten {
 /// query of nonsense costs.
 const NEAR_MISS_TERMS: usize = 32;
 
-/// The BM25 list of one generation.
+/// The BM25 list of one generation, or of several searched as one
+/// ([`SparseList::merge`]).
 pub struct SparseList {
     body: Field,
     analyzer: Analyzer,
     params: Bm25Params,
+    /// The live documents of every part, summed: BM25's N and average
+    /// length are the whole corpus's.
     stats: SparseStats,
-    /// The [`ORDS_FILE`] map, memory-mapped, checked whole at open.
-    ords: CheckedMap,
+    /// Each generation's sparse folder, in ordinal order.
+    parts: Vec<Part>,
     segments: Vec<Segment>,
-    ords_path: PathBuf,
     /// Most distinct terms a query may have to be scored with pruning
     /// ([`MAX_PRUNED_TERMS`]; the tests set it to hold both ways to the
     /// same answers).
@@ -208,8 +211,24 @@ impl WeighedQuery {
     }
 }
 
+/// One generation's sparse folder in a list: its ordinal map and where its
+/// chunks' ordinals start among the list's.
+struct Part {
+    /// The [`ORDS_FILE`] map, memory-mapped, checked whole at open.
+    ords: CheckedMap,
+    ords_path: PathBuf,
+    /// The list-wide ordinal of the generation's first chunk.
+    base: ChunkOrd,
+}
+
 /// What a search reads of one tantivy segment.
 struct Segment {
+    /// Its generation's place in [`SparseList::parts`].
+    part: usize,
+    /// The list-wide ordinal of its generation's first chunk.
+    base: ChunkOrd,
+    /// Its generation's chunk count: an ordinal at or past it is damage.
+    chunks: u64,
     inverted: Arc<InvertedIndexReader>,
     /// Each document's length in tokens.
     lengths: Column<u64>,
@@ -534,17 +553,60 @@ impl SparseList {
             analyzer,
             params,
             stats,
-            ords,
+            parts: vec![Part {
+                ords,
+                ords_path,
+                base: 0,
+            }],
             segments: Vec::new(),
-            ords_path,
             pruned_terms: MAX_PRUNED_TERMS,
         };
         for segment in reader.searcher().segment_readers() {
             let part = list.open_segment(dir, segment, &maps, &checksums);
-            let part = part.map_err(|err| list.named_as_damage(err))?;
+            let part = part.map_err(|err| list.named_as_damage(0, err))?;
             list.segments.push(part);
         }
         Ok(list)
+    }
+
+    /// One list over the generations of `lists`, in order, searched as one
+    /// index built over all their chunks: the second's ordinals follow the
+    /// first's chunks, and BM25's document count, average length and
+    /// document frequencies are summed over all of them, so every score
+    /// and tie is the one index's. Every list must analyze and score alike
+    /// (the caller leaves out, and names, those that do not); an error
+    /// otherwise.
+    pub fn merge(lists: Vec<Self>) -> Result<Self> {
+        let mut lists = lists.into_iter();
+        let mut merged = lists.next().context("no sparse list to merge")?;
+        for list in lists {
+            ensure!(
+                list.analyzer == merged.analyzer && list.params == merged.params,
+                "sparse lists that analyze or score differently cannot be merged"
+            );
+            ensure!(
+                list.body == merged.body,
+                "sparse lists of different schemas cannot be merged"
+            );
+            let base = ChunkOrd::try_from(merged.stats.docs)
+                .context("too many chunks to search as one index")?;
+            let first_part = merged.parts.len();
+            merged.stats.docs += list.stats.docs;
+            merged.stats.tokens += list.stats.tokens;
+            merged.stats.uids += list.stats.uids;
+            merged.parts.extend(list.parts.into_iter().map(|part| Part {
+                base: part.base + base,
+                ..part
+            }));
+            merged
+                .segments
+                .extend(list.segments.into_iter().map(|segment| Segment {
+                    part: segment.part + first_part,
+                    base: segment.base + base,
+                    ..segment
+                }));
+        }
+        Ok(merged)
     }
 
     /// What a search needs of `segment`, whose ordinals `maps` locates
@@ -556,11 +618,15 @@ impl SparseList {
         maps: &[SegmentMap],
         checksums: &Checksums,
     ) -> Result<Segment> {
-        let damaged = || crate::store::damaged(&self.ords_path, "does not match the index");
+        let ords_path = &self.parts[0].ords_path;
+        let damaged = || crate::store::damaged(ords_path, "does not match the index");
         let id = segment.segment_id().uuid_string();
         let map = maps.iter().find(|map| map.id == id).with_context(damaged)?;
         ensure!(map.range.len() == segment.max_doc() as usize, damaged());
         let mut part = Segment {
+            part: 0,
+            base: 0,
+            chunks: self.stats.docs,
             inverted: segment.inverted_index(self.body)?,
             lengths: segment.fast_fields().u64(LEN_FIELD)?,
             ords: map.range.clone(),
@@ -578,24 +644,33 @@ impl SparseList {
         Ok(part)
     }
 
-    /// The chunk ordinal (or [`DEAD`]) of each document of `segment`.
+    /// The chunk ordinal (or [`DEAD`]) of each document of `segment`, in
+    /// its own generation.
     fn ords_of(&self, segment: &Segment) -> Result<&[u32]> {
-        let damaged = || crate::store::damaged(&self.ords_path, "does not match the index");
+        let part = &self.parts[segment.part];
+        let damaged = || crate::store::damaged(&part.ords_path, "does not match the index");
         // Checked whole when the list opened.
-        let all: &[u32] = bytemuck::try_cast_slice(self.ords.unchecked())
+        let all: &[u32] = bytemuck::try_cast_slice(part.ords.unchecked())
             .map_err(|_| anyhow::anyhow!(damaged()))?;
         all.get(segment.ords.clone()).with_context(damaged)
     }
 
-    /// An error tantivy raised while reading the postings means the sparse
-    /// folder is damaged: say so, naming it (memidx's own errors already do).
-    fn named_as_damage(&self, err: anyhow::Error) -> anyhow::Error {
+    /// The sparse folder of part `part`.
+    fn part_dir(&self, part: usize) -> &Path {
+        let ords_path = &self.parts[part].ords_path;
+        ords_path.parent().unwrap_or(ords_path)
+    }
+
+    /// An error tantivy raised while reading the postings of part `part`
+    /// means its sparse folder is damaged: say so, naming it (memidx's own
+    /// errors already do).
+    fn named_as_damage(&self, part: usize, err: anyhow::Error) -> anyhow::Error {
         let from_tantivy = err.downcast_ref::<tantivy::TantivyError>().is_some()
             || err.downcast_ref::<std::io::Error>().is_some();
         if !from_tantivy {
             return err;
         }
-        let dir = self.ords_path.parent().unwrap_or(&self.ords_path);
+        let dir = self.part_dir(part);
         anyhow::anyhow!(damaged(dir, &format!("cannot be read ({err})")))
     }
 
@@ -619,12 +694,9 @@ impl SparseList {
         }
         let mut best: Option<(usize, String)> = None;
         for segment in &self.segments {
-            let mut terms = segment
-                .inverted
-                .terms()
-                .range()
-                .ge(near.prefix())
-                .into_stream()?;
+            let terms = segment.inverted.terms().range().ge(near.prefix());
+            let mut terms = (terms.into_stream())
+                .map_err(|err| self.named_as_damage(segment.part, err.into()))?;
             while terms.advance() && terms.key().starts_with(near.prefix().as_bytes()) {
                 let Ok(candidate) = std::str::from_utf8(terms.key()) else {
                     continue;
@@ -656,9 +728,10 @@ impl SparseList {
         let term = Term::from_field_text(self.body, text);
         let (mut postings, mut live) = (0, 0);
         for segment in &self.segments {
-            let all = segment.inverted.doc_freq(&term)?;
+            let in_part = |err| self.named_as_damage(segment.part, err);
+            let all = (segment.inverted.doc_freq(&term)).map_err(|err| in_part(err.into()))?;
             postings += u64::from(all);
-            live += all - self.dead_postings(segment, &term, all)?;
+            live += all - self.dead_postings(segment, &term, all).map_err(in_part)?;
         }
         Ok((postings, live))
     }
@@ -672,9 +745,7 @@ impl List for SparseList {
     fn search(&self, query: &str, window: usize, allow: &AllowSet) -> Result<RankedList> {
         let started = Instant::now();
         let mut list = RankedList::empty(self.kind());
-        let (weighed, total) = self
-            .weigh_counting(query)
-            .map_err(|err| self.named_as_damage(err))?;
+        let (weighed, total) = self.weigh_counting(query)?;
         list.prepare_time = started.elapsed();
         if !weighed.terms.is_empty() && window > 0 && self.stats.docs > 0 {
             let mut out = Collected {
@@ -682,15 +753,13 @@ impl List for SparseList {
                 matched: 0,
                 filtered_out: 0,
                 scored: 0,
-                chunks: self.stats.docs,
-                past_the_end: false,
+                past_the_end: None,
             };
-            self.collect(&weighed, allow, &mut out)
-                .map_err(|err| self.named_as_damage(err))?;
-            ensure!(
-                !out.past_the_end,
-                crate::store::damaged(&self.ords_path, "names a chunk past the end")
-            );
+            self.collect(&weighed, allow, &mut out)?;
+            if let Some(part) = out.past_the_end {
+                let ords_path = &self.parts[part].ords_path;
+                bail!(damaged(ords_path, "names a chunk past the end"));
+            }
             list.matched = out.matched;
             list.filtered_out = out.filtered_out;
             list.postings = Some(PostingCounts {
@@ -717,7 +786,13 @@ impl List for SparseList {
             return Ok(());
         }
         let weighed = self.weigh(query)?;
-        let dir = self.ords_path.parent().unwrap_or(&self.ords_path);
+        // A merged list cannot tell which generation's files a text came
+        // from: it names the first, and says how many it searched.
+        let dir = self.part_dir(0);
+        let of_parts = match self.parts.len() {
+            1 => String::new(),
+            n => format!(" (one of {n} indexes searched as one)"),
+        };
         for &(text, score) in hits {
             let tokens = self.analyzer.tokenize(text);
             let tf = |i: usize| {
@@ -729,7 +804,9 @@ impl List for SparseList {
                 (expected - score).abs() <= HIT_SCORE_TOLERANCE * expected.abs().max(1.0),
                 damaged(
                     dir,
-                    &format!("gives a chunk the score {score}, where its text gives {expected}")
+                    &format!(
+                        "gives a chunk the score {score}, where its text gives {expected}{of_parts}"
+                    )
                 )
             );
         }
@@ -747,10 +824,7 @@ impl List for SparseList {
             .filter(|t| seen.insert(t.clone()))
             .take(NEAR_MISS_TERMS)
         {
-            if let Some(indexed) = self
-                .nearest_term(&term)
-                .map_err(|err| self.named_as_damage(err))?
-            {
+            if let Some(indexed) = self.nearest_term(&term)? {
                 return Ok(Some((term, indexed)));
             }
         }
@@ -793,9 +867,7 @@ impl SparseList {
     /// average length. What scores a chunk whose terms are known elsewhere
     /// (a remote engine's copy of the index) exactly as a search here would.
     pub fn weigh(&self, query: &str) -> Result<WeighedQuery> {
-        let (weighed, _) = self
-            .weigh_counting(query)
-            .map_err(|err| self.named_as_damage(err))?;
+        let (weighed, _) = self.weigh_counting(query)?;
         Ok(weighed)
     }
 
@@ -836,12 +908,13 @@ impl SparseList {
             .collect();
         for segment in &self.segments {
             let ords = self.ords_of(segment)?;
-            match &segment.bounds {
+            let scored = match &segment.bounds {
                 Some(_) if weighted.len() <= self.pruned_terms => {
-                    score::max_score(segment, ords, &weighted, weighed.bm25, allow, out)?
+                    score::max_score(segment, ords, &weighted, weighed.bm25, allow, out)
                 }
-                _ => score::exhaustive(segment, ords, &weighted, weighed.bm25, allow, out)?,
-            }
+                _ => score::exhaustive(segment, ords, &weighted, weighed.bm25, allow, out),
+            };
+            scored.map_err(|err| self.named_as_damage(segment.part, err))?;
         }
         Ok(())
     }

@@ -84,10 +84,9 @@ pub(super) struct Collected {
     pub(super) filtered_out: usize,
     /// Postings whose contribution was computed.
     pub(super) scored: u64,
-    /// The chunk table's length: an ordinal at or past it is damage.
-    pub(super) chunks: u64,
-    /// Whether a document's ordinal was at or past [`Self::chunks`].
-    pub(super) past_the_end: bool,
+    /// The part (generation) of a document whose ordinal was at or past its
+    /// generation's chunk count, if one was.
+    pub(super) past_the_end: Option<usize>,
 }
 
 /// Scores every live posting of `terms` in `segment`.
@@ -110,7 +109,7 @@ pub(super) fn exhaustive(
         };
         let mut doc = postings.doc();
         while doc != TERMINATED {
-            if chunk_of(ords, doc, out) != DEAD {
+            if chunk_of(segment, ords, doc, out) != DEAD {
                 let dl = segment.lengths.first(doc).unwrap_or(0);
                 let slot = &mut scores[doc as usize];
                 if *slot == 0.0 {
@@ -123,24 +122,34 @@ pub(super) fn exhaustive(
         }
     }
     for doc in touched {
-        offer(ords[doc as usize], scores[doc as usize], allow, out);
+        offer(
+            segment.base + ords[doc as usize],
+            scores[doc as usize],
+            allow,
+            out,
+        );
     }
     Ok(())
 }
 
-/// The chunk of document `doc` ([`DEAD`] also for a document past the
+/// The list-wide chunk of document `doc` of `segment` (whose ordinals in
+/// its own generation are `ords`): [`DEAD`] also for a document past the
 /// map, which only damaged postings could name, and for an ordinal past
-/// the chunk table, which only a damaged map could hold: noted in `out`).
-/// Checked here, as the postings reach them, rather than every ordinal
-/// when the list opens, which cost every search a pass over the map.
+/// its generation's chunk table, which only a damaged map could hold:
+/// noted in `out`. Checked here, as the postings reach them, rather than
+/// every ordinal when the list opens, which cost every search a pass over
+/// the map.
 #[inline]
-fn chunk_of(ords: &[u32], doc: u32, out: &mut Collected) -> ChunkOrd {
+fn chunk_of(segment: &Segment, ords: &[u32], doc: u32, out: &mut Collected) -> ChunkOrd {
     let chunk = ords.get(doc as usize).copied().unwrap_or(DEAD);
-    if chunk != DEAD && u64::from(chunk) >= out.chunks {
-        out.past_the_end = true;
+    if chunk == DEAD {
         return DEAD;
     }
-    chunk
+    if u64::from(chunk) >= segment.chunks {
+        out.past_the_end = Some(segment.part);
+        return DEAD;
+    }
+    segment.base + chunk
 }
 
 /// Offers one reached chunk to the window, counting it.
@@ -215,7 +224,7 @@ pub(super) fn max_score(
     let mut sum = Sum::new(terms.len());
     let mut doc = next_doc(&cursors[essential..]);
     while doc != TERMINATED {
-        let chunk = chunk_of(ords, doc, out);
+        let chunk = chunk_of(segment, ords, doc, out);
         let live_and_allowed = chunk != DEAD && allow.allows(chunk);
         if chunk != DEAD && !live_and_allowed {
             out.filtered_out += 1;

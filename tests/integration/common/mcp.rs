@@ -293,10 +293,17 @@ impl HttpServer {
 
     /// Serves `dir` at `bind`, and waits for the line naming the URL.
     pub fn start_at(bind: &str, dir: &Path, extra: &[&str]) -> Self {
+        let index = dir.to_str().expect("UTF-8");
+        Self::serve(bind, dir, &[&["--index", index][..], extra].concat())
+    }
+
+    /// Serves the indexes `args` name (`--index …`, with any other flags)
+    /// from `dir` on a free loopback port, and waits for the line naming
+    /// the URL.
+    pub fn serve(bind: &str, dir: &Path, args: &[&str]) -> Self {
         let mut child = Command::new(assert_cmd::cargo::cargo_bin("memidx"))
-            .args(["mcp", "--http", bind, "--index"])
-            .arg(dir)
-            .args(extra)
+            .args(["mcp", "--http", bind])
+            .args(args)
             .current_dir(dir)
             .env_remove("MEMIDX_INDEX")
             .stdin(Stdio::null())

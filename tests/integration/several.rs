@@ -1,0 +1,495 @@
+//! Several indexes searched as one: a collection split into two folders,
+//! each indexed on its own and searched together, ranks every query as one
+//! index of the whole collection does (same chunks, same order, scores
+//! within 1e-5) in the sparse, dense and hybrid modes; and what a user of
+//! several indexes meets at the command line — names, mixed models, a
+//! missing or damaged index, the same index twice, `get` with prefixed ids.
+
+use std::fs;
+use std::path::PathBuf;
+
+use crate::common::{self, Corpus};
+use memidx::filter::Filter;
+use memidx::retriever::{ListSelection, Retriever, SearchParams};
+use serde_json::Value;
+
+/// A collection's documents in three folders: `whole`, and `a` and `b`
+/// holding the first and second half of them in path order (so the two
+/// indexes' chunks, one after the other, come in the whole one's order).
+struct Split {
+    dir: tempfile::TempDir,
+    queries: Vec<String>,
+}
+
+impl Split {
+    /// `../shared/eval/NAME` (its first `docs` documents in path order,
+    /// all when `None`) split and indexed with `extra` index arguments;
+    /// `None` (the skip said) when the collection is absent.
+    fn of(name: &str, docs: Option<usize>, extra: &[&str]) -> Option<Self> {
+        let collection = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../shared/eval")
+            .join(name);
+        if !collection.join("queries.jsonl").is_file() {
+            common::skip_unless_ci(&format!(
+                "the collection {} is absent",
+                collection.display()
+            ));
+            return None;
+        }
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut names: Vec<String> = fs::read_dir(collection.join("docs"))
+            .expect("docs")
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.ends_with(".md"))
+            .collect();
+        names.sort();
+        names.truncate(docs.unwrap_or(names.len()));
+        let half = names.len() / 2;
+        for (i, name) in names.iter().enumerate() {
+            let from = collection.join("docs").join(name);
+            let part = if i < half { "a" } else { "b" };
+            for folder in ["whole", part] {
+                fs::create_dir_all(dir.path().join(folder)).unwrap();
+                fs::copy(&from, dir.path().join(folder).join(name)).unwrap();
+            }
+        }
+        let split = Self {
+            dir,
+            queries: fs::read_to_string(collection.join("queries.jsonl"))
+                .unwrap()
+                .lines()
+                .map(|line| common::parse(line)["text"].as_str().unwrap().to_string())
+                .collect(),
+        };
+        for folder in ["whole", "a", "b"] {
+            split.index(folder, extra);
+        }
+        Some(split)
+    }
+
+    fn index(&self, folder: &str, extra: &[&str]) {
+        let dir = self.dir.path().join(folder);
+        let output = assert_cmd::Command::cargo_bin("memidx")
+            .unwrap()
+            .args([&["index", "--quiet"][..], &[dir.to_str().unwrap()], extra].concat())
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    fn index_dir(&self, folder: &str) -> PathBuf {
+        self.dir.path().join(folder).join(".memidx")
+    }
+
+    /// Checks every query in every mode (see the module doc); returns how
+    /// many results were compared.
+    fn check_every_query(&self) -> usize {
+        let modes = [(true, false), (false, true), (true, true)];
+        let mut compared = 0;
+        for (sparse, dense) in modes {
+            let selection = ListSelection {
+                sparse,
+                dense,
+                ..ListSelection::default()
+            };
+            let one = Retriever::open(&self.index_dir("whole"), &selection).unwrap();
+            let named = [(None, self.index_dir("a")), (None, self.index_dir("b"))];
+            let two = Retriever::open_several(&named, &selection).unwrap();
+            assert!(two.indexes().several());
+            for query in &self.queries {
+                compared += same_answer(&one, &two, query, (sparse, dense));
+            }
+        }
+        compared
+    }
+}
+
+/// Asserts that `two` answers `query` as `one` does: the same chunk ids
+/// (without the index's name), in the same order, with fused and per-list
+/// scores within 1e-5; returns how many results it compared.
+fn same_answer(one: &Retriever, two: &Retriever, query: &str, mode: (bool, bool)) -> usize {
+    let params = SearchParams {
+        top_k: 10,
+        window: None,
+        rrf_k: None,
+        fusion: None,
+        filter: Filter::default(),
+        per_file: 0,
+        keep_all: true,
+        here: None,
+    };
+    let (a, b) = (
+        one.search(query, &params).unwrap(),
+        two.search(query, &params).unwrap(),
+    );
+    let ids = |retriever: &Retriever, outcome: &memidx::retriever::SearchOutcome| -> Vec<String> {
+        let decoded = retriever.decode(outcome.shown_chunks()).unwrap();
+        let ids = outcome
+            .shown_chunks()
+            .map(|c| decoded.get(c).unwrap().view.id());
+        ids.map(|id| {
+            id.split_once(':')
+                .map_or(id.clone(), |(_, rest)| rest.to_string())
+        })
+        .collect()
+    };
+    assert_eq!(ids(one, &a), ids(two, &b), "{mode:?} {query}");
+    for (x, y) in a.results.iter().zip(&b.results) {
+        assert!(
+            (x.score - y.score).abs() <= 1e-5,
+            "{mode:?} {query}: {} vs {}",
+            x.score,
+            y.score
+        );
+        for (p, q) in x.contributions.iter().zip(&y.contributions) {
+            let (p, q) = (p.map(|c| c.raw_score), q.map(|c| c.raw_score));
+            let close = match (p, q) {
+                (Some(p), Some(q)) => (p - q).abs() <= 1e-5,
+                (p, q) => p == q,
+            };
+            assert!(close, "{mode:?} {query}: {p:?} vs {q:?}");
+        }
+    }
+    a.results.len()
+}
+
+#[test]
+fn a_split_cranfield_ranks_as_one_index() {
+    if let Some(split) = Split::of("cranfield", None, &[]) {
+        assert!(split.check_every_query() > 3 * 225 * 9);
+    }
+}
+
+#[test]
+fn a_split_nfcorpus_ranks_as_one_index() {
+    if let Some(split) = Split::of("nfcorpus", None, &[]) {
+        assert!(split.check_every_query() > 3 * 323 * 9);
+    }
+}
+
+#[test]
+fn a_split_arguana_ranks_as_one_index() {
+    if let Some(split) = Split::of("arguana", None, &[]) {
+        assert!(split.check_every_query() > 3 * 1400 * 9);
+    }
+}
+
+/// Under a transformer (cosines of another spread, a noise floor measured
+/// over both indexes): a third of cranfield, which the model embeds three
+/// times (whole and halves) in a test's time, and every query.
+#[test]
+fn a_split_collection_ranks_as_one_index_under_minilm() {
+    let Some(model) = common::minilm_dir() else {
+        return;
+    };
+    if let Some(split) = Split::of(
+        "cranfield",
+        Some(466),
+        &["--model", model.to_str().unwrap()],
+    ) {
+        assert!(split.check_every_query() > 3 * 225 * 9);
+    }
+}
+
+/// Two indexes of the fixtures: `notes` (runbooks) and `work` (the rest),
+/// in one temporary folder.
+fn two_indexes() -> (Corpus, PathBuf, PathBuf) {
+    let corpus = Corpus::empty();
+    let fixtures = common::fixtures_dir().join("corpus");
+    let (notes, work) = (corpus.path().join("notes"), corpus.path().join("work"));
+    common::copy_fixture(&fixtures, &work);
+    fs::create_dir_all(&notes).unwrap();
+    fs::rename(work.join("runbooks"), notes.join("runbooks")).unwrap();
+    for dir in [&notes, &work] {
+        let output = corpus
+            .memidx()
+            .args(["index", "--quiet"])
+            .arg(dir)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    (corpus, notes, work)
+}
+
+fn run(corpus: &Corpus, args: &[&str]) -> std::process::Output {
+    corpus.memidx().args(args).output().unwrap()
+}
+
+fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn results_from_two_indexes_carry_their_names_and_get_reads_them() {
+    let (corpus, ..) = two_indexes();
+    let search = [
+        "search",
+        "postgres failover",
+        "--json",
+        "--index",
+        "notes",
+        "--index",
+        "work",
+    ];
+    let response: Value = common::parse(&String::from_utf8(run(&corpus, &search).stdout).unwrap());
+    let ids = common::chunk_ids(&response);
+    assert!(
+        ids.iter().any(|id| id.starts_with("notes:runbooks/")),
+        "{ids:?}"
+    );
+    assert!(
+        ids.iter()
+            .all(|id| id.starts_with("notes:") || id.starts_with("work:")),
+        "{ids:?}"
+    );
+    let first = &response["results"][0];
+    let (name, _) = first["chunk_id"].as_str().unwrap().split_once(':').unwrap();
+    assert!(
+        first["source"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("{name}:"))
+    );
+    // `get` takes the id as search printed it, and a path with lines.
+    let id = first["chunk_id"].as_str().unwrap();
+    let got = run(
+        &corpus,
+        &["get", id, "--json", "--index", "notes", "--index", "work"],
+    );
+    assert!(got.status.success(), "{}", stderr(&got));
+    let got: Value = common::parse(&String::from_utf8(got.stdout).unwrap());
+    assert_eq!(got["chunk_id"], first["chunk_id"]);
+    assert_eq!(got["text"], first["text"]);
+    let path = first["source"].as_str().unwrap();
+    let lines = run(
+        &corpus,
+        &[
+            "get",
+            &format!("{path}:1-2"),
+            "--index",
+            "notes",
+            "--index",
+            "work",
+        ],
+    );
+    assert!(lines.status.success(), "{}", stderr(&lines));
+    // An id without a name, or with an unknown one, is not found (exit 1),
+    // naming the indexes.
+    let bare = id.split_once(':').unwrap().1;
+    for wrong in [bare.to_string(), format!("other:{bare}")] {
+        let out = run(
+            &corpus,
+            &["get", &wrong, "--index", "notes", "--index", "work"],
+        );
+        assert_eq!(out.status.code(), Some(1), "{wrong}");
+        assert!(stderr(&out).contains("notes, work"), "{}", stderr(&out));
+    }
+    // With one index nothing changes: no names.
+    let one = corpus.json(&["search", "postgres failover", "--json", "--index", "notes"]);
+    assert!(
+        common::chunk_ids(&one)
+            .iter()
+            .all(|id| id.starts_with("runbooks/"))
+    );
+}
+
+#[test]
+fn names_are_given_or_the_folders_and_the_same_index_twice_is_searched_once() {
+    let (corpus, ..) = two_indexes();
+    let named = corpus.json(&[
+        "search",
+        "postgres failover",
+        "--json",
+        "--index",
+        "ops=notes",
+        "--index",
+        "work/.memidx",
+    ]);
+    let ids = common::chunk_ids(&named);
+    assert!(ids.iter().any(|id| id.starts_with("ops:")), "{ids:?}");
+    // The same index given twice (by two spellings) is one index: no names.
+    let twice = corpus.json(&[
+        "search",
+        "postgres failover",
+        "--json",
+        "--index",
+        "notes",
+        "--index",
+        "notes/.memidx",
+    ]);
+    assert!(
+        common::chunk_ids(&twice)
+            .iter()
+            .all(|id| id.starts_with("runbooks/"))
+    );
+    // Two indexes given one name is an error.
+    let clash = run(
+        &corpus,
+        &["search", "x", "--index", "a=notes", "--index", "a=work"],
+    );
+    assert_eq!(clash.status.code(), Some(2));
+    assert!(
+        stderr(&clash).contains("two indexes are named 'a'"),
+        "{}",
+        stderr(&clash)
+    );
+    // MEMIDX_INDEX lists several the platform's way.
+    let joined = std::env::join_paths([corpus.path().join("notes"), corpus.path().join("work")]);
+    let out = corpus
+        .memidx()
+        .env("MEMIDX_INDEX", joined.unwrap())
+        .args(["search", "postgres failover", "--json"])
+        .output()
+        .unwrap();
+    let response = common::parse(&String::from_utf8(out.stdout).unwrap());
+    assert!(
+        common::chunk_ids(&response)
+            .iter()
+            .any(|id| id.starts_with("notes:"))
+    );
+}
+
+#[test]
+fn a_missing_or_damaged_index_is_named_and_skip_missing_says_what_it_skipped() {
+    let (corpus, ..) = two_indexes();
+    let missing = run(
+        &corpus,
+        &["search", "postgres", "--index", "notes", "--index", "gone"],
+    );
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(stderr(&missing).contains("gone"), "{}", stderr(&missing));
+    let skipped = run(
+        &corpus,
+        &[
+            "search",
+            "postgres",
+            "--json",
+            "--index",
+            "notes",
+            "--index",
+            "gone",
+            "--skip-missing",
+        ],
+    );
+    assert_eq!(skipped.status.code(), Some(0), "{}", stderr(&skipped));
+    assert!(
+        stderr(&skipped).contains("skipped gone"),
+        "{}",
+        stderr(&skipped)
+    );
+    // A damaged index fails the search, named, even under --skip-missing.
+    let meta = corpus.path().join("work/.memidx/meta.json");
+    fs::write(&meta, "{ not json").unwrap();
+    let damaged = run(
+        &corpus,
+        &[
+            "search",
+            "postgres",
+            "--index",
+            "notes",
+            "--index",
+            "work",
+            "--skip-missing",
+        ],
+    );
+    assert_eq!(damaged.status.code(), Some(2));
+    assert!(stderr(&damaged).contains("work"), "{}", stderr(&damaged));
+}
+
+#[test]
+fn indexes_of_two_models_keep_cosines_apart_and_say_so() {
+    let (corpus, _, work) = two_indexes();
+    let other = corpus.path().join("other-model");
+    common::other_static_model(&other);
+    let output = run(
+        &corpus,
+        &[
+            "index",
+            "--quiet",
+            "--full",
+            "--model",
+            other.to_str().unwrap(),
+            work.to_str().unwrap(),
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let out = run(
+        &corpus,
+        &[
+            "search",
+            "postgres failover",
+            "--json",
+            "--index",
+            "notes",
+            "--index",
+            "work",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let note = stderr(&out);
+    assert!(note.contains("the dense list leaves out work"), "{note}");
+    let response = common::parse(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(
+        response["notices"].as_array().map(Vec::len),
+        Some(1),
+        "{response}"
+    );
+    // work's chunks have no dense rank; notes' may.
+    for result in response["results"].as_array().unwrap() {
+        if result["chunk_id"].as_str().unwrap().starts_with("work:") {
+            assert!(result["ranks"]["dense"].is_null(), "{result}");
+        }
+    }
+    // explain says so too; both outputs hold to their schemas in both drafts.
+    let explain = run(
+        &corpus,
+        &[
+            "explain",
+            "postgres failover",
+            "--json",
+            "--index",
+            "notes",
+            "--index",
+            "work",
+        ],
+    );
+    assert!(
+        stderr(&explain).contains("the dense list leaves out work"),
+        "{}",
+        stderr(&explain)
+    );
+    let explained = common::parse(&String::from_utf8(explain.stdout).unwrap());
+    assert_eq!(explained["notices"], response["notices"]);
+    let schemas = [
+        (
+            include_str!("../../schemas/search-response.schema.json"),
+            &response,
+        ),
+        (
+            include_str!("../../schemas/explain-response.schema.json"),
+            &explained,
+        ),
+    ];
+    for (schema, instance) in schemas {
+        for draft in [jsonschema::Draft::Draft7, jsonschema::Draft::Draft202012] {
+            let validator = jsonschema::options()
+                .with_draft(draft)
+                .build(&common::parse(schema))
+                .unwrap();
+            let errors: Vec<String> = validator
+                .iter_errors(instance)
+                .map(|e| e.to_string())
+                .collect();
+            assert!(errors.is_empty(), "{draft:?}: {errors:?}");
+        }
+    }
+}
