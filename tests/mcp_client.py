@@ -44,14 +44,18 @@ def error_text(result):
 
 
 @contextlib.asynccontextmanager
-async def connect(memidx, corpus, url):
+async def connect(memidx, corpus, url, indexes=None):
     """The SDK's read and write streams: to the server at URL, or to a
-    `memidx mcp` it spawns on stdio."""
+    `memidx mcp` it spawns on stdio in CORPUS, serving `indexes` (the
+    `--index` values; CORPUS alone by default)."""
     if url:
         async with streamable_http_client(url) as streams:
             yield streams[0], streams[1]
     else:
-        params = StdioServerParameters(command=memidx, args=["mcp", "--index", corpus], cwd=corpus)
+        args = ["mcp"]
+        for index in indexes or [corpus]:
+            args += ["--index", index]
+        params = StdioServerParameters(command=memidx, args=args, cwd=corpus)
         async with stdio_client(params) as (read, write):
             yield read, write
 

@@ -12,37 +12,20 @@ It prints one JSON document of what it saw; the Rust test asserts on it.
 """
 
 import asyncio
-import contextlib
 import json
 import os
 import sys
 
 import jsonschema
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
+from mcp import ClientSession
 
-
-def dump(model):
-    return model.model_dump(by_alias=True, exclude_none=True, mode="json")
-
-
-@contextlib.asynccontextmanager
-async def connect(memidx, root, url):
-    if url:
-        async with streamable_http_client(url) as streams:
-            yield streams[0], streams[1]
-    else:
-        args = ["mcp", "--index", "notes=" + os.path.join(root, "notes"),
-                "--index", "work=" + os.path.join(root, "work")]
-        params = StdioServerParameters(command=memidx, args=args, cwd=root)
-        async with stdio_client(params) as (read, write):
-            yield read, write
+from mcp_client import connect, dump
 
 
 async def session(memidx, root, url):
     out = {}
-    async with connect(memidx, root, url) as (read, write):
+    indexes = [f"{name}={os.path.join(root, name)}" for name in ("notes", "work")]
+    async with connect(memidx, root, url, indexes) as (read, write):
         async with ClientSession(read, write) as client:
             await client.initialize()
             tools = {t["name"]: t for t in dump(await client.list_tools())["tools"]}

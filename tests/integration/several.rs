@@ -195,33 +195,26 @@ fn a_split_collection_ranks_as_one_index_under_minilm() {
     }
 }
 
-/// Two indexes of the fixtures: `notes` (runbooks) and `work` (the rest),
-/// in one temporary folder.
-fn two_indexes() -> (Corpus, PathBuf, PathBuf) {
-    let corpus = Corpus::empty();
-    let fixtures = common::fixtures_dir().join("corpus");
-    let (notes, work) = (corpus.path().join("notes"), corpus.path().join("work"));
-    common::copy_fixture(&fixtures, &work);
-    fs::create_dir_all(&notes).unwrap();
-    fs::rename(work.join("runbooks"), notes.join("runbooks")).unwrap();
-    for dir in [&notes, &work] {
-        let output = corpus
-            .memidx()
-            .args(["index", "--quiet"])
-            .arg(dir)
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+/// The chunk ids `search "postgres failover" --json` finds over the
+/// indexes `indexes` (each after an `--index`).
+fn search_ids(corpus: &Corpus, indexes: &[&str]) -> Vec<String> {
+    let mut args = vec!["search", "postgres failover", "--json"];
+    for index in indexes {
+        args.extend(["--index", index]);
     }
-    (corpus, notes, work)
+    common::chunk_ids(&corpus.json(&args))
 }
 
 fn run(corpus: &Corpus, args: &[&str]) -> std::process::Output {
     corpus.memidx().args(args).output().unwrap()
+}
+
+/// `memidx ARGS… --index notes --index work`.
+fn on_both(corpus: &Corpus, args: &[&str]) -> std::process::Output {
+    run(
+        corpus,
+        &[args, &["--index", "notes", "--index", "work"]].concat(),
+    )
 }
 
 fn stderr(output: &std::process::Output) -> String {
@@ -230,17 +223,9 @@ fn stderr(output: &std::process::Output) -> String {
 
 #[test]
 fn results_from_two_indexes_carry_their_names_and_get_reads_them() {
-    let (corpus, ..) = two_indexes();
-    let search = [
-        "search",
-        "postgres failover",
-        "--json",
-        "--index",
-        "notes",
-        "--index",
-        "work",
-    ];
-    let response: Value = common::parse(&String::from_utf8(run(&corpus, &search).stdout).unwrap());
+    let corpus = common::two_indexes();
+    let search = on_both(&corpus, &["search", "postgres failover", "--json"]);
+    let response: Value = common::parse(&String::from_utf8(search.stdout).unwrap());
     let ids = common::chunk_ids(&response);
     assert!(
         ids.iter().any(|id| id.starts_with("notes:runbooks/")),
@@ -261,78 +246,40 @@ fn results_from_two_indexes_carry_their_names_and_get_reads_them() {
     );
     // `get` takes the id as search printed it, and a path with lines.
     let id = first["chunk_id"].as_str().unwrap();
-    let got = run(
-        &corpus,
-        &["get", id, "--json", "--index", "notes", "--index", "work"],
-    );
+    let got = on_both(&corpus, &["get", id, "--json"]);
     assert!(got.status.success(), "{}", stderr(&got));
     let got: Value = common::parse(&String::from_utf8(got.stdout).unwrap());
     assert_eq!(got["chunk_id"], first["chunk_id"]);
     assert_eq!(got["text"], first["text"]);
     let path = first["source"].as_str().unwrap();
-    let lines = run(
-        &corpus,
-        &[
-            "get",
-            &format!("{path}:1-2"),
-            "--index",
-            "notes",
-            "--index",
-            "work",
-        ],
-    );
+    let lines = on_both(&corpus, &["get", &format!("{path}:1-2")]);
     assert!(lines.status.success(), "{}", stderr(&lines));
     // An id without a name, or with an unknown one, is not found (exit 1),
     // naming the indexes.
     let bare = id.split_once(':').unwrap().1;
     for wrong in [bare.to_string(), format!("other:{bare}")] {
-        let out = run(
-            &corpus,
-            &["get", &wrong, "--index", "notes", "--index", "work"],
-        );
+        let out = on_both(&corpus, &["get", &wrong]);
         assert_eq!(out.status.code(), Some(1), "{wrong}");
         assert!(stderr(&out).contains("notes, work"), "{}", stderr(&out));
     }
     // With one index nothing changes: no names.
-    let one = corpus.json(&["search", "postgres failover", "--json", "--index", "notes"]);
-    assert!(
-        common::chunk_ids(&one)
-            .iter()
-            .all(|id| id.starts_with("runbooks/"))
-    );
+    let one = search_ids(&corpus, &["notes"]);
+    assert!(one.iter().all(|id| id.starts_with("runbooks/")), "{one:?}");
 }
 
 #[test]
 fn names_are_given_or_the_folders_and_the_same_index_twice_is_searched_once() {
-    let (corpus, ..) = two_indexes();
-    let named = corpus.json(&[
-        "search",
-        "postgres failover",
-        "--json",
-        "--index",
-        "ops=notes",
-        "--index",
-        "work/.memidx",
-    ]);
-    let ids = common::chunk_ids(&named);
+    let corpus = common::two_indexes();
+    let ids = search_ids(&corpus, &["ops=notes", "work/.memidx"]);
     assert!(ids.iter().any(|id| id.starts_with("ops:")), "{ids:?}");
     // The same index given twice (by two spellings) is one index: no names.
-    let twice = corpus.json(&[
-        "search",
-        "postgres failover",
-        "--json",
-        "--index",
-        "notes",
-        "--index",
-        "notes/.memidx",
-    ]);
+    let twice = search_ids(&corpus, &["notes", "notes/.memidx"]);
     assert!(
-        common::chunk_ids(&twice)
-            .iter()
-            .all(|id| id.starts_with("runbooks/"))
+        twice.iter().all(|id| id.starts_with("runbooks/")),
+        "{twice:?}"
     );
     // Two indexes given one name is an error.
-    let clash = run(
+    let clash = on_both(
         &corpus,
         &["search", "x", "--index", "a=notes", "--index", "a=work"],
     );
@@ -360,7 +307,7 @@ fn names_are_given_or_the_folders_and_the_same_index_twice_is_searched_once() {
 
 #[test]
 fn a_missing_or_damaged_index_is_named_and_skip_missing_says_what_it_skipped() {
-    let (corpus, ..) = two_indexes();
+    let corpus = common::two_indexes();
     let missing = run(
         &corpus,
         &["search", "postgres", "--index", "notes", "--index", "gone"],
@@ -389,28 +336,18 @@ fn a_missing_or_damaged_index_is_named_and_skip_missing_says_what_it_skipped() {
     // A damaged index fails the search, named, even under --skip-missing.
     let meta = corpus.path().join("work/.memidx/meta.json");
     fs::write(&meta, "{ not json").unwrap();
-    let damaged = run(
-        &corpus,
-        &[
-            "search",
-            "postgres",
-            "--index",
-            "notes",
-            "--index",
-            "work",
-            "--skip-missing",
-        ],
-    );
+    let damaged = run(&corpus, &["search", "postgres", "--skip-missing"]);
     assert_eq!(damaged.status.code(), Some(2));
     assert!(stderr(&damaged).contains("work"), "{}", stderr(&damaged));
 }
 
 #[test]
 fn indexes_of_two_models_keep_cosines_apart_and_say_so() {
-    let (corpus, _, work) = two_indexes();
+    let corpus = common::two_indexes();
+    let work = corpus.path().join("work");
     let other = corpus.path().join("other-model");
     common::other_static_model(&other);
-    let output = run(
+    let output = on_both(
         &corpus,
         &[
             "index",
@@ -422,18 +359,7 @@ fn indexes_of_two_models_keep_cosines_apart_and_say_so() {
         ],
     );
     assert!(output.status.success(), "{}", stderr(&output));
-    let out = run(
-        &corpus,
-        &[
-            "search",
-            "postgres failover",
-            "--json",
-            "--index",
-            "notes",
-            "--index",
-            "work",
-        ],
-    );
+    let out = run(&corpus, &["search", "postgres failover", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let note = stderr(&out);
     assert!(note.contains("the dense list leaves out work"), "{note}");
@@ -450,18 +376,7 @@ fn indexes_of_two_models_keep_cosines_apart_and_say_so() {
         }
     }
     // explain says so too; both outputs hold to their schemas in both drafts.
-    let explain = run(
-        &corpus,
-        &[
-            "explain",
-            "postgres failover",
-            "--json",
-            "--index",
-            "notes",
-            "--index",
-            "work",
-        ],
-    );
+    let explain = on_both(&corpus, &["explain", "postgres failover", "--json"]);
     assert!(
         stderr(&explain).contains("the dense list leaves out work"),
         "{}",

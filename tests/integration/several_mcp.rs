@@ -15,30 +15,6 @@ use serde_json::Value;
 use crate::common::mcp::{HttpServer, client_report};
 use crate::common::{self, Corpus};
 
-/// The fixtures as two indexes in one folder: `notes` (the runbooks) and
-/// `work` (the rest).
-fn two_indexes() -> Corpus {
-    let corpus = Corpus::empty();
-    let (notes, work) = (corpus.path().join("notes"), corpus.path().join("work"));
-    common::copy_fixture(&common::fixtures_dir().join("corpus"), &work);
-    std::fs::create_dir_all(&notes).unwrap();
-    std::fs::rename(work.join("runbooks"), notes.join("runbooks")).unwrap();
-    for dir in [&notes, &work] {
-        let output = corpus
-            .memidx()
-            .args(["index", "--quiet"])
-            .arg(dir)
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    corpus
-}
-
 /// What every session must have seen, whichever the SDK and transport.
 fn assert_session(report: &Value) {
     assert_eq!(
@@ -100,7 +76,7 @@ fn python_report(corpus: &Corpus, url: Option<&str>) -> Option<Value> {
 
 #[test]
 fn the_python_sdk_searches_two_indexes_as_one_over_stdio() {
-    let corpus = two_indexes();
+    let corpus = common::two_indexes();
     if let Some(report) = python_report(&corpus, None) {
         assert_session(&report);
     }
@@ -108,7 +84,7 @@ fn the_python_sdk_searches_two_indexes_as_one_over_stdio() {
 
 #[test]
 fn the_python_sdk_searches_two_indexes_as_one_over_http() {
-    let corpus = two_indexes();
+    let corpus = common::two_indexes();
     let notes = format!("notes={}", corpus.path().join("notes").display());
     let work = format!("work={}", corpus.path().join("work").display());
     let mut server = HttpServer::serve(
@@ -129,7 +105,7 @@ fn typescript_report(generation: &str) -> Option<Value> {
         );
         return None;
     };
-    let corpus = two_indexes();
+    let corpus = common::two_indexes();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_ts/several.mjs");
     let mut node = Command::new("node");
     node.arg(script)

@@ -13,44 +13,15 @@
 // already listening at URL (sent $MEMIDX_MCP_TOKEN as a bearer token when
 // that is set) and MEMIDX_BINARY only runs the side `memidx index`.
 // CORPUS_DIR is a temporary, already indexed copy of fixtures/corpus (the
-// script edits it). The packages (their CommonJS builds, through require)
-// come from $MEMIDX_MCP_NODE_MODULES/node_modules when that is set, since
-// an ES import looks only in the folders above this script; else from
-// beside it.
+// script edits it). The packages are loaded as sdk.mjs says.
 
 import { execFileSync } from "node:child_process";
 import { appendFileSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { join } from "node:path";
 
+import { GENERATIONS } from "./sdk.mjs";
+
 const INCIDENT = "incidents/2023/q4/billing-month-end-timeouts.md";
-
-// The SDKs log with console.debug, which Node writes to stdout: stdout is
-// the report's alone.
-console.log = console.info = console.debug = console.error;
-
-const modules = process.env.MEMIDX_MCP_NODE_MODULES;
-const require = createRequire(modules ? join(modules, "package.json") : import.meta.url);
-
-/** Each generation's Client, transports and default output validator, and
- *  the options its Client is made with. */
-const GENERATIONS = {
-  v1: () => ({
-    Client: require("@modelcontextprotocol/sdk/client/index.js").Client,
-    Stdio: require("@modelcontextprotocol/sdk/client/stdio.js").StdioClientTransport,
-    Http: require("@modelcontextprotocol/sdk/client/streamableHttp.js").StreamableHTTPClientTransport,
-    Validator: require("@modelcontextprotocol/sdk/validation/ajv").AjvJsonSchemaValidator,
-    options: {},
-  }),
-  v2: () => ({
-    Client: require("@modelcontextprotocol/client").Client,
-    Stdio: require("@modelcontextprotocol/client/stdio").StdioClientTransport,
-    Http: require("@modelcontextprotocol/client").StreamableHTTPClientTransport,
-    Validator: require("@modelcontextprotocol/client/validators/ajv").AjvJsonSchemaValidator,
-    // Probe with server/discover; fall back to initialize if not understood.
-    options: { versionNegotiation: { mode: "auto" } },
-  }),
-};
 
 /** An error as the report shows it: its JSON-RPC code (if any) and message. */
 function describe(err) {

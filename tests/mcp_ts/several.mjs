@@ -7,31 +7,11 @@
 //
 // Usage: node several.mjs v1|v2 MEMIDX_BINARY DIR
 //
-// The packages come from $MEMIDX_MCP_NODE_MODULES/node_modules when that is
-// set (as for client.mjs), else from beside this script.
+// The packages are loaded as sdk.mjs says.
 
-import { createRequire } from "node:module";
 import { join } from "node:path";
 
-// The SDKs log with console.debug, which Node writes to stdout: stdout is
-// the report's alone.
-console.log = console.info = console.debug = console.error;
-
-const modules = process.env.MEMIDX_MCP_NODE_MODULES;
-const require = createRequire(modules ? join(modules, "package.json") : import.meta.url);
-
-const GENERATIONS = {
-  v1: () => ({
-    Client: require("@modelcontextprotocol/sdk/client/index.js").Client,
-    Stdio: require("@modelcontextprotocol/sdk/client/stdio.js").StdioClientTransport,
-    options: {},
-  }),
-  v2: () => ({
-    Client: require("@modelcontextprotocol/client").Client,
-    Stdio: require("@modelcontextprotocol/client/stdio").StdioClientTransport,
-    options: { versionNegotiation: { mode: "auto" } },
-  }),
-};
+import { GENERATIONS } from "./sdk.mjs";
 
 async function session(generation, memidx, dir) {
   const sdk = GENERATIONS[generation]();

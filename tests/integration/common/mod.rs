@@ -354,6 +354,30 @@ pub fn error_paths(
         .collect()
 }
 
+/// The fixtures as two indexes in one folder: `notes` (the runbooks) and
+/// `work` (the rest), each indexed.
+pub fn two_indexes() -> Corpus {
+    let corpus = Corpus::empty();
+    let (notes, work) = (corpus.path().join("notes"), corpus.path().join("work"));
+    copy_fixture(&fixtures_dir().join("corpus"), &work);
+    fs::create_dir_all(&notes).expect("create notes");
+    fs::rename(work.join("runbooks"), notes.join("runbooks")).expect("move the runbooks");
+    for dir in [&notes, &work] {
+        let output = corpus
+            .memidx()
+            .args(["index", "--quiet"])
+            .arg(dir)
+            .output()
+            .expect("run");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    corpus
+}
+
 /// A copy of the bundled model's folder whose config differs by a field
 /// model2vec ignores: the same vectors under another fingerprint.
 pub fn other_static_model(dir: &Path) {
