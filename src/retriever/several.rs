@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Result, bail};
+use rayon::prelude::*;
 
 use super::backend::{Local, local_sparse};
 use super::{
@@ -36,6 +37,8 @@ struct Opened {
     index: Index,
     sparse: Option<SparseList>,
     dense: Option<DenseList>,
+    /// The model its dense part embeds queries with.
+    embedder: Option<&'static dyn Embedder>,
 }
 
 /// What the first index fixes for the others.
@@ -53,35 +56,30 @@ pub(super) fn open(
     if selection.graph == GraphUse::Required {
         bail!("the graph list searches one index at a time; give one --index for --mode graph");
     }
-    let mut reference: Option<Reference> = None;
-    let mut opened = Vec::with_capacity(named.len());
-    for (name, dir) in named {
-        let member = Index::open_with(dir, |index| open_parts(index, selection, &reference))?;
-        if reference.is_none() {
-            let manifest = member.index.manifest();
-            let embedder = match selection.dense {
-                true => Some(crate::index::built_embedder(manifest)?),
-                false => None,
-            };
-            reference = Some(Reference {
-                manifest: manifest.clone(),
-                embedder,
-            });
-        }
-        opened.push((name.clone(), member));
-    }
-    let mut sparse = Vec::new();
-    let mut dense = Vec::new();
-    let mut members = Vec::with_capacity(opened.len());
-    for (name, member) in opened {
-        sparse.extend(member.sparse);
-        dense.extend(member.dense);
-        members.push((name, member.index));
-    }
-    let indexes = set(members)?;
-    let Some(reference) = reference else {
+    let Some(((_, first_dir), others)) = named.split_first() else {
         bail!("no index to search");
     };
+    let first = Index::open_with(first_dir, |index| open_parts(index, selection, None))?;
+    let reference = Reference {
+        manifest: first.index.manifest().clone(),
+        embedder: first.embedder,
+    };
+    // The others at once: opening is mostly system calls (open, stat,
+    // map) that overlap.
+    let others: Vec<Opened> = (others.par_iter())
+        .map(|(_, dir)| {
+            Index::open_with(dir, |index| open_parts(index, selection, Some(&reference)))
+        })
+        .collect::<Result<_>>()?;
+    let mut sparse = Vec::new();
+    let mut dense = Vec::new();
+    let mut members = Vec::with_capacity(named.len());
+    for ((name, _), member) in named.iter().zip(std::iter::once(first).chain(others)) {
+        sparse.extend(member.sparse);
+        dense.extend(member.dense);
+        members.push((name.clone(), member.index));
+    }
+    let indexes = set(members)?;
     let first = &reference.manifest;
     let mut lists = Vec::new();
     if selection.sparse {
@@ -112,14 +110,13 @@ pub(super) fn open(
 fn open_parts(
     index: Index,
     selection: &ListSelection,
-    reference: &Option<Reference>,
+    reference: Option<&Reference>,
 ) -> Result<Opened> {
     let manifest = index.manifest();
-    let sparse = match selection.sparse
-        && reference
-            .as_ref()
-            .is_none_or(|r| same_words(&r.manifest, manifest))
-    {
+    let alike = |same: fn(&Manifest, &Manifest) -> bool| {
+        reference.is_none_or(|r| same(&r.manifest, manifest))
+    };
+    let sparse = match selection.sparse && alike(same_words) {
         true => Some(local_sparse(&index)?),
         false => None,
     };
@@ -134,10 +131,7 @@ fn open_parts(
     let dense = match embedder {
         Some(embedder) => {
             let generation = index.generation();
-            let options = dense_options(
-                selection,
-                reference.as_ref().map_or(manifest, |r| &r.manifest),
-            );
+            let options = dense_options(selection, reference.map_or(manifest, |r| &r.manifest));
             Some(DenseList::open(
                 generation.dir(),
                 &manifest.checksums,
@@ -152,6 +146,7 @@ fn open_parts(
         index,
         sparse,
         dense,
+        embedder,
     })
 }
 

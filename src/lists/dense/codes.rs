@@ -181,13 +181,82 @@ pub struct SignCodes {
 #[derive(Clone, Copy)]
 struct Scored(i32, ChunkOrd);
 
-fn best_first(a: &Scored, b: &Scored) -> std::cmp::Ordering {
-    b.0.cmp(&a.0).then(a.1.cmp(&b.1))
-}
-
 /// One block in this many is scored first to learn where the depth's
 /// worst row scores (see [`SignCodes::candidates`]).
 const SAMPLE_STRIDE: usize = 16;
+
+/// The `depth` rows whose codes score best against `query` over several
+/// sets of codes searched as one (each with the rows its set allows;
+/// `allowed` in all), as [`SignCodes::candidates`] chooses them in one:
+/// one sample of all the sets gives one floor, every set's rows reaching
+/// it compete, and the best `depth` are kept. Each row comes as its code
+/// score, its set's position and its ordinal there, best first (ties: the
+/// earlier set, then the lower row, the order of the sets' rows numbered
+/// one after another).
+pub fn best_across(
+    sets: &[(&SignCodes, &AllowSet)],
+    query: &[i8],
+    depth: usize,
+    allowed: usize,
+) -> Vec<(i32, usize, ChunkOrd)> {
+    let tables: Vec<QueryTables> = (sets.iter())
+        .map(|(codes, _)| QueryTables::new(query, codes.len))
+        .collect();
+    // A few tasks per thread: work for a thread whose core is free.
+    let mut tasks: Vec<(usize, Range<usize>)> = Vec::new();
+    for (set, (codes, _)) in sets.iter().enumerate() {
+        let blocks = codes.rows.div_ceil(BLOCK_ROWS);
+        let task = blocks
+            .div_ceil(4 * rayon::current_num_threads())
+            .max(TASK_BLOCKS);
+        tasks.extend(
+            (0..blocks)
+                .step_by(task)
+                .map(|first| (set, first..blocks.min(first + task))),
+        );
+    }
+    let sampled: Vec<(usize, usize)> = (sets.iter().enumerate())
+        .flat_map(|(set, (codes, _))| {
+            (0..codes.rows.div_ceil(BLOCK_ROWS))
+                .step_by(SAMPLE_STRIDE)
+                .map(move |block| (set, block))
+        })
+        .collect();
+    let mut sample: Vec<i32> = sampled
+        .into_par_iter()
+        .flat_map_iter(|(set, block)| {
+            let (codes, allow) = sets[set];
+            codes.rows_reaching(&tables[set], block..block + 1, i32::MIN, allow)
+        })
+        .map(|Scored(score, _)| score)
+        .collect();
+    let floor = sampled_floor(&mut sample, depth, allowed);
+    let reaching = |floor: i32| -> Vec<(i32, usize, ChunkOrd)> {
+        tasks
+            .par_iter()
+            .flat_map_iter(|(set, blocks)| {
+                let (codes, allow) = sets[*set];
+                (codes.rows_reaching(&tables[*set], blocks.clone(), floor, allow))
+                    .into_iter()
+                    .map(move |Scored(score, ord)| (score, *set, ord))
+            })
+            .collect()
+    };
+    let mut kept = reaching(floor);
+    if kept.len() < depth && floor > i32::MIN {
+        kept = reaching(i32::MIN);
+    }
+    let best_first = |a: &(i32, usize, ChunkOrd), b: &(i32, usize, ChunkOrd)| {
+        b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2))
+    };
+    let depth = depth.min(kept.len());
+    if depth > 0 && depth < kept.len() {
+        kept.select_nth_unstable_by(depth - 1, best_first);
+    }
+    kept.truncate(depth);
+    kept.sort_unstable_by(best_first);
+    kept
+}
 
 /// The score a pass keeps rows from, read off the sample `scores` (the
 /// allowed rows of every [`SAMPLE_STRIDE`]-th block; `allowed` allowed rows
@@ -301,38 +370,10 @@ impl SignCodes {
         allowed: usize,
         allow: &AllowSet,
     ) -> Vec<ChunkOrd> {
-        let tables = QueryTables::new(query, self.len);
-        // A few tasks per thread: work for a thread whose core is free.
-        let blocks = self.rows.div_ceil(BLOCK_ROWS);
-        let task = blocks
-            .div_ceil(4 * rayon::current_num_threads())
-            .max(TASK_BLOCKS);
-        let tasks: Vec<Range<usize>> = (0..blocks)
-            .step_by(task)
-            .map(|first| first..blocks.min(first + task))
+        let mut rows: Vec<ChunkOrd> = (best_across(&[(self, allow)], query, depth, allowed))
+            .into_iter()
+            .map(|(_, _, ord)| ord)
             .collect();
-        let mut sample: Vec<i32> = (0..blocks)
-            .into_par_iter()
-            .step_by(SAMPLE_STRIDE)
-            .flat_map_iter(|block| self.rows_reaching(&tables, block..block + 1, i32::MIN, allow))
-            .map(|Scored(score, _)| score)
-            .collect();
-        let floor = sampled_floor(&mut sample, depth, allowed);
-        let reaching = |floor: i32| -> Vec<Scored> {
-            tasks
-                .par_iter()
-                .flat_map_iter(|blocks| self.rows_reaching(&tables, blocks.clone(), floor, allow))
-                .collect()
-        };
-        let mut kept = reaching(floor);
-        if kept.len() < depth && floor > i32::MIN {
-            kept = reaching(i32::MIN);
-        }
-        let depth = depth.min(kept.len());
-        if depth > 0 && depth < kept.len() {
-            kept.select_nth_unstable_by(depth - 1, best_first);
-        }
-        let mut rows: Vec<ChunkOrd> = kept[..depth].iter().map(|Scored(_, ord)| *ord).collect();
         rows.sort_unstable();
         rows
     }
@@ -484,7 +525,7 @@ mod tests {
         let mut all: Vec<Scored> = (0..codes.rows() as ChunkOrd)
             .map(|ord| Scored(code_score(query, &codes.code(ord)), ord))
             .collect();
-        all.sort_unstable_by(best_first);
+        all.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         all
     }
 
@@ -519,6 +560,42 @@ mod tests {
                 .check(ord, vectors.quantized_row(ord).unwrap().0)
                 .unwrap();
         }
+    }
+
+    #[test]
+    fn two_sets_of_codes_choose_the_rows_one_set_of_all_their_rows_would() {
+        let (whole, first, second) = (
+            tempfile::tempdir().unwrap(),
+            tempfile::tempdir().unwrap(),
+            tempfile::tempdir().unwrap(),
+        );
+        // 5,000 rows, then the same rows cut at 3,001 (not a block edge).
+        let (rows, cut) = (5_000, 3_001);
+        written(whole.path(), rows);
+        written_with(first.path(), cut, vector);
+        written_with(second.path(), rows - cut, |row| vector(cut + row));
+        let open = |dir: &Path, rows| SignCodes::open(dir, rows, DIM).unwrap().unwrap();
+        let (all, a, b) = (
+            open(whole.path(), rows),
+            open(first.path(), cut),
+            open(second.path(), rows - cut),
+        );
+        let (query, _) = quantize(&vector(42));
+        let flags: Vec<bool> = (0..rows).map(|i| i % 3 != 0).collect();
+        let allow = AllowSet::Only(flags.into());
+        let allowed = allow.count(rows);
+        let one = best_across(&[(&all, &allow)], &query, 250, allowed);
+        let (allow_a, allow_b) = (allow.part(0, cut), allow.part(cut as ChunkOrd, rows - cut));
+        let two = best_across(&[(&a, &allow_a), (&b, &allow_b)], &query, 250, allowed);
+        let numbered = |found: Vec<(i32, usize, ChunkOrd)>| -> Vec<(i32, ChunkOrd)> {
+            let base = |set| if set == 0 { 0 } else { cut as ChunkOrd };
+            found
+                .into_iter()
+                .map(|(score, set, ord)| (score, base(set) + ord))
+                .collect()
+        };
+        assert_eq!(one.len(), 250);
+        assert_eq!(numbered(one), numbered(two));
     }
 
     #[test]

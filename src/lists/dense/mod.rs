@@ -10,7 +10,10 @@
 //! apply before the window either way: a row the filter removes is never
 //! scored. When the rows to rescore would be all the allowed rows (a
 //! selective filter, or `explain`'s complete rankings), the list scans.
-//! Both split the rows over the cores with `rayon`.
+//! Both split the rows over the cores with `rayon`. A list over several
+//! generations ([`DenseList::merge`]) searches them as one: their rows
+//! compete for one rescoring depth by their codes (when every generation
+//! has codes), or are all scanned.
 //!
 //! **Query feedback.** A short query gives a noisy embedding: a few words,
 //! each with every sense it has, and no context. So the list ranks in
@@ -250,116 +253,91 @@ impl DenseList {
         Ok(list)
     }
 
-    /// The best `window` chunks of `allow` for the unit vector `query`,
-    /// over every generation: each one's best `window`, by its codes or an
-    /// exact scan, merged by score (ties to the lower ordinal).
+    /// The best `window` chunks of `allow` for the unit vector `query`:
+    /// through the sign codes when every generation has them and they
+    /// serve this search, else by an exact scan.
     fn scan(&self, query: &[f32], window: usize, allow: &AllowSet) -> Result<Scan> {
-        if let [only] = self.parts.as_slice() {
-            return only.scan(query, window, allow, self.rescore);
-        }
-        let mut best = TopWindow::new(window);
-        let mut all = Scan {
-            hits: Vec::new(),
-            matched: 0,
-            filtered_out: 0,
-            approximate: None,
-        };
-        for rows in &self.parts {
-            let allow = allow.part(rows.base, rows.has_vector.len());
-            let scan = rows.scan(query, window, &allow, self.rescore)?;
-            for hit in scan.hits {
-                best.push(Candidate {
-                    score: hit.score,
-                    chunk: rows.base + hit.chunk,
-                });
-            }
-            all.matched += scan.matched;
-            all.filtered_out += scan.filtered_out;
-            all.approximate = match (all.approximate, scan.approximate) {
-                (None, part) => part,
-                (Some(sum), None) => Some(sum),
-                (Some(sum), Some(part)) => Some(Approximate {
-                    scanned: sum.scanned + part.scanned,
-                    rescored: sum.rescored + part.rescored,
-                }),
-            };
-        }
-        all.hits = best.into_sorted().into_iter().map(ListHit::from).collect();
-        Ok(all)
-    }
-}
-
-impl Rows {
-    /// The best `window` chunks of `allow` (by this generation's ordinals)
-    /// for the unit vector `query`: through the sign codes when they serve
-    /// this search (rescoring `rescore` rows, or the default), else by an
-    /// exact scan.
-    fn scan(
-        &self,
-        query: &[f32],
-        window: usize,
-        allow: &AllowSet,
-        rescore: Option<usize>,
-    ) -> Result<Scan> {
-        let scan = match self.rescore_depth(window, allow, rescore) {
-            Some((codes, depth, allowed)) => {
-                self.rescore_best(codes, depth, allowed, query, window, allow)?
-            }
-            None => self.scan_all(query, window, allow)?,
+        let allows: Vec<AllowSet> = (self.parts.iter())
+            .map(|rows| allow.part(rows.base, rows.has_vector.len()))
+            .collect();
+        let scan = match self.rescore_depth(window, &allows) {
+            Some((depth, allowed)) => self.rescore_best(depth, allowed, query, window, &allows)?,
+            None => self.scan_all(query, window, &allows)?,
         };
         self.check_hits(&scan.hits)?;
         Ok(scan)
     }
 
-    /// The codes, how many rows to rescore and how many rows `allow`
-    /// allows, when the codes serve a search of `window` chunks over
-    /// `allow`: not when the rows to rescore would be every allowed row.
-    fn rescore_depth(
-        &self,
-        window: usize,
-        allow: &AllowSet,
-        rescore: Option<usize>,
-    ) -> Option<(&SignCodes, usize, usize)> {
-        let codes = self.codes.as_ref()?;
-        let depth = rescore
-            .unwrap_or_else(|| codes::default_rescored(window, codes.rows()))
+    /// How many rows to rescore and how many rows `allows` (one set per
+    /// generation) allow, when every generation has codes and they serve a
+    /// search of `window` chunks: not when the rows to rescore would be
+    /// every allowed row.
+    fn rescore_depth(&self, window: usize, allows: &[AllowSet]) -> Option<(usize, usize)> {
+        let (mut rows, mut allowed) = (0, 0);
+        for (part, allow) in self.parts.iter().zip(allows) {
+            let codes = part.codes.as_ref()?;
+            rows += codes.rows();
+            allowed += allow.count(codes.rows());
+        }
+        let depth = (self.rescore)
+            .unwrap_or_else(|| codes::default_rescored(window, rows))
             .max(window);
-        let allowed = allow.count(codes.rows());
-        (depth < allowed).then_some((codes, depth, allowed))
+        (depth < allowed).then_some((depth, allowed))
     }
 
-    /// The best `window` chunks of `allow` (`allowed` rows) among the
-    /// `depth` rows whose codes score best against `query`, rescored
-    /// exactly (in row order, which reads the mapped rows forward).
+    /// The best `window` chunks of `allows` (`allowed` rows) among the
+    /// `depth` rows whose codes score best against `query`, over all the
+    /// generations as over one ([`codes::best_across`]), rescored exactly
+    /// (in row order, which reads the mapped rows forward).
     fn rescore_best(
         &self,
-        codes: &SignCodes,
         depth: usize,
         allowed: usize,
         query: &[f32],
         window: usize,
-        allow: &AllowSet,
+        allows: &[AllowSet],
     ) -> Result<Scan> {
         let (quantized, query_scale) = quantize(query);
-        let candidates = codes.candidates(&quantized, depth, allowed, allow);
-        let mut scores = Vec::new();
-        self.vectors
-            .score_ords(&quantized, query_scale, &candidates, &mut scores)?;
+        // Every generation has codes here (`rescore_depth`).
+        let (sets, bases): (Vec<(&SignCodes, &AllowSet)>, Vec<ChunkOrd>) = (self.parts.iter())
+            .zip(allows)
+            .filter_map(|(rows, allow)| Some(((rows.codes.as_ref()?, allow), rows.base)))
+            .unzip();
+        let chosen = codes::best_across(&sets, &quantized, depth, allowed);
+        let mut candidates: Vec<ChunkOrd> = (chosen.into_iter())
+            .map(|(_, set, ord)| bases[set] + ord)
+            .collect();
+        candidates.sort_unstable();
         let mut best = TopWindow::new(window);
-        for (&chunk, &score) in candidates.iter().zip(&scores) {
-            self.check_score(chunk, score)?;
-            best.push(Candidate { score, chunk });
+        let mut scores = Vec::new();
+        for rows in &self.parts {
+            let end = rows.base as usize + rows.has_vector.len();
+            let from = candidates.partition_point(|&c| c < rows.base);
+            let to = candidates.partition_point(|&c| (c as usize) < end);
+            let local: Vec<ChunkOrd> = candidates[from..to].iter().map(|c| c - rows.base).collect();
+            rows.vectors
+                .score_ords(&quantized, query_scale, &local, &mut scores)?;
+            for (&chunk, &score) in local.iter().zip(&scores) {
+                rows.check_score(chunk, score)?;
+                best.push(Candidate {
+                    score,
+                    chunk: rows.base + chunk,
+                });
+            }
         }
         let hits: Vec<ListHit> = best.into_sorted().into_iter().map(ListHit::from).collect();
         // A damaged code can only cost recall; a returned chunk's code
         // that does not match its vector names the file.
         for hit in &hits {
-            codes.check(hit.chunk, self.vectors.quantized_row(hit.chunk)?.0)?;
+            let (rows, chunk) = self.locate(hit.chunk)?;
+            if let Some(codes) = &rows.codes {
+                codes.check(chunk, rows.vectors.quantized_row(chunk)?.0)?;
+            }
         }
         Ok(Scan {
             hits,
             matched: allowed,
-            filtered_out: codes.rows() - allowed,
+            filtered_out: self.len() as usize - allowed,
             approximate: Some(Approximate {
                 scanned: allowed,
                 rescored: candidates.len(),
@@ -367,18 +345,24 @@ impl Rows {
         })
     }
 
-    /// The best `window` chunks of `allow`, every row scored.
-    fn scan_all(&self, query: &[f32], window: usize, allow: &AllowSet) -> Result<Scan> {
+    /// The best `window` chunks of `allows` (one set per generation), every
+    /// row scored.
+    fn scan_all(&self, query: &[f32], window: usize, allows: &[AllowSet]) -> Result<Scan> {
         let mut best = TopWindow::new(window);
         let (mut matched, mut filtered_out) = (0, 0);
-        for (chunk, score) in self.vectors.similarities(query)?.into_iter().enumerate() {
-            let chunk = chunk as ChunkOrd;
-            self.check_score(chunk, score)?;
-            if allow.allows(chunk) {
-                matched += 1;
-                best.push(Candidate { score, chunk });
-            } else {
-                filtered_out += 1;
+        for (rows, allow) in self.parts.iter().zip(allows) {
+            for (chunk, score) in rows.vectors.similarities(query)?.into_iter().enumerate() {
+                let chunk = chunk as ChunkOrd;
+                rows.check_score(chunk, score)?;
+                if allow.allows(chunk) {
+                    matched += 1;
+                    best.push(Candidate {
+                        score,
+                        chunk: rows.base + chunk,
+                    });
+                } else {
+                    filtered_out += 1;
+                }
             }
         }
         Ok(Scan {
@@ -389,6 +373,25 @@ impl Rows {
         })
     }
 
+    /// Checks that every returned chunk's vector is what the chunk table
+    /// says: unit length, or zero for a chunk the model knew nothing of.
+    /// Catches a zeroed or overwritten vector file at the cost of
+    /// `window × dim` multiplications.
+    fn check_hits(&self, hits: &[ListHit]) -> Result<()> {
+        // In row order: explain's complete rankings check every row, and
+        // rows visited in score order would be random reads of the mapped
+        // vectors and chunk table.
+        let mut chunks: Vec<ChunkOrd> = hits.iter().map(|hit| hit.chunk).collect();
+        chunks.sort_unstable();
+        for chunk in chunks {
+            let (rows, chunk) = self.locate(chunk)?;
+            rows.check_hit(chunk)?;
+        }
+        Ok(())
+    }
+}
+
+impl Rows {
     /// Unit vectors give cosines in [-1, 1]; anything else is a damaged
     /// file: the one whose block checks fail on `chunk`'s row, else the
     /// vector file.
@@ -403,38 +406,30 @@ impl Rows {
         ))
     }
 
-    /// Checks that every returned chunk's vector is what the chunk table
-    /// says: unit length, or zero for a chunk the model knew nothing of.
-    /// Catches a zeroed or overwritten vector file at the cost of
-    /// `window × dim` multiplications.
-    fn check_hits(&self, hits: &[ListHit]) -> Result<()> {
-        // In row order: explain's complete rankings check every row, and
-        // rows visited in score order would be random reads of the mapped
-        // vectors and chunk table.
-        let mut chunks: Vec<ChunkOrd> = hits.iter().map(|hit| hit.chunk).collect();
-        chunks.sort_unstable();
-        for chunk in chunks {
-            let (values, scale) = self.vectors.quantized_row(chunk)?;
-            // Squares summed as integers, exactly.
-            let squares: i64 = values.iter().map(|&v| i64::from(v) * i64::from(v)).sum();
-            let norm = (squares as f32).sqrt() * scale;
-            let expected = if self.has_vector.get(chunk)? == Some(true) {
-                1.0
-            } else {
-                0.0
-            };
-            // Rounding moves each value by at most half the scale, so the
-            // length by at most √dim × scale / 2 (0.02 is common; one row
-            // in a million of corpus-big ×10 comes to 1.01).
-            let slack = (values.len() as f32).sqrt() * scale / 2.0 + 1e-3;
-            ensure!(
-                (norm - expected).abs() <= slack,
-                damaged(
-                    self.vectors.path(),
-                    "holds a vector that does not match its chunk"
-                )
-            );
-        }
+    /// Checks that the vector of `chunk` (of this generation) is what the
+    /// chunk table says: unit length, or zero for a chunk the model knew
+    /// nothing of (see [`DenseList::check_hits`]).
+    fn check_hit(&self, chunk: ChunkOrd) -> Result<()> {
+        let (values, scale) = self.vectors.quantized_row(chunk)?;
+        // Squares summed as integers, exactly.
+        let squares: i64 = values.iter().map(|&v| i64::from(v) * i64::from(v)).sum();
+        let norm = (squares as f32).sqrt() * scale;
+        let expected = if self.has_vector.get(chunk)? == Some(true) {
+            1.0
+        } else {
+            0.0
+        };
+        // Rounding moves each value by at most half the scale, so the
+        // length by at most √dim × scale / 2 (0.02 is common; one row
+        // in a million of corpus-big ×10 comes to 1.01).
+        let slack = (values.len() as f32).sqrt() * scale / 2.0 + 1e-3;
+        ensure!(
+            (norm - expected).abs() <= slack,
+            damaged(
+                self.vectors.path(),
+                "holds a vector that does not match its chunk"
+            )
+        );
         Ok(())
     }
 }
