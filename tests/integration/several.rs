@@ -279,7 +279,7 @@ fn names_are_given_or_the_folders_and_the_same_index_twice_is_searched_once() {
         "{twice:?}"
     );
     // Two indexes given one name is an error.
-    let clash = on_both(
+    let clash = run(
         &corpus,
         &["search", "x", "--index", "a=notes", "--index", "a=work"],
     );
@@ -336,7 +336,7 @@ fn a_missing_or_damaged_index_is_named_and_skip_missing_says_what_it_skipped() {
     // A damaged index fails the search, named, even under --skip-missing.
     let meta = corpus.path().join("work/.memidx/meta.json");
     fs::write(&meta, "{ not json").unwrap();
-    let damaged = run(&corpus, &["search", "postgres", "--skip-missing"]);
+    let damaged = on_both(&corpus, &["search", "postgres", "--skip-missing"]);
     assert_eq!(damaged.status.code(), Some(2));
     assert!(stderr(&damaged).contains("work"), "{}", stderr(&damaged));
 }
@@ -347,7 +347,7 @@ fn indexes_of_two_models_keep_cosines_apart_and_say_so() {
     let work = corpus.path().join("work");
     let other = corpus.path().join("other-model");
     common::other_static_model(&other);
-    let output = on_both(
+    let output = run(
         &corpus,
         &[
             "index",
@@ -359,7 +359,7 @@ fn indexes_of_two_models_keep_cosines_apart_and_say_so() {
         ],
     );
     assert!(output.status.success(), "{}", stderr(&output));
-    let out = run(&corpus, &["search", "postgres failover", "--json"]);
+    let out = on_both(&corpus, &["search", "postgres failover", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let note = stderr(&out);
     assert!(note.contains("the dense list leaves out work"), "{note}");
