@@ -218,14 +218,22 @@ pub fn fetch_shown(indexes: &IndexSet, typed: &str) -> Result<Fetched> {
 
 /// Fetches `target` from the index `member` of `indexes` ([`fetch`]), its
 /// file named as the set shows it ([`IndexSet::shown_path`]).
-pub fn fetch_from(indexes: &IndexSet, member: usize, target: &Target) -> Result<Fetched> {
+fn fetch_from(indexes: &IndexSet, member: usize, target: &Target) -> Result<Fetched> {
     let mut fetched = fetch(indexes.members()[member].index(), target)?;
-    let file = match &mut fetched {
-        Fetched::Chunk { view, .. } => &mut view.file,
-        Fetched::Lines { file, .. } => file,
-    };
+    let file = fetched.file_mut();
     file.path = indexes.shown_path(member, &file.path);
     Ok(fetched)
+}
+
+impl Fetched {
+    /// The entry of the file it comes from (its path is renamed when
+    /// several indexes show their names).
+    pub fn file_mut(&mut self) -> &mut FileEntry {
+        match self {
+            Self::Chunk { view, .. } => &mut view.file,
+            Self::Lines { file, .. } => file,
+        }
+    }
 }
 
 /// True when `file` under `root` still has the size and modification time

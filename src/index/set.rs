@@ -260,14 +260,18 @@ fn default_name(root: &Path) -> String {
 }
 
 /// `name`, or when `taken` holds it, the first of `name-2`, `name-3`, … it
-/// does not.
+/// does not (`name` shortened to keep each within [`MAX_NAME_CHARS`]).
 fn unique(name: &str, taken: &[String]) -> String {
     let free = |candidate: &str| !taken.iter().any(|t| t == candidate);
     if free(name) {
         return name.to_string();
     }
     (2..)
-        .map(|n| format!("{name}-{n}"))
+        .map(|n| {
+            let suffix = format!("-{n}");
+            let kept: String = name.chars().take(MAX_NAME_CHARS - suffix.len()).collect();
+            kept + &suffix
+        })
         .find(|candidate| free(candidate))
         .unwrap_or_default()
 }
@@ -284,6 +288,12 @@ mod tests {
         let taken = ["notes".to_string(), "notes-2".to_string()];
         assert_eq!(unique("notes", &taken), "notes-3");
         assert_eq!(unique("docs", &taken), "docs");
+        let long = "n".repeat(MAX_NAME_CHARS);
+        let second = unique(&long, std::slice::from_ref(&long));
+        assert!(
+            second.ends_with("-2") && check_name(&second).is_ok(),
+            "{second}"
+        );
     }
 
     #[test]

@@ -69,7 +69,7 @@ impl Retriever {
         backend: Arc<dyn Backend>,
     ) -> Result<Self> {
         Index::open_with(index_dir, |index| {
-            Self::open_lists(index, selection, Arc::clone(&backend))
+            Self::open_lists(index, selection, Arc::clone(&backend), None)
         })
     }
 
@@ -94,13 +94,22 @@ impl Retriever {
         named: &[(Option<String>, PathBuf)],
         selection: &ListSelection,
     ) -> Result<Self> {
-        several::open(named, selection, IndexSet::named)
+        match named {
+            // One index opens whole (its graph list too), only named.
+            [(name, dir)] => Index::open_with(dir, |index| {
+                Self::open_lists(index, selection, Arc::new(Local), Some(name.clone()))
+            }),
+            _ => several::open(named, selection, IndexSet::named),
+        }
     }
 
+    /// The lists `selection` asks for over `index`, run by `backend`; its
+    /// chunk ids carry its name when `named` gives one.
     fn open_lists(
         index: Index,
         selection: &ListSelection,
         backend: Arc<dyn Backend>,
+        named: Option<Option<String>>,
     ) -> Result<Self> {
         let manifest = index.manifest();
         let mut lists = Vec::new();
@@ -138,13 +147,11 @@ impl Retriever {
         if selection.recency {
             lists.push(recency(&[generation], selection)?);
         }
-        Self::assemble(
-            IndexSet::single(index),
-            lists,
-            selection,
-            backend,
-            Vec::new(),
-        )
+        let indexes = match named {
+            Some(name) => IndexSet::named(vec![(name, index)])?,
+            None => IndexSet::single(index),
+        };
+        Self::assemble(indexes, lists, selection, backend, Vec::new())
     }
 
     /// A retriever over `indexes` running `lists`, checked: at least one

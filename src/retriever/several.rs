@@ -74,23 +74,37 @@ pub(super) fn open(
     let mut sparse = Vec::new();
     let mut dense = Vec::new();
     let mut members = Vec::with_capacity(named.len());
-    for ((name, _), member) in named.iter().zip(std::iter::once(first).chain(others)) {
-        sparse.extend(member.sparse);
-        dense.extend(member.dense);
+    let opened = std::iter::once(first).chain(others);
+    for (at, ((name, _), member)) in named.iter().zip(opened).enumerate() {
+        sparse.extend(member.sparse.map(|list| (list, at)));
+        dense.extend(member.dense.map(|list| (list, at)));
         members.push((name.clone(), member.index));
     }
     let indexes = set(members)?;
+    // Each list's part of an index keeps the index's chunk numbers: an
+    // index a list leaves out is a gap in that list.
+    let based = |at: usize| indexes.members()[at].base();
     let first = &reference.manifest;
     let mut lists = Vec::new();
     if selection.sparse {
         lists.push(WeightedList {
-            index: Box::new(SparseList::merge(sparse)?),
+            index: Box::new(SparseList::merge(
+                sparse
+                    .into_iter()
+                    .map(|(list, at)| (list, based(at)))
+                    .collect(),
+            )?),
             weight: sparse_weight(selection, first),
         });
     }
     if selection.dense {
         lists.push(WeightedList {
-            index: Box::new(DenseList::merge(dense)?),
+            index: Box::new(DenseList::merge(
+                dense
+                    .into_iter()
+                    .map(|(list, at)| (list, based(at)))
+                    .collect(),
+            )?),
             weight: dense_weight(selection, first),
         });
     }

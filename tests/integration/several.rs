@@ -341,44 +341,97 @@ fn a_missing_or_damaged_index_is_named_and_skip_missing_says_what_it_skipped() {
     assert!(stderr(&damaged).contains("work"), "{}", stderr(&damaged));
 }
 
+/// `memidx ARGS… --index work --index notes --index extra`.
+fn on_three(corpus: &Corpus, args: &[&str]) -> std::process::Output {
+    let indexes = ["--index", "work", "--index", "notes", "--index", "extra"];
+    run(corpus, &[args, &indexes].concat())
+}
+
 #[test]
 fn indexes_of_two_models_keep_cosines_apart_and_say_so() {
+    // work, then notes embedded by another model, then extra (a copy of
+    // work's ADRs): the dense list leaves out the index in the middle.
     let corpus = common::two_indexes();
-    let work = corpus.path().join("work");
+    let (notes, extra) = (corpus.path().join("notes"), corpus.path().join("extra"));
+    common::copy_dir(&corpus.path().join("work/adr"), &extra.join("adr"));
     let other = corpus.path().join("other-model");
     common::other_static_model(&other);
-    let output = run(
+    let model = other.to_str().unwrap();
+    for (dir, extra_args) in [(&notes, &["--full", "--model", model][..]), (&extra, &[])] {
+        let output = run(
+            &corpus,
+            &[&["index", "--quiet", dir.to_str().unwrap()][..], extra_args].concat(),
+        );
+        assert!(output.status.success(), "{}", stderr(&output));
+    }
+    // With BM25 leading, the best chunks are notes' runbooks, which seed
+    // the dense list's feedback though it does not rank them.
+    let out = on_three(
         &corpus,
         &[
-            "index",
-            "--quiet",
-            "--full",
-            "--model",
-            other.to_str().unwrap(),
-            work.to_str().unwrap(),
+            "search",
+            "postgres failover",
+            "--json",
+            "--dense-weight",
+            "0.1",
         ],
     );
-    assert!(output.status.success(), "{}", stderr(&output));
-    let out = on_both(&corpus, &["search", "postgres failover", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let note = stderr(&out);
-    assert!(note.contains("the dense list leaves out work"), "{note}");
+    assert!(note.contains("the dense list leaves out notes"), "{note}");
     let response = common::parse(&String::from_utf8(out.stdout).unwrap());
     assert_eq!(
         response["notices"].as_array().map(Vec::len),
         Some(1),
         "{response}"
     );
-    // work's chunks have no dense rank; notes' may.
+    let ids = common::chunk_ids(&response);
+    assert!(
+        ids[..3].iter().any(|id| id.starts_with("notes:")),
+        "{ids:?}"
+    );
+    // notes' chunks have no dense rank; the others may.
     for result in response["results"].as_array().unwrap() {
-        if result["chunk_id"].as_str().unwrap().starts_with("work:") {
+        if result["chunk_id"].as_str().unwrap().starts_with("notes:") {
             assert!(result["ranks"]["dense"].is_null(), "{result}");
         }
     }
+    // extra's chunks, after the gap notes leaves in the dense list, are
+    // its own: each one's text and cosine are its twin's in work.
+    let dense = on_three(
+        &corpus,
+        &[
+            "search",
+            "canary deploys with argo rollouts",
+            "--mode",
+            "dense",
+            "--json",
+            "-k",
+            "20",
+            "--per-file",
+            "0",
+        ],
+    );
+    let dense = common::parse(&String::from_utf8(dense.stdout).unwrap());
+    let results = dense["results"].as_array().unwrap();
+    let of = |id: &str| results.iter().find(|r| r["chunk_id"] == id);
+    let twins: Vec<_> = results
+        .iter()
+        .filter_map(|r| Some((r, of(&r["chunk_id"].as_str()?.replace("extra:", "work:"))?)))
+        .filter(|(r, _)| r["chunk_id"].as_str().unwrap().starts_with("extra:"))
+        .collect();
+    assert!(!twins.is_empty(), "{dense}");
+    for (copy, original) in twins {
+        assert_eq!(copy["text"], original["text"]);
+        assert_eq!(
+            copy["ranks"]["dense"]["score"],
+            original["ranks"]["dense"]["score"]
+        );
+    }
     // explain says so too; both outputs hold to their schemas in both drafts.
-    let explain = on_both(&corpus, &["explain", "postgres failover", "--json"]);
+    let explain = on_three(&corpus, &["explain", "postgres failover", "--json"]);
     assert!(
-        stderr(&explain).contains("the dense list leaves out work"),
+        stderr(&explain).contains("the dense list leaves out notes"),
         "{}",
         stderr(&explain)
     );

@@ -32,7 +32,6 @@ use memidx::corpus::note::{DEFAULT_NOTES_DIR, Note};
 use memidx::filter::{Filter, TimeFilter};
 use memidx::fusion::{FusionMethod, check_rrf_k, check_window};
 use memidx::index::get::{self as fetch, LineRange, Target};
-use memidx::index::set::IndexSet;
 use memidx::index::status::StatusReport;
 use memidx::index::{Index, LiveStamp};
 use memidx::indexer::{self, DEFAULT_MAX_FILE_SIZE, IndexOptions, Writer};
@@ -71,8 +70,10 @@ pub struct State {
     served: Vec<Served>,
     /// Per served index, the stamp of its live generation when last seen.
     stamps: Vec<Option<LiveStamp>>,
-    /// Every served index, opened (for `get` and `status`).
-    set: Option<IndexSet>,
+    /// Per served index, opened when a call first needs it alone (`get`,
+    /// `status`, `reindex`), so that one index's damage fails only the
+    /// calls that read it.
+    opened: Vec<Option<Index>>,
     /// Retrievers by list selection and the served indexes they search.
     retrievers: Vec<(ListSelection, Vec<usize>, Retriever)>,
 }
@@ -82,8 +83,8 @@ impl State {
     pub fn new(served: Vec<Served>) -> Self {
         Self {
             stamps: vec![None; served.len()],
+            opened: (0..served.len()).map(|_| None).collect(),
             served,
-            set: None,
             retrievers: Vec::new(),
         }
     }
@@ -112,21 +113,42 @@ impl State {
     /// Drops what was opened from served index `member`: it changed, or is
     /// about to.
     fn forget(&mut self, member: usize) {
-        self.set = None;
+        self.opened[member] = None;
         self.retrievers
             .retain(|(_, members, _)| !members.contains(&member));
     }
 
-    /// Every served index, opened; with several, chunk ids and paths carry
-    /// their names.
-    fn set(&mut self) -> Result<&IndexSet> {
-        if self.set.is_none() {
-            let opened = (self.served.iter())
-                .map(|s| Ok((Some(s.name.clone()), Index::open(&s.dir)?)))
-                .collect::<Result<Vec<_>>>()?;
-            self.set = Some(IndexSet::new(opened)?);
+    /// The served index `member`, opened.
+    fn index(&mut self, member: usize) -> Result<&Index> {
+        if self.opened[member].is_none() {
+            self.opened[member] = Some(Index::open(&self.served[member].dir)?);
         }
-        Ok(self.set.as_ref().expect("opened above"))
+        Ok(self.opened[member].as_ref().expect("opened above"))
+    }
+
+    /// The served index a chunk id or path names (`notes:db.md#3`, with
+    /// several served), among `members`, and the rest of it: with one of
+    /// `members`, a text without a served name is that index's.
+    fn named_in<'a>(&self, typed: &'a str, members: &[usize]) -> Result<(usize, &'a str)> {
+        if self.served.len() == 1 {
+            return Ok((0, typed));
+        }
+        let named = (typed.split_once(':')).and_then(|(name, rest)| {
+            Some((self.served.iter().position(|s| s.name == name)?, rest))
+        });
+        match (named, members) {
+            (Some((member, rest)), _) if members.contains(&member) => Ok((member, rest)),
+            (Some((member, _)), _) => bail!(
+                "'{typed}' is in the index {}, which indexes leaves out",
+                self.served[member].name
+            ),
+            (None, [only]) => Ok((*only, typed)),
+            (None, _) => Err(fetch::NotFound(format!(
+                "'{typed}' names no served index; with several, ids and paths start with one's name and ':' ({})",
+                self.names()
+            ))
+            .into()),
+        }
     }
 
     /// The served indexes `names` names, in serving order (all of them
@@ -379,18 +401,7 @@ fn get(state: &mut State, args: GetArgs) -> Result<(Value, String)> {
     };
     let max_chars = check_max_chars(args.max_chars.unwrap_or(DEFAULT_MAX_CHARS))?;
     let members = state.members(args.indexes.as_deref())?;
-    let set = state.set()?;
-    // An id or path names its index (`notes:db.md#3`); one without a name
-    // is read from the one index `indexes` names, if it names one.
-    let (member, rest) = match (set.split_shown(typed), &members[..]) {
-        (Ok((member, rest)), _) if members.contains(&member) => (member, rest),
-        (_, [only]) if set.shows_names() => (*only, typed.as_str()),
-        (Ok((member, _)), _) => bail!(
-            "'{typed}' is in the index {}, which indexes leaves out",
-            set.names()[member]
-        ),
-        (Err(err), _) => return Err(fetch::NotFound(err.to_string()).into()),
-    };
+    let (member, rest) = state.named_in(typed, &members)?;
     let target = match args.chunk_id {
         Some(_) => Target::Chunk(rest.to_string()),
         None => Target::File {
@@ -401,7 +412,12 @@ fn get(state: &mut State, args: GetArgs) -> Result<(Value, String)> {
             },
         },
     };
-    let fetched = fetch::fetch_from(set, member, &target)?;
+    let mut fetched = fetch::fetch(state.index(member)?, &target)?;
+    // With several served, ids and paths name their index, as search's do.
+    if state.served.len() > 1 {
+        let file = fetched.file_mut();
+        file.path = format!("{}:{}", state.served[member].name, file.path);
+    }
     let response = GetResponse::build(fetched, Some(max_chars));
     Ok((serde_json::to_value(&response)?, compact::get(&response)))
 }
@@ -436,18 +452,19 @@ fn explain(state: &mut State, args: QueryArgs) -> Result<(Value, String)> {
 /// one, else `{"indexes": [{"name", "status"}]}` (see
 /// [`super::tools::statuses_schema`]), the text one report after another.
 fn status(state: &mut State) -> Result<(Value, String)> {
-    let set = state.set()?;
+    let several = state.served.len() > 1;
     let mut reports = Vec::new();
     let mut text = String::new();
-    for member in set.members() {
-        let report = StatusReport::of(member.index(), None, None)?;
-        if set.shows_names() {
-            text.push_str(&format!("index {}\n", member.name()));
+    for member in 0..state.served.len() {
+        let report = StatusReport::of(state.index(member)?, None, None)?;
+        let name = &state.served[member].name;
+        if several {
+            text.push_str(&format!("index {name}\n"));
         }
         text.push_str(&plain(|out| human::print_status(out, &report))?);
-        reports.push(json!({"name": member.name(), "status": report}));
+        reports.push(json!({"name": name, "status": report}));
     }
-    let structured = match set.shows_names() {
+    let structured = match several {
         true => json!({ "indexes": reports }),
         false => reports.remove(0)["status"].take(),
     };
@@ -534,7 +551,7 @@ fn reindex(state: &mut State, args: ReindexArgs) -> Result<(Value, String)> {
     let member = state.member(args.index.as_deref())?;
     let options = IndexOptions {
         full: args.full.unwrap_or(false),
-        ..IndexOptions::updating(state.set()?.members()[member].index())
+        ..IndexOptions::updating(state.index(member)?)
     };
     // The index is about to change: nothing opened from it is kept.
     state.forget(member);

@@ -182,17 +182,26 @@ pub struct SignCodes {
 struct Scored(i32, ChunkOrd);
 
 /// One block in this many is scored first to learn where the depth's
-/// worst row scores (see [`SignCodes::candidates`]).
+/// worst row scores (see [`best_across`]).
 const SAMPLE_STRIDE: usize = 16;
 
-/// The `depth` rows whose codes score best against `query` over several
-/// sets of codes searched as one (each with the rows its set allows;
-/// `allowed` in all), as [`SignCodes::candidates`] chooses them in one:
-/// one sample of all the sets gives one floor, every set's rows reaching
-/// it compete, and the best `depth` are kept. Each row comes as its code
-/// score, its set's position and its ordinal there, best first (ties: the
-/// earlier set, then the lower row, the order of the sets' rows numbered
-/// one after another).
+/// The `depth` rows whose codes score best against `query` (a unit
+/// vector's int8 values, as [`super::quantize`] gives them) over one or
+/// several sets of codes searched as one, each with the rows its set allows
+/// (`allowed` in all, as the caller has counted). Each row comes as its
+/// code score, its set's position and its ordinal there, best first (ties:
+/// the earlier set, then the lower row: the order of the sets' rows
+/// numbered one after another).
+///
+/// Every [`SAMPLE_STRIDE`]-th block of every set is scored first, for one
+/// floor that a quarter more than `depth` rows reach in expectation
+/// ([`sampled_floor`]); then one pass over the codes, split over the
+/// cores, keeps the allowed rows that reach it, and the best `depth` of
+/// those are chosen. When fewer than `depth` rows reach the floor (the
+/// margin makes it rare), the pass is repeated with every allowed row
+/// competing, so the choice is always exact. (A first pass counting every
+/// row's score in a histogram, then a second scoring again the blocks that
+/// reach its floor, cost more: bench/README.md.)
 pub fn best_across(
     sets: &[(&SignCodes, &AllowSet)],
     query: &[i8],
@@ -349,35 +358,6 @@ impl SignCodes {
         self.rows
     }
 
-    /// The `depth` rows of `allow` (which allows `allowed` rows, as its
-    /// caller has counted) whose codes score best against `query` (a unit
-    /// vector's int8 values, as [`super::quantize`] gives them; ties: lower
-    /// rows first), in row order.
-    ///
-    /// Every [`SAMPLE_STRIDE`]-th block is scored first, for a floor that
-    /// a quarter more than `depth` rows reach in expectation
-    /// ([`sampled_floor`]); then one pass over the codes, split over the
-    /// cores, keeps the allowed rows that reach it, and the best `depth`
-    /// of those are chosen. When fewer than `depth` rows reach the floor
-    /// (the margin makes it rare), the pass is repeated with every allowed
-    /// row competing, so the choice is always exact. (A first pass
-    /// counting every row's score in a histogram, then a second scoring
-    /// again the blocks that reach its floor, cost more: bench/README.md.)
-    pub fn candidates(
-        &self,
-        query: &[i8],
-        depth: usize,
-        allowed: usize,
-        allow: &AllowSet,
-    ) -> Vec<ChunkOrd> {
-        let mut rows: Vec<ChunkOrd> = (best_across(&[(self, allow)], query, depth, allowed))
-            .into_iter()
-            .map(|(_, _, ord)| ord)
-            .collect();
-        rows.sort_unstable();
-        rows
-    }
-
     /// The allowed rows of the blocks `blocks` scoring at least `floor`.
     fn rows_reaching(
         &self,
@@ -439,6 +419,24 @@ mod tests {
     use super::*;
     use crate::embed::normalize;
     use crate::lists::dense::{QuantizedVectors, StoredVectors, VectorWriter, quantize};
+
+    /// [`best_across`] of one set, in row order.
+    impl SignCodes {
+        fn candidates(
+            &self,
+            query: &[i8],
+            depth: usize,
+            allowed: usize,
+            allow: &AllowSet,
+        ) -> Vec<ChunkOrd> {
+            let mut rows: Vec<ChunkOrd> = (best_across(&[(self, allow)], query, depth, allowed))
+                .into_iter()
+                .map(|(_, _, ord)| ord)
+                .collect();
+            rows.sort_unstable();
+            rows
+        }
+    }
 
     const DIM: usize = 20;
 

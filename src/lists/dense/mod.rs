@@ -160,22 +160,25 @@ impl DenseList {
         })
     }
 
-    /// One list over the generations of `lists`, in order, searched as one
-    /// index built over all their chunks: the second's ordinals follow the
-    /// first's rows. Cosines compare only under one model, so every list
-    /// must embed with the same one (an error otherwise; the caller leaves
-    /// out, and names, the rest). The first list's options hold for all.
-    pub fn merge(lists: Vec<Self>) -> Result<Self> {
+    /// One list over the generations of `lists`, searched as one index
+    /// built over all their chunks: each list's rows numbered from its base
+    /// (ascending; a generation left out leaves a gap). Cosines compare only
+    /// under one model, so every list must embed with the same one (an
+    /// error otherwise; the caller leaves out, and names, the rest). The
+    /// first list's options hold for all.
+    pub fn merge(lists: Vec<(Self, ChunkOrd)>) -> Result<Self> {
         let mut lists = lists.into_iter();
-        let Some(mut merged) = lists.next() else {
+        let Some((mut merged, first_base)) = lists.next() else {
             bail!("no dense list to merge");
         };
-        for list in lists {
+        for rows in &mut merged.parts {
+            rows.base += first_base;
+        }
+        for (list, base) in lists {
             ensure!(
                 list.embedder.info() == merged.embedder.info(),
                 "dense lists embedded with different models cannot be merged"
             );
-            let base = merged.len();
             merged.parts.extend(list.parts.into_iter().map(|rows| Rows {
                 base: rows.base + base,
                 ..rows
@@ -184,23 +187,28 @@ impl DenseList {
         Ok(merged)
     }
 
-    /// The list's rows, over all its generations.
-    fn len(&self) -> ChunkOrd {
-        self.parts
-            .last()
-            .map_or(0, |rows| rows.base + rows.has_vector.len() as ChunkOrd)
+    /// The rows of all its generations.
+    fn rows(&self) -> usize {
+        self.parts.iter().map(|rows| rows.has_vector.len()).sum()
     }
 
     /// The generation holding the list-wide chunk `chunk`, and the chunk's
-    /// ordinal in it.
-    fn locate(&self, chunk: ChunkOrd) -> Result<(&Rows, ChunkOrd)> {
+    /// ordinal in it; `None` for a chunk of no generation here (of an index
+    /// the list leaves out).
+    fn part_of(&self, chunk: ChunkOrd) -> Option<(&Rows, ChunkOrd)> {
         let at = self.parts.partition_point(|rows| rows.base <= chunk);
-        let rows = at.checked_sub(1).map(|at| &self.parts[at]);
-        match rows {
-            Some(rows) if ((chunk - rows.base) as usize) < rows.has_vector.len() => {
-                Ok((rows, chunk - rows.base))
-            }
-            _ => bail!("chunk {chunk} is past the dense list's rows"),
+        let rows = &self.parts[at.checked_sub(1)?];
+        ((chunk - rows.base) as usize)
+            .lt(&rows.has_vector.len())
+            .then_some((rows, chunk - rows.base))
+    }
+
+    /// [`DenseList::part_of`] for a chunk the list ranked: an error when
+    /// it is of no generation here.
+    fn locate(&self, chunk: ChunkOrd) -> Result<(&Rows, ChunkOrd)> {
+        match self.part_of(chunk) {
+            Some(found) => Ok(found),
+            None => bail!("chunk {chunk} is past the dense list's rows"),
         }
     }
 
@@ -337,7 +345,7 @@ impl DenseList {
         Ok(Scan {
             hits,
             matched: allowed,
-            filtered_out: self.len() as usize - allowed,
+            filtered_out: self.rows() - allowed,
             approximate: Some(Approximate {
                 scanned: allowed,
                 rescored: candidates.len(),
@@ -474,8 +482,11 @@ impl List for DenseList {
         let started = Instant::now();
         let query = self.embed_query(query)?;
         let seeds = &seeds[..seeds.len().min(self.feedback)];
+        // A seed of an index this list leaves out moves nothing.
         let row_of = |chunk| {
-            let (rows, local) = self.locate(chunk)?;
+            let Some((rows, local)) = self.part_of(chunk) else {
+                return Ok(None);
+            };
             Ok((rows.has_vector.get(local)? == Some(true)).then_some((&rows.vectors, local)))
         };
         let (vector, used) = moved_query(&query, seeds, row_of)?;

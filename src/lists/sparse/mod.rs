@@ -569,17 +569,18 @@ impl SparseList {
         Ok(list)
     }
 
-    /// One list over the generations of `lists`, in order, searched as one
-    /// index built over all their chunks: the second's ordinals follow the
-    /// first's chunks, and BM25's document count, average length and
-    /// document frequencies are summed over all of them, so every score
-    /// and tie is the one index's. Every list must analyze and score alike
-    /// (the caller leaves out, and names, those that do not); an error
-    /// otherwise.
-    pub fn merge(lists: Vec<Self>) -> Result<Self> {
+    /// One list over the generations of `lists`, searched as one index
+    /// built over all their chunks: each list's chunks numbered from its
+    /// base (ascending; a generation left out leaves a gap), and BM25's
+    /// document count, average length and document frequencies summed over
+    /// all of them, so every score and tie is the one index's. Every list
+    /// must analyze and score alike (the caller leaves out, and names,
+    /// those that do not); an error otherwise.
+    pub fn merge(lists: Vec<(Self, ChunkOrd)>) -> Result<Self> {
         let mut lists = lists.into_iter();
-        let mut merged = lists.next().context("no sparse list to merge")?;
-        for list in lists {
+        let (mut merged, first_base) = lists.next().context("no sparse list to merge")?;
+        merged.rebase(first_base, 0);
+        for (list, base) in lists {
             ensure!(
                 list.analyzer == merged.analyzer && list.params == merged.params,
                 "sparse lists that analyze or score differently cannot be merged"
@@ -588,25 +589,26 @@ impl SparseList {
                 list.body == merged.body,
                 "sparse lists of different schemas cannot be merged"
             );
-            let base = ChunkOrd::try_from(merged.stats.docs)
-                .context("too many chunks to search as one index")?;
-            let first_part = merged.parts.len();
+            let mut list = list;
+            list.rebase(base, merged.parts.len());
             merged.stats.docs += list.stats.docs;
             merged.stats.tokens += list.stats.tokens;
             merged.stats.uids += list.stats.uids;
-            merged.parts.extend(list.parts.into_iter().map(|part| Part {
-                base: part.base + base,
-                ..part
-            }));
-            merged
-                .segments
-                .extend(list.segments.into_iter().map(|segment| Segment {
-                    part: segment.part + first_part,
-                    base: segment.base + base,
-                    ..segment
-                }));
+            merged.parts.extend(list.parts);
+            merged.segments.extend(list.segments);
         }
         Ok(merged)
+    }
+
+    /// Numbers this list's chunks from `base` and its parts from `part`.
+    fn rebase(&mut self, base: ChunkOrd, part: usize) {
+        for each in &mut self.parts {
+            each.base += base;
+        }
+        for segment in &mut self.segments {
+            segment.base += base;
+            segment.part += part;
+        }
     }
 
     /// What a search needs of `segment`, whose ordinals `maps` locates
