@@ -397,6 +397,11 @@ pub fn resolve_index_dir(args: &IndexLocation, cwd: &Path) -> Result<PathBuf> {
             // clap fills --index from the environment too: say so, since a
             // variable set long ago is easy to forget.
             let from_env = std::env::var_os(INDEX_ENV).is_some_and(|v| Path::new(&v) == index);
+            let listed = std::env::split_paths(index).count();
+            ensure!(
+                !from_env || listed < 2 || cwd.join(index).exists(),
+                "{INDEX_ENV} lists {listed} indexes, and this command reads one; give it --index PATH"
+            );
             index_dir_at(index, cwd, from_env)
         }
         None => nearest_index_dir(cwd),

@@ -303,6 +303,20 @@ fn names_are_given_or_the_folders_and_the_same_index_twice_is_searched_once() {
             .iter()
             .any(|id| id.starts_with("notes:"))
     );
+    // A command that reads one index says so rather than seeking "notes:work".
+    let joined = std::env::join_paths([corpus.path().join("notes"), corpus.path().join("work")]);
+    let status = corpus
+        .memidx()
+        .env("MEMIDX_INDEX", joined.unwrap())
+        .arg("status")
+        .output()
+        .unwrap();
+    assert_eq!(status.status.code(), Some(2));
+    assert!(
+        stderr(&status).contains("MEMIDX_INDEX lists 2 indexes, and this command reads one"),
+        "{}",
+        stderr(&status)
+    );
 }
 
 #[test]
