@@ -30,7 +30,7 @@ use crate::index::manifest::Manifest;
 use crate::index::set::IndexSet;
 use crate::lists::dense::DenseList;
 use crate::lists::sparse::SparseList;
-use crate::store::generation::Generation;
+use crate::store::generation::{ChunkOrd, Generation};
 
 /// One index opened with its parts of the merged lists.
 struct Opened {
@@ -81,30 +81,17 @@ pub(super) fn open(
         members.push((name.clone(), member.index));
     }
     let indexes = set(members)?;
-    // Each list's part of an index keeps the index's chunk numbers: an
-    // index a list leaves out is a gap in that list.
-    let based = |at: usize| indexes.members()[at].base();
     let first = &reference.manifest;
     let mut lists = Vec::new();
     if selection.sparse {
         lists.push(WeightedList {
-            index: Box::new(SparseList::merge(
-                sparse
-                    .into_iter()
-                    .map(|(list, at)| (list, based(at)))
-                    .collect(),
-            )?),
+            index: Box::new(SparseList::merge(based(sparse, &indexes))?),
             weight: sparse_weight(selection, first),
         });
     }
     if selection.dense {
         lists.push(WeightedList {
-            index: Box::new(DenseList::merge(
-                dense
-                    .into_iter()
-                    .map(|(list, at)| (list, based(at)))
-                    .collect(),
-            )?),
+            index: Box::new(DenseList::merge(based(dense, &indexes))?),
             weight: dense_weight(selection, first),
         });
     }
@@ -116,6 +103,15 @@ pub(super) fn open(
     }
     let notices = notices(&indexes, selection);
     Retriever::assemble(indexes, lists, selection, Arc::new(Local), notices)
+}
+
+/// Each of a list's `parts` (by the position of its index in `indexes`)
+/// with the index's base: a list numbers an index's chunks as the set does,
+/// so an index the list leaves out is a gap in it.
+fn based<L>(parts: Vec<(L, usize)>, indexes: &IndexSet) -> Vec<(L, ChunkOrd)> {
+    (parts.into_iter())
+        .map(|(list, at)| (list, indexes.members()[at].base()))
+        .collect()
 }
 
 /// Opens `index` and its parts of the sparse and dense lists `selection`
