@@ -213,13 +213,7 @@ pub fn fetch(index: &Index, target: &Target) -> Result<Fetched> {
 /// so in what is fetched; an unknown name is [`NotFound`].
 pub fn fetch_shown(indexes: &IndexSet, typed: &str) -> Result<Fetched> {
     let (member, rest) = (indexes.split_shown(typed)).map_err(|err| NotFound(err.to_string()))?;
-    fetch_from(indexes, member, &Target::parse(rest)?)
-}
-
-/// Fetches `target` from the index `member` of `indexes` ([`fetch`]), its
-/// file named as the set shows it ([`IndexSet::shown_path`]).
-fn fetch_from(indexes: &IndexSet, member: usize, target: &Target) -> Result<Fetched> {
-    let mut fetched = fetch(indexes.members()[member].index(), target)?;
+    let mut fetched = fetch(indexes.members()[member].index(), &Target::parse(rest)?)?;
     let file = fetched.file_mut();
     file.path = indexes.shown_path(member, &file.path);
     Ok(fetched)

@@ -189,7 +189,7 @@ impl IndexSet {
     /// `name:path` when names are shown, else `path`.
     pub fn shown_path(&self, member: usize, path: &str) -> String {
         match self.named {
-            true => format!("{}:{path}", self.members[member].name),
+            true => named_path(&self.members[member].name, path),
             false => path.to_string(),
         }
     }
@@ -201,10 +201,7 @@ impl IndexSet {
         if !self.named {
             return Ok((0, shown));
         }
-        let found = shown.split_once(':').and_then(|(name, rest)| {
-            let member = self.members.iter().position(|m| m.name == name)?;
-            Some((member, rest))
-        });
+        let found = split_named(shown, self.members.iter().map(Member::name));
         found.with_context(|| {
             format!(
                 "'{shown}' names no searched index; with several, ids and paths start with one's name and ':' ({})",
@@ -225,6 +222,24 @@ impl IndexSet {
     pub fn names(&self) -> Vec<&str> {
         self.members.iter().map(|m| m.name.as_str()).collect()
     }
+}
+
+/// A path or chunk id of the index `name` as it is shown with the names:
+/// `name:path`.
+pub fn named_path(name: &str, path: &str) -> String {
+    format!("{name}:{path}")
+}
+
+/// The index a path or chunk id shown with the names ([`named_path`])
+/// names, by its position among `names`, and the rest of it; `None` when it
+/// starts with none of them.
+pub fn split_named<'a, 'n>(
+    shown: &'a str,
+    names: impl IntoIterator<Item = &'n str>,
+) -> Option<(usize, &'a str)> {
+    let (name, rest) = shown.split_once(':')?;
+    let at = names.into_iter().position(|n| n == name)?;
+    Some((at, rest))
 }
 
 /// Checks an index name given by the user.

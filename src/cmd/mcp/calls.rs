@@ -32,6 +32,7 @@ use memidx::corpus::note::{DEFAULT_NOTES_DIR, Note};
 use memidx::filter::{Filter, TimeFilter};
 use memidx::fusion::{FusionMethod, check_rrf_k, check_window};
 use memidx::index::get::{self as fetch, LineRange, Target};
+use memidx::index::set::{named_path, split_named};
 use memidx::index::status::StatusReport;
 use memidx::index::{Index, LiveStamp};
 use memidx::indexer::{self, DEFAULT_MAX_FILE_SIZE, IndexOptions, Writer};
@@ -133,9 +134,7 @@ impl State {
         if self.served.len() == 1 {
             return Ok((0, typed));
         }
-        let named = (typed.split_once(':')).and_then(|(name, rest)| {
-            Some((self.served.iter().position(|s| s.name == name)?, rest))
-        });
+        let named = split_named(typed, self.served.iter().map(|s| s.name.as_str()));
         match (named, members) {
             (Some((member, rest)), _) if members.contains(&member) => Ok((member, rest)),
             (Some((member, _)), _) => bail!(
@@ -416,7 +415,7 @@ fn get(state: &mut State, args: GetArgs) -> Result<(Value, String)> {
     // With several served, ids and paths name their index, as search's do.
     if state.served.len() > 1 {
         let file = fetched.file_mut();
-        file.path = format!("{}:{}", state.served[member].name, file.path);
+        file.path = named_path(&state.served[member].name, &file.path);
     }
     let response = GetResponse::build(fetched, Some(max_chars));
     Ok((serde_json::to_value(&response)?, compact::get(&response)))
@@ -514,9 +513,10 @@ fn remember(state: &mut State, args: RememberArgs) -> Result<(Value, String)> {
     )?;
     // With several served, ids and paths name their index, as search's do.
     if state.served.len() > 1 {
-        let named = |text: &str| format!("{}:{text}", served.name);
-        report.path = named(&report.path);
-        report.chunk_ids = report.chunk_ids.iter().map(|id| named(id)).collect();
+        report.path = named_path(&served.name, &report.path);
+        report.chunk_ids = (report.chunk_ids.iter())
+            .map(|id| named_path(&served.name, id))
+            .collect();
     }
     Ok((
         serde_json::to_value(&report)?,
