@@ -8,9 +8,9 @@ Splits the markdown files of CORPUS (as memidx walks them, sorted by path)
 into 2 and into 8 folders of consecutive files under WORK, as hard links
 (CORPUS is never written; WORK/whole links all of it), indexes the whole and
 every part with the same binary (and `--dense-index` when given: under
-the default, `auto`, an index of fewer than 100,000 rows has no sign codes,
-so eight parts of corpus-big are scanned row by row where the whole is
-searched through its codes), then times whole-process hybrid searches
+the default, `auto`, an index of 10,000 rows or more has sign codes, which
+a search uses when all the indexes it searches hold 100,000 rows or more),
+then times whole-process hybrid searches
 (`memidx search Q --json`) of bench/queries.txt over 1, 2 and 8 indexes,
 interleaved query by query and run by run so that a noisy machine weighs on
 all three alike. Prints the medians, their ratios to one index, and how

@@ -42,7 +42,7 @@ set edit:completion:arg-completer[memidx] = {|@words|
             cand --include 'Index only files whose path (relative to DIR) matches GLOB (repeatable)'
             cand --exclude 'Skip files and folders whose path (relative to DIR) matches GLOB (repeatable)'
             cand --model 'Embed with this sentence-transformers model folder (config.json, tokenizer.json, model.safetensors) instead of the bundled model; later runs keep embedding with it until --bundled-model'
-            cand --dense-index 'When to write the dense list''s sign codes, which searches scan before scoring their best rows exactly, instead of every vector: auto from 100,000 chunks; later runs keep the setting [default: the index''s, else auto]'
+            cand --dense-index 'When to write the dense list''s sign codes, which searches scan before scoring their best rows exactly, instead of every vector: auto writes them from 10,000 chunks and searches use them over 100,000 (an index alone or several together); later runs keep the setting [default: the index''s, else auto]'
             cand --index 'Where to write the index [default: DIR/.memidx]; keeps it out of read-only or shared folders'
             cand --color 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected'
             cand --full 'Re-read every file instead of reusing unchanged ones'

@@ -46,7 +46,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand index" -l chunk-tokens -d 
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l include -d 'Index only files whose path (relative to DIR) matches GLOB (repeatable)' -r
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l exclude -d 'Skip files and folders whose path (relative to DIR) matches GLOB (repeatable)' -r
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l model -d 'Embed with this sentence-transformers model folder (config.json, tokenizer.json, model.safetensors) instead of the bundled model; later runs keep embedding with it until --bundled-model' -r -F
-complete -c memidx -n "__fish_memidx_using_subcommand index" -l dense-index -d 'When to write the dense list\'s sign codes, which searches scan before scoring their best rows exactly, instead of every vector: auto from 100,000 chunks; later runs keep the setting [default: the index\'s, else auto]' -r -f -a "auto\t'From 100,000 chunks with a vector'
+complete -c memidx -n "__fish_memidx_using_subcommand index" -l dense-index -d 'When to write the dense list\'s sign codes, which searches scan before scoring their best rows exactly, instead of every vector: auto writes them from 10,000 chunks and searches use them over 100,000 (an index alone or several together); later runs keep the setting [default: the index\'s, else auto]' -r -f -a "auto\t'Written from 10,000 chunks with a vector, used by searches over 100,000 (with other indexes)'
 always\t'Whatever the size'
 never\t'Never: searches scan every vector'"
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l index -d 'Where to write the index [default: DIR/.memidx]; keeps it out of read-only or shared folders' -r -F

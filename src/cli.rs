@@ -186,8 +186,9 @@ pub struct IndexArgs {
     pub no_graph: bool,
     /// When to write the dense list's sign codes, which searches scan
     /// before scoring their best rows exactly, instead of every vector:
-    /// auto from 100,000 chunks; later runs keep the setting [default: the
-    /// index's, else auto].
+    /// auto writes them from 10,000 chunks and searches use them over
+    /// 100,000 (an index alone or several together); later runs keep the
+    /// setting [default: the index's, else auto].
     #[arg(long, value_name = "WHEN")]
     pub dense_index: Option<DenseIndexName>,
     /// Where to write the index [default: DIR/.memidx]; keeps it out of
@@ -488,7 +489,8 @@ pub struct EvalArgs {
 /// When to build the dense index, as `--dense-index` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DenseIndexName {
-    /// From 100,000 chunks with a vector.
+    /// Written from 10,000 chunks with a vector, used by searches over
+    /// 100,000 (with other indexes).
     Auto,
     /// Whatever the size.
     Always,

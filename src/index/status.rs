@@ -17,7 +17,8 @@ use crate::corpus::walk::walk;
 use crate::embed::{EmbedderInfo, ModelKind};
 use crate::fusion::{FusionDefaults, FusionSource};
 use crate::lists::dense::codes::{
-    AUTO_MIN_ROWS, CODES_FILE, DenseIndexSetting, RESCORE_PER_WINDOW, default_rescored,
+    AUTO_MIN_ROWS, AUTO_SEARCH_MIN_ROWS, CODES_FILE, DenseIndexSetting, RESCORE_PER_WINDOW,
+    default_rescored,
 };
 use crate::lists::sparse::Bm25Params;
 use crate::store::MANIFEST_FILE;
@@ -117,7 +118,10 @@ pub struct DenseIndexStatus {
     pub setting: DenseIndexSetting,
     /// Rows with a vector from which `auto` writes it.
     pub auto_min_chunks: usize,
-    /// The rows its codes cover, or `None` when searches scan every vector.
+    /// Rows a search must cover (with every index searched together) for
+    /// `auto`'s codes to serve it; below, it scans every vector.
+    pub auto_search_min_chunks: usize,
+    /// The rows its codes cover, or `None` when the index has none.
     pub rows: Option<u64>,
     /// A search rescores at least this many rows per window chunk…
     pub rescore_per_window: usize,
@@ -270,6 +274,7 @@ impl StatusReport {
             dense_index: DenseIndexStatus {
                 setting: manifest.dense_index.setting,
                 auto_min_chunks: AUTO_MIN_ROWS,
+                auto_search_min_chunks: AUTO_SEARCH_MIN_ROWS,
                 rows: manifest.sign_code_rows(),
                 rescore_per_window: RESCORE_PER_WINDOW,
                 rescore_at_least: manifest

@@ -473,7 +473,15 @@ pub fn print_status(out: &mut dyn Write, r: &StatusReport) -> Result<()> {
         r.bm25.k1, r.bm25.b, r.chunk_tokens
     )?;
     let dense = &r.dense_index;
+    let alone = (dense.rows).is_some_and(|rows| dense.setting.serves(rows as usize));
     match dense.rescore_at_least {
+        Some(_) if !alone => writeln!(
+            out,
+            "dense      exact scan of every vector; its sign codes ({}) serve searches over {} chunks and more, with other indexes (--dense-index {})",
+            bytes(dense.bytes),
+            dense.auto_search_min_chunks,
+            dense.setting.name()
+        )?,
         Some(at_least) => writeln!(
             out,
             "dense      sign codes, 1 bit per dimension ({}): a search scores them, then its best max({} × window, {}) rows exactly (--dense-index {})",

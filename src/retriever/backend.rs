@@ -89,6 +89,7 @@ impl Backend for Local {
             &index.manifest().checksums,
             generation.vector_flags(),
             embedder,
+            index.manifest().dense_index.setting,
             options,
         )?;
         Ok(Box::new(dense))

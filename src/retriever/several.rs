@@ -147,6 +147,7 @@ fn open_parts(
                 &manifest.checksums,
                 generation.vector_flags(),
                 embedder,
+                manifest.dense_index.setting,
                 options,
             )?)
         }

@@ -301,3 +301,141 @@ fn zeroed_vectors_are_named_by_search_and_by_explain() {
         );
     }
 }
+
+/// `files` markdown files of `sections` sections each under `dir`, every
+/// section long enough to be its own chunk, its words drawn from a small
+/// vocabulary by a fixed generator (so runs agree).
+fn sections_corpus(dir: &std::path::Path, files: usize, sections: usize) {
+    const WORDS: &[&str] = &[
+        "alpha", "beta", "gamma", "delta", "kernel", "socket", "timeout", "replica", "cluster",
+        "shard", "index", "vector", "query", "token", "parser", "buffer", "cache", "thread",
+        "mutex", "queue",
+    ];
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    fs::create_dir_all(dir).unwrap();
+    for file in 0..files {
+        let mut text = format!("# File {file}\n\n");
+        for section in 0..sections {
+            text += &format!("## Section {file}-{section}\n\n");
+            for _ in 0..60 {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                text += WORDS[(state % WORDS.len() as u64) as usize];
+                text += " ";
+            }
+            text += &format!("item{file}x{section}.\n\n");
+        }
+        fs::write(dir.join(format!("f{file:03}.md")), text).unwrap();
+    }
+}
+
+#[test]
+fn auto_writes_codes_for_a_mid_sized_index_which_a_search_of_it_alone_does_not_use() {
+    let corpus = Corpus::empty();
+    sections_corpus(corpus.path(), 100, 101);
+    corpus.index();
+    let status = corpus.json(&["status", "--json"]);
+    let chunks = status["counts"]["chunks"].as_u64().unwrap();
+    let dense = &status["dense_index"];
+    assert!((10_000..100_000).contains(&chunks), "{chunks}");
+    assert_eq!(dense["setting"], "auto");
+    assert_eq!(dense["auto_min_chunks"], 10_000);
+    assert_eq!(dense["auto_search_min_chunks"], 100_000);
+    assert_eq!(dense["rows"].as_u64(), Some(chunks), "{status}");
+    let alone = explain_dense(&corpus, "socket timeout item3x4", &[]);
+    assert!(alone["lists"][0]["approximate"].is_null(), "{alone}");
+    let human = corpus.memidx().arg("status").output().unwrap();
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(
+        text.contains("dense      exact scan of every vector; its sign codes (")
+            && text.contains("serve searches over 100000 chunks and more"),
+        "{text}"
+    );
+
+    // Ten copies of the index searched together cover 100,000 rows: their
+    // codes choose the rows to rescore, and the best chunk is the one the
+    // exact scan finds (every copy's, in copy order).
+    let mut args = vec!["--index".to_string(), ".memidx".to_string()];
+    for copy in 1..10 {
+        let dir = corpus.path().join(format!("copy{copy}"));
+        crate::common::copy_dir(&corpus.path().join(".memidx"), &dir);
+        args.extend(["--index".to_string(), dir.display().to_string()]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let query = "socket timeout item3x4";
+    let together = explain_dense(&corpus, query, &args);
+    let approximate = &together["lists"][0]["approximate"];
+    assert_eq!(
+        approximate["scanned"].as_u64(),
+        Some(10 * chunks),
+        "{approximate}"
+    );
+    assert!(approximate["rescored"].as_u64().unwrap() < 10 * chunks);
+    let exact = explain_dense(&corpus, query, &[&args[..], &["--exact"][..]].concat());
+    assert!(exact["lists"][0]["approximate"].is_null());
+    let top = |v: &Value| v["results"][0]["chunk_id"].as_str().unwrap().to_string();
+    assert_eq!(top(&together), top(&exact));
+    assert_eq!(top(&alone), top(&together).split_once(':').unwrap().1);
+}
+
+#[test]
+fn an_index_without_codes_searched_with_one_that_has_them_has_every_row_rescored() {
+    let corpus = crate::common::two_indexes();
+    let (notes, work) = (corpus.path().join("notes"), corpus.path().join("work"));
+    for (dir, setting) in [(&notes, "always"), (&work, "never")] {
+        let output = (corpus.memidx())
+            .args(["index", "--quiet", "--dense-index", setting])
+            .arg(dir)
+            .output()
+            .unwrap();
+        assert!(output.status.success());
+    }
+    let chunks = |dir: &std::path::Path| {
+        let index = dir.join(".memidx").display().to_string();
+        corpus.json(&["status", "--json", "--index", &index])["counts"]["chunks"]
+            .as_u64()
+            .unwrap()
+    };
+    let (coded, uncoded) = (chunks(&notes), chunks(&work));
+    let args = [
+        "--index",
+        "notes/.memidx",
+        "--index",
+        "work/.memidx",
+        "--dense-feedback",
+        "0",
+        "--window",
+        "10",
+        "--dense-rescore",
+        "10",
+    ];
+    for query in QUERIES {
+        let mixed = explain_dense(&corpus, query, &args);
+        let list = &mixed["lists"][0];
+        assert_eq!(
+            list["approximate"]["scanned"].as_u64(),
+            Some(coded),
+            "{list}"
+        );
+        assert_eq!(
+            list["approximate"]["rescored"].as_u64(),
+            Some(10 + uncoded),
+            "{list}"
+        );
+        assert_eq!(list["matched"].as_u64(), Some(coded + uncoded));
+        // The index without codes loses nothing: its rows are all scored.
+        let exact = explain_dense(&corpus, query, &[&args[..8], &["--exact"][..]].concat());
+        let work_ids = |v: &Value| -> Vec<String> {
+            (v["results"].as_array().unwrap().iter())
+                .map(|r| r["chunk_id"].as_str().unwrap().to_string())
+                .filter(|id| id.starts_with("work:"))
+                .collect()
+        };
+        let (from_mixed, from_exact) = (work_ids(&mixed), work_ids(&exact));
+        assert!(
+            from_exact.iter().all(|id| from_mixed.contains(id)),
+            "{query}: {from_mixed:?} {from_exact:?}"
+        );
+    }
+}

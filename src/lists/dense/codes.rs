@@ -45,10 +45,18 @@ use crate::store::{atomic, damaged};
 /// index scans every row until its next index run.)
 pub const CODES_FILE: &str = "codes.b32";
 
-/// Rows with a vector from which `auto` writes codes: below it an exact
-/// scan takes a few milliseconds, and a small index keeps exact recall
-/// (the codes already save a third at 76,000 rows: bench/README.md).
-pub const AUTO_MIN_ROWS: usize = 100_000;
+/// Rows with a vector from which `auto` writes codes. They cost an eighth
+/// of the vectors and one pass to write; a search uses them only when it
+/// covers [`AUTO_SEARCH_MIN_ROWS`] rows, so a small index's codes serve
+/// when it is searched together with others (several small indexes must
+/// not each be scanned row by row where one index of them all would not).
+pub const AUTO_MIN_ROWS: usize = 10_000;
+
+/// Rows a search must cover (all the indexes it searches together) for
+/// `auto`'s codes to serve it: below it an exact scan takes a few
+/// milliseconds, and a small index keeps exact recall (the codes already
+/// save a third at 76,000 rows: bench/README.md).
+pub const AUTO_SEARCH_MIN_ROWS: usize = 100_000;
 
 /// Rows rescored per window chunk, at least.
 pub const RESCORE_PER_WINDOW: usize = 20;
@@ -69,7 +77,8 @@ const TASK_BLOCKS: usize = 256;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DenseIndexSetting {
-    /// From [`AUTO_MIN_ROWS`] rows with a vector.
+    /// Written from [`AUTO_MIN_ROWS`] rows with a vector, used by searches
+    /// of [`AUTO_SEARCH_MIN_ROWS`] rows.
     #[default]
     Auto,
     /// Whatever the size.
@@ -84,6 +93,16 @@ impl DenseIndexSetting {
         match self {
             Self::Auto => rows >= AUTO_MIN_ROWS,
             Self::Always => rows > 0,
+            Self::Never => false,
+        }
+    }
+
+    /// Whether codes written under this setting serve a search over
+    /// `searched` rows (of every index it searches).
+    pub fn serves(self, searched: usize) -> bool {
+        match self {
+            Self::Auto => searched >= AUTO_SEARCH_MIN_ROWS,
+            Self::Always => true,
             Self::Never => false,
         }
     }
@@ -463,6 +482,19 @@ mod tests {
         // A hundred times the rows rescores ten times as many.
         assert_eq!(default_rescored(0, 3_240_000), 9 * 1_800);
         assert_eq!(default_rescored(0, 324_000_000), 9 * 18_000);
+    }
+
+    #[test]
+    fn auto_writes_codes_from_a_tenth_of_the_rows_its_searches_use_them_from() {
+        use DenseIndexSetting::{Always, Auto, Never};
+        assert!(!Auto.builds(AUTO_MIN_ROWS - 1) && Auto.builds(AUTO_MIN_ROWS));
+        assert!(Always.builds(1) && !Always.builds(0) && !Never.builds(usize::MAX));
+        // Written for a small index, auto's codes wait for a search of
+        // several indexes that covers enough rows.
+        assert!(!Auto.serves(AUTO_MIN_ROWS));
+        assert!(!Auto.serves(AUTO_SEARCH_MIN_ROWS - 1) && Auto.serves(AUTO_SEARCH_MIN_ROWS));
+        assert!(Always.serves(1) && !Never.serves(usize::MAX));
+        assert_eq!(AUTO_SEARCH_MIN_ROWS, 10 * AUTO_MIN_ROWS);
     }
 
     fn written(dir: &Path, rows: usize) -> StoredVectors {

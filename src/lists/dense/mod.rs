@@ -3,7 +3,9 @@
 //! over the memory-mapped int8 vectors ([`vectors`]).
 //!
 //! A search finds its window by an exact scan of every row, or, in an
-//! index that has them, through the rows' sign codes ([`codes`]): the
+//! index that has them and a search that covers enough rows for them to
+//! serve ([`codes::DenseIndexSetting::serves`]), through the rows' sign
+//! codes ([`codes`]): the
 //! allowed rows' codes are scored first, and the best few thousand rows
 //! rescored with the scan's own arithmetic, so a chunk's score is the same
 //! either way and only recall differs. `--exact` forces the scan. Filters
@@ -13,7 +15,8 @@
 //! Both split the rows over the cores with `rayon`. A list over several
 //! generations ([`DenseList::merge`]) searches them as one: their rows
 //! compete for one rescoring depth by their codes (when every generation
-//! has codes), or are all scanned.
+//! has codes and all the rows together are enough for them), or are all
+//! scanned.
 //!
 //! **Query feedback.** A short query gives a noisy embedding: a few words,
 //! each with every sense it has, and no context. So the list ranks in
@@ -48,7 +51,7 @@ use crate::embed::{Embedder, normalize};
 use crate::store::checks::Checksums;
 use crate::store::damaged;
 use crate::store::generation::{ChunkOrd, VectorFlags};
-use codes::SignCodes;
+use codes::{DenseIndexSetting, SignCodes};
 pub use vectors::{
     KEYS_FILE, QuantizedVectors, SCALES_FILE, StoredVectors, VECTORS_FILE, VectorWriter, quantize,
     read_keys, vector_key,
@@ -95,8 +98,22 @@ struct Rows {
     /// The rows' sign codes, when the generation has them and the search
     /// may use them.
     codes: Option<SignCodes>,
+    /// The setting the codes were written under: whether they serve a
+    /// search depends on the rows it covers ([`DenseIndexSetting::serves`]).
+    setting: DenseIndexSetting,
     /// The list-wide ordinal of the generation's first chunk.
     base: ChunkOrd,
+}
+
+/// How a search goes through the sign codes ([`DenseList::rescore_depth`]).
+#[derive(Debug, Clone, Copy)]
+struct Depth {
+    /// Rows with codes that the codes choose for rescoring.
+    depth: usize,
+    /// Allowed rows with codes (those the codes score).
+    coded_allowed: usize,
+    /// Allowed rows in all.
+    allowed: usize,
 }
 
 /// One scan's outcome: the best chunks and the counts of scored chunks.
@@ -122,7 +139,8 @@ pub struct DenseOptions {
 impl DenseList {
     /// Opens the vectors in `gen_dir`: one per chunk (`has_vector` says
     /// which are non-zero), of the embedder's dimension, and the
-    /// generation's sign codes unless `options` ask for exact scans.
+    /// generation's sign codes (written under `setting`) unless `options`
+    /// ask for exact scans.
     /// Searches move the query toward its best `options.feedback` chunks
     /// first (0: they do not). The rows of the chunks a search returns are
     /// checked against the block checksums the manifest's `checksums` list
@@ -132,6 +150,7 @@ impl DenseList {
         checksums: &Checksums,
         has_vector: VectorFlags,
         embedder: &'static dyn Embedder,
+        setting: DenseIndexSetting,
         options: DenseOptions,
     ) -> Result<Self> {
         let dim = embedder.info().dim;
@@ -139,7 +158,8 @@ impl DenseList {
             true => None,
             false => SignCodes::open(gen_dir, has_vector.len(), dim)?,
         };
-        // With codes, a search reads only the rows it rescores.
+        // With codes, a search reads only the rows it rescores (a scan of
+        // every row, where they do not serve it, maps the pages it reads).
         let vectors = match codes {
             Some(_) => StoredVectors::open_lazily(gen_dir, has_vector.len(), dim)?,
             None => StoredVectors::open(gen_dir, has_vector.len(), dim)?,
@@ -150,6 +170,7 @@ impl DenseList {
                 vectors,
                 has_vector,
                 codes,
+                setting,
                 base: 0,
             }],
             embedder,
@@ -269,52 +290,72 @@ impl DenseList {
             .map(|rows| allow.part(rows.base, rows.has_vector.len()))
             .collect();
         let scan = match self.rescore_depth(window, &allows) {
-            Some((depth, allowed)) => self.rescore_best(depth, allowed, query, window, &allows)?,
+            Some(depth) => self.rescore_best(depth, query, window, &allows)?,
             None => self.scan_all(query, window, &allows)?,
         };
         self.check_hits(&scan.hits)?;
         Ok(scan)
     }
 
-    /// How many rows to rescore and how many rows `allows` (one set per
-    /// generation) allow, when every generation has codes and they serve a
-    /// search of `window` chunks: not when the rows to rescore would be
-    /// every allowed row.
-    fn rescore_depth(&self, window: usize, allows: &[AllowSet]) -> Option<(usize, usize)> {
-        let (mut rows, mut allowed) = (0, 0);
+    /// How deep the sign codes choose rows to rescore for a search of
+    /// `window` chunks allowed by `allows` (one set per generation), when
+    /// they serve it: when some generation has codes, every setting they
+    /// were written under serves a search over all the generations' rows,
+    /// and the rows to rescore would not be every allowed row with a code.
+    fn rescore_depth(&self, window: usize, allows: &[AllowSet]) -> Option<Depth> {
+        let mut coded = Vec::new();
+        let mut allowed = 0;
         for (part, allow) in self.parts.iter().zip(allows) {
-            let codes = part.codes.as_ref()?;
-            rows += codes.rows();
-            allowed += allow.count(codes.rows());
+            let count = allow.count(part.has_vector.len());
+            allowed += count;
+            if let Some(codes) = &part.codes {
+                coded.push((part.setting, count));
+                debug_assert_eq!(codes.rows(), part.has_vector.len());
+            }
         }
+        let rows = self.rows();
+        if coded.is_empty() || !coded.iter().all(|(setting, _)| setting.serves(rows)) {
+            return None;
+        }
+        let coded_allowed = coded.iter().map(|(_, count)| count).sum();
         let depth = (self.rescore)
             .unwrap_or_else(|| codes::default_rescored(window, rows))
             .max(window);
-        (depth < allowed).then_some((depth, allowed))
+        (depth < coded_allowed).then_some(Depth {
+            depth,
+            coded_allowed,
+            allowed,
+        })
     }
 
-    /// The best `window` chunks of `allows` (`allowed` rows) among the
-    /// `depth` rows whose codes score best against `query`, over all the
-    /// generations as over one ([`codes::best_across`]), rescored exactly
-    /// (in row order, which reads the mapped rows forward).
+    /// The best `window` chunks of `allows` for `query`: of the
+    /// generations with codes, the `depth.depth` rows whose codes score
+    /// best, over all those generations as over one
+    /// ([`codes::best_across`]); of a generation without (one too small
+    /// for them), every allowed row; all rescored exactly (in row order,
+    /// which reads the mapped rows forward).
     fn rescore_best(
         &self,
-        depth: usize,
-        allowed: usize,
+        depth: Depth,
         query: &[f32],
         window: usize,
         allows: &[AllowSet],
     ) -> Result<Scan> {
         let (quantized, query_scale) = quantize(query);
-        // Every generation has codes here (`rescore_depth`).
         let (sets, bases): (Vec<(&SignCodes, &AllowSet)>, Vec<ChunkOrd>) = (self.parts.iter())
             .zip(allows)
             .filter_map(|(rows, allow)| Some(((rows.codes.as_ref()?, allow), rows.base)))
             .unzip();
-        let chosen = codes::best_across(&sets, &quantized, depth, allowed);
+        let chosen = codes::best_across(&sets, &quantized, depth.depth, depth.coded_allowed);
         let mut candidates: Vec<ChunkOrd> = (chosen.into_iter())
             .map(|(_, set, ord)| bases[set] + ord)
             .collect();
+        for (rows, allow) in self.parts.iter().zip(allows) {
+            if rows.codes.is_none() {
+                let len = rows.has_vector.len() as ChunkOrd;
+                candidates.extend((0..len).filter(|&c| allow.allows(c)).map(|c| rows.base + c));
+            }
+        }
         candidates.sort_unstable();
         let mut best = TopWindow::new(window);
         let mut scores = Vec::new();
@@ -344,10 +385,10 @@ impl DenseList {
         }
         Ok(Scan {
             hits,
-            matched: allowed,
-            filtered_out: self.rows() - allowed,
+            matched: depth.allowed,
+            filtered_out: self.rows() - depth.allowed,
             approximate: Some(Approximate {
-                scanned: allowed,
+                scanned: depth.coded_allowed,
                 rescored: candidates.len(),
             }),
         })
