@@ -87,6 +87,8 @@ pub fn remember(
     };
     let path = note::write(to, folder, note, now)?;
     let written = options.root.join(&path);
+    // The run looks at the note, not at the whole folder.
+    options.told = Some(vec![written.clone()]);
     let embedder = memidx::embed::load(options.model_dir.as_deref())?;
     let (generation, embedded) = match writer {
         Some(writer) => {

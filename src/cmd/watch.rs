@@ -10,8 +10,11 @@
 //! next. A run starts once the folder has been quiet for [`QUIET_PERIOD`]
 //! (debounce), or [`MAX_DELAY`] after the first change of a burst that does
 //! not end; events that arrive during a run wait in the channel and start
-//! the next run, so no change is lost. A failed run is reported on stderr
-//! and the watch goes on.
+//! the next run, so no change is lost. A run is told the paths its burst's
+//! events named and looks only at those ([`IndexOptions::told`]); the first
+//! run, and one after an event that cannot tell what changed (a watcher
+//! error, an overflowed queue) or after a failed run, walks the folder. A
+//! failed run is reported on stderr and the watch goes on.
 //!
 //! The writer lock is taken once, before the first run, and held for the
 //! watcher's whole life ([`indexer::Writer`]), so any other `memidx index`
@@ -24,8 +27,9 @@
 //! beside the live one and switches `meta.json` atomically, so the previous
 //! index stays whole and the next run removes the leftover.
 
+use std::collections::BTreeSet;
 use std::io::Write;
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 #[cfg(feature = "mcp")]
 use std::sync::{Arc, Mutex, PoisonError};
@@ -52,8 +56,10 @@ const MAX_DELAY: Duration = Duration::from_secs(5);
 
 /// What the watch loop is told by the file watcher and by whoever stops it.
 enum Message {
-    /// Something under the root changed.
-    Changed,
+    /// Something under the root changed: these paths, or (`None`) what the
+    /// watcher cannot tell (an error, a lost event), so the folder is
+    /// walked.
+    Changed(Option<Vec<PathBuf>>),
     /// Stop after the current run.
     Stop,
 }
@@ -97,8 +103,12 @@ pub fn run(
         full: false,
         ..options.clone()
     };
-    changes.follow(err, |err| {
-        let report = writer.run(&later, embedder, &bars)?;
+    changes.follow(err, |err, told| {
+        let options = IndexOptions {
+            told,
+            ..later.clone()
+        };
+        let report = writer.run(&options, embedder, &bars)?;
         index::print_report(&report, quiet, out, err)
     });
     Ok(Status::Success)
@@ -130,12 +140,16 @@ impl Background {
         let thread = std::thread::Builder::new()
             .name("memidx-watch".into())
             .spawn(move || {
-                let run = |err: &mut dyn Write| {
+                let run = |err: &mut dyn Write, told| {
                     let mut writer = writer.lock().unwrap_or_else(PoisonError::into_inner);
+                    let options = IndexOptions {
+                        told,
+                        ..options.clone()
+                    };
                     let report = writer.run(&options, embedder, &Silent)?;
                     index::print_report(&report, false, &mut Stderr, err)
                 };
-                if let Err(failed) = run(&mut Stderr) {
+                if let Err(failed) = run(&mut Stderr, None) {
                     report_failure(&mut Stderr, &failed);
                 }
                 changes.follow(&mut Stderr, run);
@@ -185,7 +199,7 @@ impl Changes {
         let event_root = root.clone();
         let mut watcher = notify::recommended_watcher(move |event: notify::Result<Event>| {
             if is_relevant(&event, &event_root, &index_dir) {
-                let _ = changed.send(Message::Changed);
+                let _ = changed.send(Message::Changed(told(&event, &index_dir)));
             }
         })
         .context("cannot start watching for file changes")?;
@@ -210,26 +224,42 @@ impl Changes {
         Stopper(self.sender.clone())
     }
 
-    /// Calls `run` (handing it `err`) after each burst of changes, until
-    /// stopped; a failed run is reported on `err` and watching goes on.
-    fn follow(self, err: &mut dyn Write, mut run: impl FnMut(&mut dyn Write) -> Result<()>) {
+    /// Calls `run` (handing it `err` and the paths the burst changed, or
+    /// `None` when the folder must be walked) after each burst of changes,
+    /// until stopped; a failed run is reported on `err` and watching goes
+    /// on.
+    fn follow(
+        self,
+        err: &mut dyn Write,
+        mut run: impl FnMut(&mut dyn Write, Option<Vec<PathBuf>>) -> Result<()>,
+    ) {
+        // After a failed run, whose changes are not in the index, the next
+        // run walks the folder.
+        let mut failed = false;
         loop {
+            let mut burst = Burst {
+                walk: failed,
+                ..Burst::default()
+            };
             match self.messages.recv() {
-                Ok(Message::Changed) => {}
+                Ok(Message::Changed(paths)) => burst.add(paths),
                 Ok(Message::Stop) | Err(_) => return,
             }
-            if !self.settle() {
+            if !self.settle(&mut burst) {
                 return;
             }
-            if let Err(failed) = run(err) {
-                report_failure(err, &failed);
+            let result = run(err, burst.told());
+            failed = result.is_err();
+            if let Err(failure) = result {
+                report_failure(err, &failure);
             }
         }
     }
 
     /// Waits until [`QUIET_PERIOD`] passes with no change, or [`MAX_DELAY`]
-    /// in all; false when told to stop meanwhile.
-    fn settle(&self) -> bool {
+    /// in all, adding the changes meanwhile to `burst`; false when told to
+    /// stop meanwhile.
+    fn settle(&self, burst: &mut Burst) -> bool {
         let started = Instant::now();
         loop {
             let wait = QUIET_PERIOD.min(MAX_DELAY.saturating_sub(started.elapsed()));
@@ -237,11 +267,33 @@ impl Changes {
                 return true;
             }
             match self.messages.recv_timeout(wait) {
-                Ok(Message::Changed) => {}
+                Ok(Message::Changed(paths)) => burst.add(paths),
                 Ok(Message::Stop) | Err(RecvTimeoutError::Disconnected) => return false,
                 Err(RecvTimeoutError::Timeout) => return true,
             }
         }
+    }
+}
+
+/// The paths one burst of events changed, each once; `walk` when one
+/// event could not tell.
+#[derive(Default)]
+struct Burst {
+    paths: BTreeSet<PathBuf>,
+    walk: bool,
+}
+
+impl Burst {
+    fn add(&mut self, paths: Option<Vec<PathBuf>>) {
+        match paths {
+            Some(paths) if !self.walk => self.paths.extend(paths),
+            _ => self.walk = true,
+        }
+    }
+
+    /// The paths for the run, or `None`: walk the folder.
+    fn told(self) -> Option<Vec<PathBuf>> {
+        (!self.walk).then(|| self.paths.into_iter().collect())
     }
 }
 
@@ -268,6 +320,22 @@ fn is_relevant(event: &notify::Result<Event>, root: &Path, index_dir: &Path) -> 
             .paths
             .iter()
             .any(|path| !path.starts_with(index_dir) && !in_hidden_folder(path, root))
+}
+
+/// The paths a relevant `event` names outside `index_dir`, or `None` when
+/// it cannot tell what changed: a watcher error (an overflowed queue
+/// among them), an event without paths, or one that asks for a rescan.
+fn told(event: &notify::Result<Event>, index_dir: &Path) -> Option<Vec<PathBuf>> {
+    let event = event.as_ref().ok()?;
+    if event.paths.is_empty() || event.need_rescan() {
+        return None;
+    }
+    Some(
+        (event.paths.iter())
+            .filter(|path| !path.starts_with(index_dir))
+            .cloned()
+            .collect(),
+    )
 }
 
 /// True when a folder on the way from `root` to `path` (not `path` itself:
@@ -327,5 +395,33 @@ mod tests {
             root,
             index
         ));
+    }
+
+    #[test]
+    fn a_burst_tells_the_paths_its_events_name_unless_one_cannot_tell() {
+        use notify::event::{Flag, ModifyKind};
+        let index = Path::new("/r/idx");
+        let modify = EventKind::Modify(ModifyKind::Any);
+        let told_of = |event: &notify::Result<Event>| told(event, index);
+        let mut burst = Burst::default();
+        burst.add(told_of(&event(modify, &["/r/b.md", "/r/idx/meta.json"])));
+        burst.add(told_of(&event(modify, &["/r/a.md"])));
+        burst.add(told_of(&event(modify, &["/r/b.md"])));
+        let paths = ["/r/a.md", "/r/b.md"].map(PathBuf::from).to_vec();
+        assert_eq!(burst.told(), Some(paths));
+        // An error, an event without paths or one asking for a rescan
+        // sends the run back to the walk, whatever else the burst holds.
+        let rescan = event(modify, &["/r/a.md"]).map(|e| e.set_flag(Flag::Rescan));
+        for unsure in [
+            Err(notify::Error::generic("overflow")),
+            event(modify, &[]),
+            rescan,
+        ] {
+            let mut burst = Burst::default();
+            burst.add(told_of(&event(modify, &["/r/a.md"])));
+            burst.add(told_of(&unsure));
+            burst.add(told_of(&event(modify, &["/r/b.md"])));
+            assert_eq!(burst.told(), None);
+        }
     }
 }

@@ -181,6 +181,153 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<Walk> {
     Ok(out)
 }
 
+/// The walk [`walk`] would give now, from `known` (the files a walk of
+/// `root` found before, each with the stamp it had then, and the entries
+/// it could not read) and `told`, the paths changed since (absolute, under
+/// `root` or its canonical form, or relative to `root`): only the told
+/// paths are looked at, so a watcher's or `remember`'s run costs what
+/// changed, not the folder's size. `Ok(None)` when a told path could change
+/// more than itself and the folder must be walked: a folder (created,
+/// moved in or renamed), an ignore file, a hidden markdown file (the walk
+/// names it), a path outside the root, not UTF-8, under an entry the walk
+/// could not read, or that cannot be read itself. A told path that is gone
+/// removes it and every known file under it (a folder moved away).
+pub fn walk_told(
+    root: &Path,
+    options: &WalkOptions,
+    mut known: Walk,
+    told: &[PathBuf],
+) -> Result<Option<Walk>> {
+    let include = glob_set(&options.include)?;
+    let exclude = glob_set(&options.exclude)?;
+    let canonical = root.canonicalize().ok();
+    for path in told {
+        let rel = match path.is_relative() {
+            true => Some(path.as_path()),
+            false => [Some(root), canonical.as_deref()]
+                .into_iter()
+                .flatten()
+                .find_map(|r| path.strip_prefix(r).ok()),
+        };
+        let Some(rel_str) = rel.and_then(|rel| rel_path_of(Path::new(""), rel)) else {
+            return Ok(None);
+        };
+        let name = rel_str.rsplit('/').next().unwrap_or_default();
+        let is_ignore_file = IGNORE_FILES.contains(&name);
+        let under_skip = (known.skipped.iter())
+            .any(|s| rel_str == s.path || rel_str.starts_with(&format!("{}/", s.path)));
+        if rel_str.is_empty() || is_ignore_file || under_skip {
+            return Ok(None);
+        }
+        let at = known.files.partition_point(|f| f.rel_path < rel_str);
+        let found = known
+            .files
+            .get(at)
+            .filter(|f| f.rel_path == rel_str)
+            .is_some();
+        let abs_path = root.join(&rel_str);
+        let meta = match std::fs::symlink_metadata(&abs_path) {
+            Ok(meta) if meta.is_dir() => return Ok(None),
+            Ok(meta) => Some(meta),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
+            Err(_) => return Ok(None),
+        };
+        let kept = match &meta {
+            Some(meta) if meta.is_file() && is_markdown(&abs_path) => {
+                if name.starts_with('.') && !under_hidden(&rel_str) {
+                    return Ok(None);
+                }
+                keeps(root, &rel_str, options, include.as_ref(), exclude.as_ref())
+            }
+            _ => false,
+        };
+        match (kept, meta) {
+            (true, Some(meta)) => {
+                let file = SourceFile {
+                    rel_path: rel_str,
+                    abs_path,
+                    size: meta.len(),
+                    mtime_ns: mtime_ns(&meta),
+                    identity: identity(&meta),
+                };
+                match found {
+                    true => known.files[at] = file,
+                    false => known.files.insert(at, file),
+                }
+            }
+            (_, gone) => {
+                if found {
+                    known.files.remove(at);
+                }
+                if gone.is_none() {
+                    let folder = format!("{rel_str}/");
+                    known.files.retain(|f| !f.rel_path.starts_with(&folder));
+                }
+            }
+        }
+    }
+    Ok(Some(known))
+}
+
+/// The file `rel_path` under `root` as a walk would list it now (its
+/// stamp and identity), or `None` when it is gone or not a plain file.
+pub fn stated(root: &Path, rel_path: &str) -> Option<SourceFile> {
+    let abs_path = root.join(rel_path);
+    let meta = std::fs::symlink_metadata(&abs_path).ok()?;
+    meta.is_file().then(|| SourceFile {
+        rel_path: rel_path.to_string(),
+        size: meta.len(),
+        mtime_ns: mtime_ns(&meta),
+        identity: identity(&meta),
+        abs_path,
+    })
+}
+
+/// Whether a folder of `rel` (a `/`-separated path under the root) is
+/// hidden: the walk prunes it, so nothing under it is named.
+fn under_hidden(rel: &str) -> bool {
+    let mut folders: Vec<&str> = rel.split('/').collect();
+    folders.pop();
+    folders.iter().any(|folder| folder.starts_with('.'))
+}
+
+/// Whether [`walk`] keeps the markdown file `rel` under `root`: no folder
+/// on its way is hidden, excluded or ignored, and the file itself is
+/// neither excluded nor ignored and matches the includes. The ignore files
+/// are read as the walk reads them, folder by folder from the root.
+fn keeps(
+    root: &Path,
+    rel: &str,
+    options: &WalkOptions,
+    include: Option<&GlobSet>,
+    exclude: Option<&GlobSet>,
+) -> bool {
+    let mut rules = IgnoreRules::default();
+    if !options.no_ignore {
+        rules.enter(root);
+    }
+    let parts: Vec<&str> = rel.split('/').collect();
+    let (file, folders) = parts.split_last().expect("a path has a last part");
+    let mut at = root.to_path_buf();
+    for folder in folders {
+        at.push(folder);
+        let pruned = folder.starts_with('.')
+            || exclude.is_some_and(|x| x.is_match(rel_path(root, &at)))
+            || rules.ignores(&at, true);
+        if pruned {
+            return false;
+        }
+        if !options.no_ignore {
+            rules.enter(&at);
+        }
+    }
+    at.push(file);
+    let name = rel_path(root, &at);
+    !exclude.is_some_and(|x| x.is_match(name))
+        && !rules.ignores(&at, false)
+        && include.is_none_or(|set| set.is_match(name))
+}
+
 /// The device and inode of a walked entry (not followed if a link).
 fn identity(meta: &std::fs::Metadata) -> (u64, u64) {
     #[cfg(unix)]
@@ -308,6 +455,95 @@ fn display_rel(root: &Path, path: &Path) -> String {
 mod tests {
     use super::*;
     use std::fs;
+
+    /// The files of a walk as (path, size) pairs, to compare two walks.
+    fn listed(walk: &Walk) -> Vec<(String, u64)> {
+        (walk.files.iter())
+            .map(|f| (f.rel_path.clone(), f.size))
+            .collect()
+    }
+
+    #[test]
+    fn a_walk_told_the_changed_paths_finds_what_a_new_walk_finds() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for folder in ["docs/old", "drafts", "build", ".obsidian", "moved"] {
+            fs::create_dir_all(root.join(folder)).unwrap();
+        }
+        fs::write(root.join(".gitignore"), "drafts/\n*.tmp.md\n").unwrap();
+        for file in [
+            "a.md",
+            "docs/b.md",
+            "docs/old/c.md",
+            "moved/d.md",
+            "moved/e.md",
+        ] {
+            fs::write(root.join(file), "# x\n").unwrap();
+        }
+        let options = WalkOptions {
+            exclude: vec!["build/**".into()],
+            ..WalkOptions::default()
+        };
+        let known = walk(root, &options).unwrap();
+        // Edited, created (kept, ignored, excluded, hidden, not markdown),
+        // removed, and a folder moved away.
+        fs::write(root.join("a.md"), "# x\n\nmore\n").unwrap();
+        let created = [
+            "docs/new.md",
+            "drafts/f.md",
+            "docs/g.tmp.md",
+            "build/h.md",
+            ".obsidian/i.md",
+            "docs/notes.txt",
+        ];
+        for file in created {
+            fs::write(root.join(file), "# y\n").unwrap();
+        }
+        fs::remove_file(root.join("docs/old/c.md")).unwrap();
+        let away = tempfile::tempdir().unwrap();
+        fs::rename(root.join("moved"), away.path().join("moved")).unwrap();
+        let mut told: Vec<PathBuf> = ["a.md", "docs/old/c.md", "moved"]
+            .iter()
+            .chain(&created)
+            .map(|p| root.join(p))
+            .collect();
+        told.push(PathBuf::from("docs/new.md"));
+        let fresh = walk(root, &options).unwrap();
+        let updated = walk_told(root, &options, known, &told).unwrap().unwrap();
+        assert_eq!(listed(&updated), listed(&fresh));
+        assert_eq!(
+            listed(&fresh),
+            [
+                ("a.md".into(), 10),
+                ("docs/b.md".into(), 4),
+                ("docs/new.md".into(), 4)
+            ]
+        );
+
+        // What may change more than itself sends the run back to the walk.
+        fs::create_dir_all(root.join("docs/more")).unwrap();
+        fs::write(root.join("docs/.hidden.md"), "# h\n").unwrap();
+        for path in [
+            "docs/more",
+            ".gitignore",
+            "docs/.memidxignore",
+            "docs/.hidden.md",
+        ] {
+            let known = walk(root, &options).unwrap();
+            let told = [root.join(path)];
+            assert!(
+                walk_told(root, &options, known, &told).unwrap().is_none(),
+                "{path}"
+            );
+        }
+        let outside = [dir.path().parent().unwrap().join("elsewhere.md")];
+        let known = walk(root, &options).unwrap();
+        assert!(
+            walk_told(root, &options, known, &outside)
+                .unwrap()
+                .is_none()
+        );
+    }
 
     #[test]
     fn finds_markdown_sorted_and_skips_hidden_and_other_files() {

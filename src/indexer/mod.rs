@@ -41,7 +41,7 @@ use anyhow::{Result, bail};
 
 use crate::corpus::Skipped;
 use crate::corpus::chunk::ChunkOptions;
-use crate::corpus::walk::{Walk, WalkOptions, walk};
+use crate::corpus::walk::{Walk, WalkOptions, walk, walk_told};
 use crate::embed::Embedder;
 use crate::index::Index;
 use crate::index::manifest::{Counts, Manifest, SkippedFile};
@@ -79,6 +79,12 @@ pub struct IndexOptions {
     /// When to write the dense list's sign codes (`--dense-index`);
     /// `None` keeps what the previous index did (`auto` for a new index).
     pub dense_index: Option<DenseIndexSetting>,
+    /// The paths changed since the last run, when the caller was told
+    /// (a watcher's events, the file `remember` wrote): the run looks at
+    /// those rather than walking the folder, unless one could change more
+    /// than itself ([`walk_told`]) or the previous index cannot tell what
+    /// the last walk found. `None`: walk.
+    pub told: Option<Vec<PathBuf>>,
 }
 
 impl IndexOptions {
@@ -95,6 +101,7 @@ impl IndexOptions {
             model_dir: None,
             graph: None,
             dense_index: None,
+            told: None,
         }
     }
 
@@ -262,14 +269,25 @@ fn run_locked(
     // The walk (bound by stat calls) runs while the previous index is
     // opened and its carried files re-read against their checksums.
     let (mut warnings, mut walk_warnings) = (Vec::new(), Vec::new());
-    let (mut previous, walked) = std::thread::scope(|scope| {
-        let walked = scope.spawn(|| walk_root(options, &mut walk_warnings));
-        let previous = Previous::load(options, embedder, &mut warnings);
-        let walked = walked
-            .join()
-            .unwrap_or_else(|_| bail!("the folder walk panicked"));
-        (previous, walked)
-    });
+    let (mut previous, walked) = match &options.told {
+        Some(told) => {
+            let previous = Previous::load(options, embedder, &mut warnings);
+            let walked = match previous.known_walk(options) {
+                Some(known) => walk_told(&options.root, &options.walk, known, told)?,
+                None => None,
+            };
+            let walked = walked.map_or_else(|| walk_root(options, &mut walk_warnings), Ok);
+            (previous, walked)
+        }
+        None => std::thread::scope(|scope| {
+            let walked = scope.spawn(|| walk_root(options, &mut walk_warnings));
+            let previous = Previous::load(options, embedder, &mut warnings);
+            let walked = walked
+                .join()
+                .unwrap_or_else(|_| bail!("the folder walk panicked"));
+            (previous, walked)
+        }),
+    };
     commit::refuse_another_root(
         &options.root,
         &options.index_dir,

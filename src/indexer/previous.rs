@@ -8,7 +8,7 @@ use rayon::prelude::*;
 
 use super::IndexOptions;
 use crate::corpus::read::read_walked;
-use crate::corpus::walk::{SourceFile, Walk};
+use crate::corpus::walk::{SourceFile, Walk, stated};
 use crate::embed::Embedder;
 use crate::fusion::{FusionDefaults, FusionSource};
 use crate::index::manifest::{
@@ -131,6 +131,37 @@ impl Previous {
         }
         previous.manifest = Some(manifest);
         previous
+    }
+
+    /// What the last run's walk found, for a run told the changed paths
+    /// ([`walk_told`](crate::corpus::walk::walk_told)): the files the
+    /// previous generation holds, with their stamps; the files it skipped,
+    /// stated anew (a skipped file is read again, as after a walk); and
+    /// the entries the walk could not read. `None` when the previous index
+    /// cannot tell: none, unusable, rebuilt whole, or walked otherwise.
+    pub(super) fn known_walk(&self, options: &IndexOptions) -> Option<Walk> {
+        let manifest = self.manifest.as_ref()?;
+        if options.full || self.generation.is_none() || manifest.walk != options.walk {
+            return None;
+        }
+        let mut known = Walk::default();
+        for entry in self.entries.iter().flatten() {
+            known.files.push(SourceFile {
+                rel_path: entry.path.clone(),
+                abs_path: options.root.join(&entry.path),
+                size: entry.stamp.size,
+                mtime_ns: entry.stamp.mtime_ns,
+                identity: (0, 0),
+            });
+        }
+        for skip in &manifest.skipped {
+            match skip.stamp {
+                None => known.skipped.push(skip.skipped()),
+                Some(_) => known.files.extend(stated(&options.root, &skip.path)),
+            }
+        }
+        known.files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
+        Some(known)
     }
 
     /// The previous manifest when the walk found exactly the previous files,

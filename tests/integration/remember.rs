@@ -90,6 +90,39 @@ fn a_note_is_written_dated_and_found_by_an_exact_search_at_once() {
 }
 
 #[test]
+fn a_note_is_indexed_without_walking_the_folder_for_other_changes() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    // Written since the last run: `remember` looks only at its note, so
+    // this file waits for the next `memidx index`, which walks.
+    let other = "notes/written-meanwhile.md";
+    fs::write(
+        corpus.path().join(other),
+        "# Meanwhile\n\nThe snorkwhistle flag.\n",
+    )
+    .unwrap();
+    let report = remember_json(&corpus, &["The plovercrest cache was flushed."]);
+    assert_eq!(report["indexed"], true);
+    assert_eq!(report["embedded"], 1);
+    let hits = |word: &str| {
+        let out = corpus
+            .memidx()
+            .args(["search", word, "--mode", "sparse"])
+            .output()
+            .unwrap();
+        out.status.code()
+    };
+    assert_eq!(hits("plovercrest"), Some(0));
+    assert_eq!(hits("snorkwhistle"), Some(1));
+    let walked = corpus.memidx().args(["index", "."]).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&walked.stdout).starts_with("indexed 20 files (19 unchanged)"),
+        "{walked:?}"
+    );
+    assert_eq!(hits("snorkwhistle"), Some(0));
+}
+
+#[test]
 fn a_taken_name_gets_a_suffix_and_no_file_is_ever_replaced() {
     let corpus = Corpus::fixtures();
     corpus.index();

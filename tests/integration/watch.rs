@@ -291,6 +291,48 @@ fn watch_indexes_edits_additions_and_deletions_warns_of_a_bad_file_and_stops_on_
 }
 
 #[test]
+fn folders_moved_out_and_in_and_a_new_ignore_rule_reach_the_index_as_a_walk_would() {
+    let corpus = Corpus::fixtures();
+    let mut watcher = Watcher::start(&corpus, &[]);
+    watcher.wait_until("build the first index", |w| w.runs().len() == 1);
+    let (runbook, moved) = (
+        "runbooks/databases/postgres-replication.md",
+        "runbooks/db/postgres-replication.md",
+    );
+    assert!(found(&corpus, "replication", runbook));
+
+    // A folder moved away is one event, for the folder: its files leave.
+    let away = tempfile::tempdir().unwrap();
+    let folder = corpus.path().join("runbooks/databases");
+    let out = || fs::rename(&folder, away.path().join("databases")).unwrap();
+    watcher.after("drop a folder moved away", out, |_| {
+        !found(&corpus, "replication", runbook)
+    });
+    // Moved back under another name: its files come back there.
+    let back = || {
+        fs::rename(
+            away.path().join("databases"),
+            corpus.path().join("runbooks/db"),
+        )
+        .unwrap()
+    };
+    watcher.after("index a folder moved in", back, |_| {
+        found(&corpus, "replication", moved)
+    });
+    // A new ignore rule drops what it matches.
+    let rule = || fs::write(corpus.path().join("runbooks/.memidxignore"), "db/\n").unwrap();
+    watcher.after("apply a new ignore rule", rule, |_| {
+        !found(&corpus, "replication", moved)
+    });
+    watcher.interrupt();
+    let fresh = corpus.memidx().args(["index", "."]).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&fresh.stdout).starts_with("index is up to date: 17 files"),
+        "{fresh:?}"
+    );
+}
+
+#[test]
 fn a_second_index_beside_a_watcher_is_refused_while_searches_go_on() {
     let corpus = Corpus::fixtures();
     corpus.index();
