@@ -9,6 +9,9 @@
 //! itself is one thread; the files' stat calls, most of its time, run in
 //! parallel with `rayon`.
 //!
+//! A run told which paths changed updates the last walk's list with just
+//! those ([`walk_told`]), deciding each as the walk would.
+//!
 //! Ignore rules: `.gitignore` and `.memidxignore` files in any folder are
 //! read as the walk enters it and apply below it, a deeper file's rules
 //! winning over a shallower one's — matched with the `ignore` crate's

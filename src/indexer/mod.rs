@@ -14,9 +14,11 @@
 //! are appended), their sparse documents stay in the hard-linked tantivy
 //! segments (new ones are added, removed ones marked dead through the uid
 //! map), and their vectors are copied by key. Only new and changed files
-//! are read, chunked, tokenized and embedded; a one-file edit still walks
-//! the folder and writes the table, vector and text files anew (copying
-//! the carried rows), a cost that grows with the corpus. When carrying
+//! are read, chunked, tokenized and embedded; a one-file edit still writes
+//! the table, vector and text files anew (copying the carried rows), a
+//! cost that grows with the corpus. A run told which paths changed
+//! ([`IndexOptions::told`]: a watcher, `remember`) looks at those instead
+//! of walking the folder. When carrying
 //! over would leave more dead data than live (many files changed or
 //! removed), the run writes everything anew instead, which also drops the
 //! garbage.
