@@ -313,11 +313,21 @@ fn a_copied_folders_index_acts_on_the_copy_not_the_original() {
     assert_eq!(got.status.code(), Some(2), "the changed file is refused");
     assert!(String::from_utf8_lossy(&got.stderr).contains("changed since"));
 
-    // Writes: remember writes into the copy, and its index run indexes it.
+    // Writes: remember writes into the copy, and its index run indexes it
+    // (the note alone); an index run brings in the changed file.
     let remembered = json(&copy, &["remember", "The gannetwing ledger.", "--json"]);
     let path = remembered["path"].as_str().unwrap();
     assert!(copy.path().join(path).is_file(), "{path}");
     assert!(!original.path().join("memories").exists());
+    let found = json(
+        &copy,
+        &["search", "gannetwing", "--mode", "sparse", "--json"],
+    );
+    assert_eq!(
+        crate::common::chunk_ids(&found)[0].split('#').next(),
+        Some(path)
+    );
+    copy.index();
     let found = json(
         &copy,
         &["search", "wrenchkite", "--mode", "sparse", "--json"],
