@@ -225,6 +225,7 @@ def cmd_report(args):
         ("modify", "re-index, 1 file modified", 2.0),
         ("add", "re-index, 1 file added", 2.0),
         ("delete", "re-index, 1 file deleted", 2.0),
+        ("remember", "remember, 1 note written and indexed", None),
     ]
     for key, label, target in labels:
         s = fnum(kv.get(f"reindex_{key}_s"))

@@ -4,8 +4,9 @@
 #   bench/run.sh CORPUS_DIR [BINARY] [--json OUT] [--runs N] [--no-bm25s] [--venv DIR]
 #
 # Writes only CORPUS_DIR/.memidx (removed and rebuilt). The re-index steps touch,
-# modify, add and delete one file, and put everything back as it was (content,
-# mode, mtimes, folder mtimes) from a backup in a temp dir, also on failure or Ctrl-C.
+# modify, add and delete one file and 'memidx remember' one note (in a folder of its
+# own), and put everything back as it was (content, mode, mtimes, folder mtimes)
+# from a backup in a temp dir, also on failure or Ctrl-C.
 set -euo pipefail
 # The whole script is one { ... } block, parsed before it runs: editing this
 # file during a run cannot change what the run executes.
@@ -106,12 +107,17 @@ mkdir -p "$BACKUP" "$RESULTS"
 PICK=""          # corpus file the re-index steps change (absolute path)
 PICK_SAVED=0     # 1 while $BACKUP holds it and it may differ from the original
 ADDED=""         # file the 'add' step created, to remove
+REMEMBERED=""    # folder the 'remember' step wrote its note into, to remove
 
 restore_corpus() {
     local ok=0
     if [ -n "$ADDED" ]; then
         rm -f -- "$ADDED" || ok=1
         ADDED=""
+    fi
+    if [ -n "$REMEMBERED" ]; then
+        rm -rf -- "$REMEMBERED" || ok=1
+        REMEMBERED=""
     fi
     if [ "$PICK_SAVED" = 1 ]; then
         # content, mode, owner and mtime from the backup, then the folders' mtimes
@@ -335,6 +341,15 @@ resync add
 rm -- "$PICK"
 reindex delete timed
 resync delete
+
+# 'memidx remember': one note written and indexed, its run told the note's
+# path (no walk), into a folder of its own that the restore removes.
+REMEMBERED="$CORPUS/memidx-bench-remember-$$"            # set first: removed on any exit
+run_timed remember "$BIN" remember "Benchmark note of run $$-$(date +%s%N), indexed at once." \
+    --index "$CORPUS/.memidx" --dir "$(basename "$REMEMBERED")" --json
+rec "reindex_remember_s" "$T_S"; rec "reindex_remember_rss_kb" "$T_RSS"
+echo "   remember: ${T_S} s${T_RSS:+, peak RSS $((T_RSS / 1024)) MB}"
+resync remember
 
 restore_corpus || die "could not restore $PICK (original kept in $BACKUP/file)"
 say "corpus restored: $PICK_REL identical to the backup (content, size, mode, mtime)"
