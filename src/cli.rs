@@ -489,7 +489,7 @@ pub struct EvalArgs {
 /// When to build the dense index, as `--dense-index` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DenseIndexName {
-    /// Written from 10,000 chunks with a vector, used by searches over
+    /// Written from 10,000 chunks, used by searches over
     /// 100,000 (with other indexes).
     Auto,
     /// Whatever the size.

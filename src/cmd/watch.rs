@@ -103,7 +103,7 @@ pub fn run(
         full: false,
         ..options.clone()
     };
-    changes.follow(err, |err, told| {
+    changes.follow(err, false, |err, told| {
         let options = IndexOptions {
             told,
             ..later.clone()
@@ -149,10 +149,11 @@ impl Background {
                     let report = writer.run(&options, embedder, &Silent)?;
                     index::print_report(&report, false, &mut Stderr, err)
                 };
-                if let Err(failed) = run(&mut Stderr, None) {
-                    report_failure(&mut Stderr, &failed);
+                let first = run(&mut Stderr, None);
+                if let Err(failed) = &first {
+                    report_failure(&mut Stderr, failed);
                 }
-                changes.follow(&mut Stderr, run);
+                changes.follow(&mut Stderr, first.is_err(), run);
             })
             .context("cannot start the watcher's thread")?;
         Ok(Self { stopper, thread })
@@ -197,12 +198,16 @@ impl Changes {
         let (sender, messages) = mpsc::channel();
         let changed = sender.clone();
         let event_root = root.clone();
-        let mut watcher = notify::recommended_watcher(move |event: notify::Result<Event>| {
+        let handler = move |event: notify::Result<Event>| {
             if is_relevant(&event, &event_root, &index_dir) {
                 let _ = changed.send(Message::Changed(told(&event, &index_dir)));
             }
-        })
-        .context("cannot start watching for file changes")?;
+        };
+        // Links are not followed, as the walk does not follow them: an
+        // edit under a linked folder is no change to the index.
+        let config = notify::Config::default().with_follow_symlinks(false);
+        let mut watcher = RecommendedWatcher::new(handler, config)
+            .context("cannot start watching for file changes")?;
         watcher
             .watch(&root, RecursiveMode::Recursive)
             .map_err(|err| match err.kind {
@@ -227,15 +232,14 @@ impl Changes {
     /// Calls `run` (handing it `err` and the paths the burst changed, or
     /// `None` when the folder must be walked) after each burst of changes,
     /// until stopped; a failed run is reported on `err` and watching goes
-    /// on.
+    /// on. `failed`: the run before watching started failed. After a failed
+    /// run, whose changes are not in the index, the next run walks.
     fn follow(
         self,
         err: &mut dyn Write,
+        mut failed: bool,
         mut run: impl FnMut(&mut dyn Write, Option<Vec<PathBuf>>) -> Result<()>,
     ) {
-        // After a failed run, whose changes are not in the index, the next
-        // run walks the folder.
-        let mut failed = false;
         loop {
             let mut burst = Burst {
                 walk: failed,

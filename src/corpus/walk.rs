@@ -160,13 +160,7 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<Walk> {
         .map(|candidate| {
             let (rel_path, entry) = candidate?;
             match entry.metadata() {
-                Ok(meta) => Ok(SourceFile {
-                    rel_path,
-                    abs_path: entry.into_path(),
-                    size: meta.len(),
-                    mtime_ns: mtime_ns(&meta),
-                    identity: identity(&meta),
-                }),
+                Ok(meta) => Ok(source_file(rel_path, entry.into_path(), &meta)),
                 Err(err) => Err(Skipped {
                     path: rel_path,
                     reason: err.to_string().to_lowercase(),
@@ -184,23 +178,34 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<Walk> {
     Ok(out)
 }
 
+/// Most paths a run is told before it walks instead: each told path costs
+/// a few system calls and an update of the known list, and a burst this
+/// large (a checkout, a copy) is cheaper walked.
+pub const MAX_TOLD: usize = 1_000;
+
 /// The walk [`walk`] would give now, from `known` (the files a walk of
 /// `root` found before, each with the stamp it had then, and the entries
 /// it could not read) and `told`, the paths changed since (absolute, under
 /// `root` or its canonical form, or relative to `root`): only the told
 /// paths are looked at, so a watcher's or `remember`'s run costs what
 /// changed, not the folder's size. `Ok(None)` when a told path could change
-/// more than itself and the folder must be walked: a folder (created,
-/// moved in or renamed), an ignore file, a hidden markdown file (the walk
-/// names it), a path outside the root, not UTF-8, under an entry the walk
-/// could not read, or that cannot be read itself. A told path that is gone
-/// removes it and every known file under it (a folder moved away).
+/// more than itself, or when it cannot be sure, and the folder must be
+/// walked: a folder (created, moved in or renamed), an ignore file, a
+/// hidden markdown file (the walk names it), a path outside the root, with
+/// `.` or `..` in it, not UTF-8, through a symbolic link or under an entry
+/// the walk could not read, a name a case-insensitive file system spells
+/// otherwise, one that cannot be read itself, or more than [`MAX_TOLD`]
+/// paths. A told path that is not a folder drops every known file and skip
+/// under it (a folder moved away, or replaced by a file or a link).
 pub fn walk_told(
     root: &Path,
     options: &WalkOptions,
     mut known: Walk,
     told: &[PathBuf],
 ) -> Result<Option<Walk>> {
+    if told.len() > MAX_TOLD {
+        return Ok(None);
+    }
     let include = glob_set(&options.include)?;
     let exclude = glob_set(&options.exclude)?;
     let canonical = root.canonicalize().ok();
@@ -212,25 +217,22 @@ pub fn walk_told(
                 .flatten()
                 .find_map(|r| path.strip_prefix(r).ok()),
         };
-        let Some(rel_str) = rel.and_then(|rel| rel_path_of(Path::new(""), rel)) else {
+        let plain = rel
+            .filter(|rel| (rel.components()).all(|c| matches!(c, std::path::Component::Normal(_))));
+        let Some(rel_str) = plain.and_then(|rel| rel_path_of(Path::new(""), rel)) else {
             return Ok(None);
         };
         let name = rel_str.rsplit('/').next().unwrap_or_default();
-        let is_ignore_file = IGNORE_FILES.contains(&name);
-        let under_skip = (known.skipped.iter())
-            .any(|s| rel_str == s.path || rel_str.starts_with(&format!("{}/", s.path)));
-        if rel_str.is_empty() || is_ignore_file || under_skip {
+        let is_ignore_file = IGNORE_FILES.iter().any(|n| n.eq_ignore_ascii_case(name));
+        let under_skip = (known.skipped.iter()).any(|s| {
+            s.path.is_empty() || rel_str == s.path || rel_str.starts_with(&format!("{}/", s.path))
+        });
+        if rel_str.is_empty() || is_ignore_file || under_skip || !real_folders(root, &rel_str) {
             return Ok(None);
         }
-        let at = known.files.partition_point(|f| f.rel_path < rel_str);
-        let found = known
-            .files
-            .get(at)
-            .filter(|f| f.rel_path == rel_str)
-            .is_some();
         let abs_path = root.join(&rel_str);
         let meta = match std::fs::symlink_metadata(&abs_path) {
-            Ok(meta) if meta.is_dir() => return Ok(None),
+            Ok(meta) if meta.is_dir() || !named_exactly(&abs_path) => return Ok(None),
             Ok(meta) => Some(meta),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
             Err(_) => return Ok(None),
@@ -244,29 +246,23 @@ pub fn walk_told(
             }
             _ => false,
         };
+        let folder = format!("{rel_str}/");
+        known.files.retain(|f| !f.rel_path.starts_with(&folder));
+        known.skipped.retain(|s| !s.path.starts_with(&folder));
+        let at = known.files.partition_point(|f| f.rel_path < rel_str);
+        let found = (known.files.get(at)).is_some_and(|f| f.rel_path == rel_str);
         match (kept, meta) {
             (true, Some(meta)) => {
-                let file = SourceFile {
-                    rel_path: rel_str,
-                    abs_path,
-                    size: meta.len(),
-                    mtime_ns: mtime_ns(&meta),
-                    identity: identity(&meta),
-                };
+                let file = source_file(rel_str, abs_path, &meta);
                 match found {
                     true => known.files[at] = file,
                     false => known.files.insert(at, file),
                 }
             }
-            (_, gone) => {
-                if found {
-                    known.files.remove(at);
-                }
-                if gone.is_none() {
-                    let folder = format!("{rel_str}/");
-                    known.files.retain(|f| !f.rel_path.starts_with(&folder));
-                }
+            _ if found => {
+                known.files.remove(at);
             }
+            _ => {}
         }
     }
     Ok(Some(known))
@@ -277,13 +273,51 @@ pub fn walk_told(
 pub fn stated(root: &Path, rel_path: &str) -> Option<SourceFile> {
     let abs_path = root.join(rel_path);
     let meta = std::fs::symlink_metadata(&abs_path).ok()?;
-    meta.is_file().then(|| SourceFile {
-        rel_path: rel_path.to_string(),
-        size: meta.len(),
-        mtime_ns: mtime_ns(&meta),
-        identity: identity(&meta),
+    meta.is_file()
+        .then(|| source_file(rel_path.to_string(), abs_path, &meta))
+}
+
+/// A listed file from its paths and what `stat` said of it.
+fn source_file(rel_path: String, abs_path: PathBuf, meta: &std::fs::Metadata) -> SourceFile {
+    SourceFile {
+        rel_path,
         abs_path,
-    })
+        size: meta.len(),
+        mtime_ns: mtime_ns(meta),
+        identity: identity(meta),
+    }
+}
+
+/// Whether every folder on the way from `root` to `rel` is a folder, not a
+/// symbolic link to one (the walk does not follow links) nor a file; a
+/// folder that is gone counts (what is under it is gone too).
+fn real_folders(root: &Path, rel: &str) -> bool {
+    let mut at = root.to_path_buf();
+    let mut folders: Vec<&str> = rel.split('/').collect();
+    folders.pop();
+    for folder in folders {
+        at.push(folder);
+        match std::fs::symlink_metadata(&at) {
+            Ok(meta) if meta.is_dir() => {}
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return true,
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// Whether `path`'s folder lists its name exactly as written: on a file
+/// system that ignores case (macOS, Windows) `Note.md` opens `note.md`,
+/// which the walk would list under the second name.
+fn named_exactly(path: &Path) -> bool {
+    if cfg!(not(any(target_os = "macos", windows))) {
+        return true;
+    }
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return false;
+    };
+    std::fs::read_dir(parent)
+        .is_ok_and(|entries| entries.flatten().any(|entry| entry.file_name() == name))
 }
 
 /// Whether a folder of `rel` (a `/`-separated path under the root) is
@@ -546,6 +580,49 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
+        let (dotted, climbing) = (PathBuf::from("./a.md"), root.join("docs/../a.md"));
+        for odd in [dotted, climbing] {
+            let known = walk(root, &options).unwrap();
+            let told = [odd.clone()];
+            assert!(
+                walk_told(root, &options, known, &told).unwrap().is_none(),
+                "{odd:?}"
+            );
+        }
+        let many: Vec<PathBuf> = (0..=MAX_TOLD)
+            .map(|i| root.join(format!("n{i}.md")))
+            .collect();
+        let known = walk(root, &options).unwrap();
+        assert!(walk_told(root, &options, known, &many).unwrap().is_none());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_folder_swapped_for_a_file_or_reached_through_a_link_is_not_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs::create_dir_all(root.join("x/deep")).unwrap();
+        fs::write(root.join("x/a.md"), "# a\n").unwrap();
+        fs::write(root.join("x/deep/b.md"), "# b\n").unwrap();
+        fs::write(outside.path().join("c.md"), "# c\n").unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("link")).unwrap();
+        let options = WalkOptions::default();
+        // An edit seen through a link (a watcher that follows links) is
+        // not one the walk would list.
+        let known = walk(root, &options).unwrap();
+        let told = [root.join("link/c.md")];
+        assert!(walk_told(root, &options, known, &told).unwrap().is_none());
+        // A folder replaced by a file in one burst: its files are gone.
+        let known = walk(root, &options).unwrap();
+        let away = tempfile::tempdir().unwrap();
+        fs::rename(root.join("x"), away.path().join("x")).unwrap();
+        fs::write(root.join("x"), "not a folder").unwrap();
+        let updated = walk_told(root, &options, known, &[root.join("x")])
+            .unwrap()
+            .unwrap();
+        assert_eq!(listed(&updated), listed(&walk(root, &options).unwrap()));
+        assert!(updated.files.is_empty());
     }
 
     #[test]

@@ -116,7 +116,7 @@ impl EmbeddingStatus {
 pub struct DenseIndexStatus {
     /// When runs write it: `auto`, `always` or `never`.
     pub setting: DenseIndexSetting,
-    /// Rows with a vector from which `auto` writes it.
+    /// Chunks from which `auto` writes it.
     pub auto_min_chunks: usize,
     /// Rows a search must cover (with every index searched together) for
     /// `auto`'s codes to serve it; below, it scans every vector.

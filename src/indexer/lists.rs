@@ -88,8 +88,7 @@ fn write_dense_index(
         setting,
         rows: None,
     };
-    let rows = built.table.chunks.iter().filter(|c| c.has_vector).count();
-    if !setting.builds(rows) {
+    if !setting.builds(built.table.chunks.len()) {
         return Ok((manifest, None));
     }
     let started = Instant::now();

@@ -203,17 +203,14 @@ impl Previous {
 
     /// Whether the previous generation's dense index (sign codes) is what
     /// this run's setting asks for: the same setting, and codes exactly
-    /// when the setting writes them at its count of chunks with a vector
-    /// (an index of an older format, which had none or kept them in a
-    /// file this build does not read, gets them once it qualifies).
+    /// when the setting writes them at its count of chunks (an index of an
+    /// older format, which had none or kept them in a file this build does
+    /// not read, gets them once it qualifies).
     fn dense_index_current(&self, options: &IndexOptions, manifest: &Manifest) -> bool {
         let Some(generation) = &self.generation else {
             return false;
         };
-        let flags = generation.vector_flags();
-        let rows = (0..flags.len() as u32)
-            .filter(|&ord| flags.get(ord).ok().flatten() == Some(true))
-            .count();
+        let rows = generation.vector_flags().len();
         let setting = options.dense_index_setting(Some(manifest));
         setting == manifest.dense_index.setting
             && setting.builds(rows) == manifest.sign_code_rows().is_some()

@@ -150,10 +150,12 @@ pub struct PostingCounts {
 }
 
 /// The work of a dense search through the sign codes: how many allowed
-/// rows' codes were scored, and how many of the best were rescored exactly.
+/// rows' codes were scored, and how many rows were rescored exactly (the
+/// codes' best, and every allowed row of a generation without codes
+/// searched with others that have them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Approximate {
-    /// Rows whose codes were scored (every allowed row).
+    /// Rows whose codes were scored (every allowed row that has a code).
     pub scanned: usize,
     /// Rows rescored with their int8 vectors.
     pub rescored: usize,

@@ -45,7 +45,7 @@ use crate::store::{atomic, damaged};
 /// index scans every row until its next index run.)
 pub const CODES_FILE: &str = "codes.b32";
 
-/// Rows with a vector from which `auto` writes codes. They cost an eighth
+/// Rows (chunks) from which `auto` writes codes. They cost an eighth
 /// of the vectors and one pass to write; a search uses them only when it
 /// covers [`AUTO_SEARCH_MIN_ROWS`] rows, so a small index's codes serve
 /// when it is searched together with others (several small indexes must
@@ -77,7 +77,7 @@ const TASK_BLOCKS: usize = 256;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DenseIndexSetting {
-    /// Written from [`AUTO_MIN_ROWS`] rows with a vector, used by searches
+    /// Written from [`AUTO_MIN_ROWS`] rows, used by searches
     /// of [`AUTO_SEARCH_MIN_ROWS`] rows.
     #[default]
     Auto,
@@ -88,7 +88,8 @@ pub enum DenseIndexSetting {
 }
 
 impl DenseIndexSetting {
-    /// Whether an index of `rows` rows with a vector gets codes.
+    /// Whether an index of `rows` rows (chunks, the unit of
+    /// [`DenseIndexSetting::serves`] too) gets codes.
     pub fn builds(self, rows: usize) -> bool {
         match self {
             Self::Auto => rows >= AUTO_MIN_ROWS,

@@ -14,9 +14,9 @@
 //! selective filter, or `explain`'s complete rankings), the list scans.
 //! Both split the rows over the cores with `rayon`. A list over several
 //! generations ([`DenseList::merge`]) searches them as one: their rows
-//! compete for one rescoring depth by their codes (when every generation
-//! has codes and all the rows together are enough for them), or are all
-//! scanned.
+//! compete for one rescoring depth by their codes (when the rows together
+//! are enough for them; a generation without codes has every allowed row
+//! rescored), or are all scanned.
 //!
 //! **Query feedback.** A short query gives a noisy embedding: a few words,
 //! each with every sense it has, and no context. So the list ranks in
@@ -154,15 +154,19 @@ impl DenseList {
         options: DenseOptions,
     ) -> Result<Self> {
         let dim = embedder.info().dim;
+        // The codes are read in (a search that uses them reads them all,
+        // and they are an eighth of the vectors), the vectors beside them
+        // where a search reads them: populating them all would cost more
+        // than a search that rescores a few thousand rows, and an index
+        // whose codes serve only beside others (`setting`) scans its
+        // vectors whole no slower for their pages coming as it reads.
         let codes = match options.exact {
             true => None,
             false => SignCodes::open(gen_dir, has_vector.len(), dim)?,
         };
-        // With codes, a search reads only the rows it rescores (a scan of
-        // every row, where they do not serve it, maps the pages it reads).
-        let vectors = match codes {
-            Some(_) => StoredVectors::open_lazily(gen_dir, has_vector.len(), dim)?,
-            None => StoredVectors::open(gen_dir, has_vector.len(), dim)?,
+        let vectors = match codes.is_some() {
+            true => StoredVectors::open_lazily(gen_dir, has_vector.len(), dim)?,
+            false => StoredVectors::open(gen_dir, has_vector.len(), dim)?,
         }
         .checked(checksums)?;
         Ok(Self {
@@ -283,8 +287,8 @@ impl DenseList {
     }
 
     /// The best `window` chunks of `allow` for the unit vector `query`:
-    /// through the sign codes when every generation has them and they
-    /// serve this search, else by an exact scan.
+    /// through the sign codes when they serve this search
+    /// ([`DenseList::rescore_depth`]), else by an exact scan.
     fn scan(&self, query: &[f32], window: usize, allow: &AllowSet) -> Result<Scan> {
         let allows: Vec<AllowSet> = (self.parts.iter())
             .map(|rows| allow.part(rows.base, rows.has_vector.len()))
