@@ -335,9 +335,9 @@ impl DenseList {
     /// The best `window` chunks of `allows` for `query`: of the
     /// generations with codes, the `depth.depth` rows whose codes score
     /// best, over all those generations as over one
-    /// ([`codes::best_across`]); of a generation without (one too small
-    /// for them), every allowed row; all rescored exactly (in row order,
-    /// which reads the mapped rows forward).
+    /// ([`codes::best_across`]), rescored exactly (in row order, which
+    /// reads the mapped rows forward); of a generation without (one too
+    /// small for them), every allowed row, scanned as without codes.
     fn rescore_best(
         &self,
         depth: Depth,
@@ -354,16 +354,15 @@ impl DenseList {
         let mut candidates: Vec<ChunkOrd> = (chosen.into_iter())
             .map(|(_, set, ord)| bases[set] + ord)
             .collect();
-        for (rows, allow) in self.parts.iter().zip(allows) {
-            if rows.codes.is_none() {
-                let len = rows.has_vector.len() as ChunkOrd;
-                candidates.extend((0..len).filter(|&c| allow.allows(c)).map(|c| rows.base + c));
-            }
-        }
         candidates.sort_unstable();
+        let mut rescored = candidates.len();
         let mut best = TopWindow::new(window);
         let mut scores = Vec::new();
-        for rows in &self.parts {
+        for (rows, allow) in self.parts.iter().zip(allows) {
+            if rows.codes.is_none() {
+                rescored += rows.scan_into(query, allow, &mut best)?.0;
+                continue;
+            }
             let end = rows.base as usize + rows.has_vector.len();
             let from = candidates.partition_point(|&c| c < rows.base);
             let to = candidates.partition_point(|&c| (c as usize) < end);
@@ -393,7 +392,7 @@ impl DenseList {
             filtered_out: self.rows() - depth.allowed,
             approximate: Some(Approximate {
                 scanned: depth.coded_allowed,
-                rescored: candidates.len(),
+                rescored,
             }),
         })
     }
@@ -404,19 +403,9 @@ impl DenseList {
         let mut best = TopWindow::new(window);
         let (mut matched, mut filtered_out) = (0, 0);
         for (rows, allow) in self.parts.iter().zip(allows) {
-            for (chunk, score) in rows.vectors.similarities(query)?.into_iter().enumerate() {
-                let chunk = chunk as ChunkOrd;
-                rows.check_score(chunk, score)?;
-                if allow.allows(chunk) {
-                    matched += 1;
-                    best.push(Candidate {
-                        score,
-                        chunk: rows.base + chunk,
-                    });
-                } else {
-                    filtered_out += 1;
-                }
-            }
+            let (allowed, removed) = rows.scan_into(query, allow, &mut best)?;
+            matched += allowed;
+            filtered_out += removed;
         }
         Ok(Scan {
             hits: best.into_sorted().into_iter().map(ListHit::from).collect(),
@@ -445,6 +434,31 @@ impl DenseList {
 }
 
 impl Rows {
+    /// Scores every row against `query` into `best`, those `allow` lets
+    /// through: how many it let through and how many it removed.
+    fn scan_into(
+        &self,
+        query: &[f32],
+        allow: &AllowSet,
+        best: &mut TopWindow,
+    ) -> Result<(usize, usize)> {
+        let (mut allowed, mut removed) = (0, 0);
+        for (chunk, score) in self.vectors.similarities(query)?.into_iter().enumerate() {
+            let chunk = chunk as ChunkOrd;
+            self.check_score(chunk, score)?;
+            if allow.allows(chunk) {
+                allowed += 1;
+                best.push(Candidate {
+                    score,
+                    chunk: self.base + chunk,
+                });
+            } else {
+                removed += 1;
+            }
+        }
+        Ok((allowed, removed))
+    }
+
     /// Unit vectors give cosines in [-1, 1]; anything else is a damaged
     /// file: the one whose block checks fail on `chunk`'s row, else the
     /// vector file.
