@@ -43,7 +43,7 @@ use anyhow::{Result, bail};
 
 use crate::corpus::Skipped;
 use crate::corpus::chunk::ChunkOptions;
-use crate::corpus::walk::{Walk, WalkOptions, walk, walk_told};
+use crate::corpus::walk::{WalkOptions, walk, walk_told};
 use crate::embed::Embedder;
 use crate::index::Index;
 use crate::index::manifest::{Counts, Manifest, SkippedFile};
@@ -270,7 +270,7 @@ fn run_locked(
     check_root(options)?;
     // The walk (bound by stat calls) runs while the previous index is
     // opened and its carried files re-read against their checksums.
-    let (mut warnings, mut walk_warnings) = (Vec::new(), Vec::new());
+    let mut warnings = Vec::new();
     let (mut previous, walked) = match &options.told {
         Some(told) => {
             let previous = Previous::load(options, embedder, &mut warnings);
@@ -278,11 +278,11 @@ fn run_locked(
                 Some(known) => walk_told(&options.root, &options.walk, known, told)?,
                 None => None,
             };
-            let walked = walked.map_or_else(|| walk_root(options, &mut walk_warnings), Ok);
+            let walked = walked.map_or_else(|| walk(&options.root, &options.walk), Ok);
             (previous, walked)
         }
         None => std::thread::scope(|scope| {
-            let walked = scope.spawn(|| walk_root(options, &mut walk_warnings));
+            let walked = scope.spawn(|| walk(&options.root, &options.walk));
             let previous = Previous::load(options, embedder, &mut warnings);
             let walked = walked
                 .join()
@@ -298,7 +298,12 @@ fn run_locked(
     let live = previous.manifest.as_ref().map(|m| m.generation);
     commit::remove_leftovers(&options.index_dir, live);
     let walked = walked?;
-    warnings.append(&mut walk_warnings);
+    if walked.files.is_empty() {
+        warnings.push(format!(
+            "no markdown files (.md, .markdown) found under {}",
+            options.root.display()
+        ));
+    }
     let states = previous::check_all(&walked.files, options, &previous, progress);
     if let Some(current) = previous.current(options, embedder, &walked, &states) {
         return Ok(IndexReport::up_to_date(options, current, warnings, started));
@@ -385,18 +390,6 @@ struct Run<'a> {
     options: &'a IndexOptions,
     embedder: &'static dyn Embedder,
     progress: &'a dyn Progress,
-}
-
-/// Walks `options.root`, warning when it holds no markdown file.
-fn walk_root(options: &IndexOptions, warnings: &mut Vec<String>) -> Result<Walk> {
-    let walked = walk(&options.root, &options.walk)?;
-    if walked.files.is_empty() {
-        warnings.push(format!(
-            "no markdown files (.md, .markdown) found under {}",
-            options.root.display()
-        ));
-    }
-    Ok(walked)
 }
 
 impl IndexReport {
