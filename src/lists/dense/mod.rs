@@ -307,21 +307,25 @@ impl DenseList {
     /// were written under serves a search over all the generations' rows,
     /// and the rows to rescore would not be every allowed row with a code.
     fn rescore_depth(&self, window: usize, allows: &[AllowSet]) -> Option<Depth> {
-        let mut coded = Vec::new();
-        let mut allowed = 0;
+        let rows = self.rows();
+        // Whether the codes serve is settled before any allowed row is
+        // counted: a small index alone (the common case) pays nothing.
+        let mut coded = self
+            .parts
+            .iter()
+            .filter(|part| part.codes.is_some())
+            .peekable();
+        if coded.peek().is_none() || !coded.all(|part| part.setting.serves(rows)) {
+            return None;
+        }
+        let (mut allowed, mut coded_allowed) = (0, 0);
         for (part, allow) in self.parts.iter().zip(allows) {
             let count = allow.count(part.has_vector.len());
             allowed += count;
-            if let Some(codes) = &part.codes {
-                coded.push((part.setting, count));
-                debug_assert_eq!(codes.rows(), part.has_vector.len());
+            if part.codes.is_some() {
+                coded_allowed += count;
             }
         }
-        let rows = self.rows();
-        if coded.is_empty() || !coded.iter().all(|(setting, _)| setting.serves(rows)) {
-            return None;
-        }
-        let coded_allowed = coded.iter().map(|(_, count)| count).sum();
         let depth = (self.rescore)
             .unwrap_or_else(|| codes::default_rescored(window, rows))
             .max(window);
