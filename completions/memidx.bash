@@ -418,7 +418,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__index)
-            opts="-q -h -V --full --max-file-size --chunk-tokens --no-ignore --include --exclude --model --bundled-model --graph --no-graph --dense-index --index --quiet --watch --color --help --version"
+            opts="-q -h -V --full --compact --max-file-size --chunk-tokens --no-ignore --include --exclude --model --bundled-model --graph --no-graph --dense-index --index --quiet --watch --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -46,6 +46,7 @@ set edit:completion:arg-completer[memidx] = {|@words|
             cand --index 'Where to write the index [default: DIR/.memidx]; keeps it out of read-only or shared folders'
             cand --color 'When to color human-readable output: auto (when stdout is a terminal), always or never; NO_COLOR and CLICOLOR_FORCE are respected'
             cand --full 'Re-read every file instead of reusing unchanged ones'
+            cand --compact 'Write the whole index anew, folding in the delta that runs append for small changes (unchanged chunks are carried, not re-read); runs do it on their own once the delta grows'
             cand --no-ignore 'Index files that .gitignore or .memidxignore rules exclude. This, --include and --exclude are kept by the next run unless it gives any of them (then its own replace all three)'
             cand --bundled-model 'Go back to the bundled model (an index built with --model keeps its model otherwise); the bundled vectors of an earlier run are reused'
             cand --graph 'Also build the entity graph (the `graph` list and `memidx graph`); later runs keep building it until --no-graph. It costs about as much time as the rest of indexing and a quarter more disk'

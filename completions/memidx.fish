@@ -54,6 +54,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand index" -l color -d 'When t
 always\t'Always'
 never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l full -d 'Re-read every file instead of reusing unchanged ones'
+complete -c memidx -n "__fish_memidx_using_subcommand index" -l compact -d 'Write the whole index anew, folding in the delta that runs append for small changes (unchanged chunks are carried, not re-read); runs do it on their own once the delta grows'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l no-ignore -d 'Index files that .gitignore or .memidxignore rules exclude. This, --include and --exclude are kept by the next run unless it gives any of them (then its own replace all three)'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l bundled-model -d 'Go back to the bundled model (an index built with --model keeps its model otherwise); the bundled vectors of an earlier run are reused'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l graph -d 'Also build the entity graph (the `graph` list and `memidx graph`); later runs keep building it until --no-graph. It costs about as much time as the rest of indexing and a quarter more disk'

@@ -149,6 +149,11 @@ pub struct IndexArgs {
     /// Re-read every file instead of reusing unchanged ones.
     #[arg(long)]
     pub full: bool,
+    /// Write the whole index anew, folding in the delta that runs append
+    /// for small changes (unchanged chunks are carried, not re-read); runs
+    /// do it on their own once the delta grows.
+    #[arg(long, conflicts_with = "full")]
+    pub compact: bool,
     /// Skip files larger than this (bytes; K, M, G suffixes allowed).
     #[arg(long, value_name = "SIZE", default_value = "10M", value_parser = parse_size)]
     pub max_file_size: u64,

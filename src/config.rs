@@ -370,6 +370,7 @@ pub fn index_options(args: &IndexArgs) -> IndexOptions {
         },
     };
     options.full = args.full;
+    options.compact = args.compact;
     options.graph = match (args.graph, args.no_graph) {
         (true, _) => Some(true),
         (_, true) => Some(false),

@@ -60,9 +60,9 @@ pub(super) fn report(
         Some(id) => {
             let indexes = retriever.indexes();
             let (member, local_id) = indexes.split_shown(id)?;
-            let generation = indexes.members()[member].index().generation();
+            let parts = indexes.members()[member].index().parts();
             let ord = indexes.find(id);
-            Some(ord.ok_or_else(|| get::chunk_not_found(generation, local_id, hint))?)
+            Some(ord.ok_or_else(|| get::chunk_not_found(parts, local_id, hint))?)
         }
         None => None,
     };

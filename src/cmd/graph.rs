@@ -43,7 +43,7 @@ pub fn run(request: &GraphRequest, out: &mut dyn Write) -> Result<Status> {
         }
         GraphTable::Communities { level } => {
             let report =
-                communities(&view, index.generation(), *level, limit).context("--level")?;
+                communities(&view, index.parts().base(), *level, limit).context("--level")?;
             match request.json {
                 true => json::print(out, &report)?,
                 false => print_communities(out, &report)?,

@@ -323,13 +323,11 @@ fn rank_all(
 fn chunk_doc_ids(retriever: &Retriever) -> Result<Vec<String>> {
     let mut ids = Vec::with_capacity(retriever.indexes().len());
     for member in retriever.indexes().members() {
-        let generation = member.index().generation();
-        let files: Vec<String> = generation
-            .files()?
-            .iter()
-            .map(|f| doc_id(&f.path))
-            .collect();
-        ids.extend(generation.chunk_files()?.map(|f| files[f as usize].clone()));
+        let parts = member.index().parts();
+        let files: Vec<String> = (0..parts.file_count() as u32)
+            .map(|file| Ok(doc_id(parts.file_path(file)?)))
+            .collect::<Result<_>>()?;
+        ids.extend((parts.chunk_files()?.into_iter()).map(|f| files[f as usize].clone()));
     }
     Ok(ids)
 }

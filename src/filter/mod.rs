@@ -20,6 +20,7 @@ use anyhow::{Result, bail};
 use crate::lists::AllowSet;
 use crate::store::generation::{FileEntry, Generation};
 use crate::store::metadata_index::{MetadataIndex, UNINDEXED_KEY};
+use crate::store::parts::Parts;
 
 /// Validated filter conditions: key → accepted values.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -120,6 +121,46 @@ impl Filter {
             .map(|(key, wanted)| format!("{key}={}", wanted.join("|")))
     }
 
+    /// Evaluates the filter over an index's live chunks, part by part
+    /// (see [`Filter::evaluate`]); a chunk a later part buried never
+    /// passes. A key or value no part's file has is an error, as for one
+    /// generation.
+    pub fn evaluate_parts(&self, parts: &Parts) -> Result<AllowSet> {
+        let live = parts.live_chunks();
+        if parts.is_single() || self.is_empty() {
+            let allowed = self.evaluate(parts.base())?;
+            return Ok(match live {
+                Some(live) => allowed.and(&live),
+                None => allowed,
+            });
+        }
+        let mut sets = Vec::with_capacity(parts.parts().len());
+        let mut met = vec![false; self.conditions.len()];
+        for part in parts.parts() {
+            let generation = part.generation();
+            let (passing, part_met) = self.generation_files(generation, false)?;
+            for (met, part_met) in met.iter_mut().zip(part_met) {
+                *met |= part_met;
+            }
+            sets.push(allow_chunks(&passing, generation.chunk_files()?));
+        }
+        if met.contains(&false) {
+            // No part has the key or value: the base names it as a
+            // generation alone would.
+            self.generation_files(parts.base(), true)?;
+        }
+        // In the index's order: each run of one part's chunks in turn.
+        let runs = parts.runs().iter();
+        let allowed = AllowSet::Only(
+            runs.flat_map(|run| (run.local..run.local + run.len).map(|c| sets[run.part].allows(c)))
+                .collect(),
+        );
+        Ok(match live {
+            Some(live) => allowed.and(&live),
+            None => allowed,
+        })
+    }
+
     /// Evaluates the filter over a generation's chunks: metadata conditions
     /// through its value index (the file entries are decoded only for a
     /// generation written before it existed), time bounds through the
@@ -128,10 +169,22 @@ impl Filter {
         if self.is_empty() {
             return Ok(AllowSet::All);
         }
-        let mut passing = match (self.reads_metadata(), generation.metadata_index()) {
-            (false, _) => vec![true; generation.file_count()],
-            (true, Some(index)) => self.files_passing(&Indexed { index, generation })?,
-            (true, None) => self.files_passing(&Entries(&generation.files()?))?,
+        let (passing, _) = self.generation_files(generation, true)?;
+        Ok(allow_chunks(&passing, generation.chunk_files()?))
+    }
+
+    /// Per file of `generation`, whether it passes, and per condition
+    /// whether any file has one of its values (when `strict`, one that
+    /// none has is an error, see [`Filter::files_passing`]).
+    fn generation_files(
+        &self,
+        generation: &Generation,
+        strict: bool,
+    ) -> Result<(Vec<bool>, Vec<bool>)> {
+        let (mut passing, met) = match (self.reads_metadata(), generation.metadata_index()) {
+            (false, _) => (vec![true; generation.file_count()], Vec::new()),
+            (true, Some(index)) => self.files_passing(&Indexed { index, generation }, strict)?,
+            (true, None) => self.files_passing(&Entries(&generation.files()?), strict)?,
         };
         if !self.time.is_empty() {
             let dates = generation.file_dates()?;
@@ -139,7 +192,7 @@ impl Filter {
                 *passes &= self.time.admits(date);
             }
         }
-        Ok(allow_chunks(&passing, generation.chunk_files()?))
+        Ok((passing, met))
     }
 
     /// Evaluates the filter over `files` for chunks whose file indices are
@@ -152,26 +205,39 @@ impl Filter {
         if self.is_empty() {
             return Ok(AllowSet::All);
         }
-        let mut passing = self.files_passing(&Entries(files))?;
+        let (mut passing, _) = self.files_passing(&Entries(files), true)?;
         for (passes, file) in passing.iter_mut().zip(files) {
             *passes &= self.time.admits(file.date().seconds);
         }
         Ok(allow_chunks(&passing, chunk_files))
     }
 
-    /// Per file, whether it passes the metadata and folder conditions.
+    /// Per file, whether it passes the metadata and folder conditions, and
+    /// per condition whether any file has one of its values.
     ///
-    /// A key that no indexed file carries is an error naming it (and the
-    /// nearest indexed key), and so is a condition none of whose values any
-    /// file has (naming the key's values, most common first): each can only
-    /// be a typo and would silently return nothing.
-    fn files_passing(&self, holders: &dyn Holders) -> Result<Vec<bool>> {
+    /// When `strict`, a key that no indexed file carries is an error naming
+    /// it (and the nearest indexed key), and so is a condition none of whose
+    /// values any file has (naming the key's values, most common first):
+    /// each can only be a typo and would silently return nothing. (An
+    /// index's delta part is not strict: the base may hold the key.)
+    fn files_passing(&self, holders: &dyn Holders, strict: bool) -> Result<(Vec<bool>, Vec<bool>)> {
         let mut passing = match &self.folder {
             Some(folder) => holders.files_under(folder)?,
             None => vec![true; holders.file_count()],
         };
+        let mut met = Vec::with_capacity(self.conditions.len());
         for (key, wanted) in &self.conditions {
-            let Some(with) = holders.files_with(key, wanted)? else {
+            let with = holders.files_with(key, wanted)?;
+            let found = with.as_ref().is_some_and(|with| with.contains(&true));
+            met.push(found);
+            if !strict {
+                let with = with.unwrap_or_default();
+                for (at, passes) in passing.iter_mut().enumerate() {
+                    *passes &= with.get(at).copied().unwrap_or(false);
+                }
+                continue;
+            }
+            let Some(with) = with else {
                 bail!(
                     "no indexed file has the metadata key '{key}'{}",
                     suggest_key(&holders.keys()?, key)
@@ -204,7 +270,7 @@ impl Filter {
                 *passes &= has;
             }
         }
-        Ok(passing)
+        Ok((passing, met))
     }
 }
 
@@ -524,14 +590,16 @@ mod tests {
             Filter::from_pairs([("paths", "prod.md")]),
         ];
         for filter in filters {
-            let by_index = filter.files_passing(&indexed).map_err(|e| e.to_string());
+            let by_index = filter
+                .files_passing(&indexed, true)
+                .map_err(|e| e.to_string());
             let by_entries = filter
-                .files_passing(&Entries(&files))
+                .files_passing(&Entries(&files), true)
                 .map_err(|e| e.to_string());
             assert_eq!(by_index, by_entries, "{filter:?}");
         }
         // The key the value index leaves out is answered from the sorted paths.
-        let passing = |filter: Filter| filter.files_passing(&indexed).unwrap();
+        let passing = |filter: Filter| filter.files_passing(&indexed, true).unwrap().0;
         assert_eq!(
             passing(Filter::from_pairs([("path", "sub/both.md")])),
             [false, false, true]

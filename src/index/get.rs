@@ -24,7 +24,8 @@ use anyhow::{Result, bail};
 
 use super::Index;
 use super::set::IndexSet;
-use crate::store::generation::{ChunkView, FileEntry, Generation};
+use crate::store::generation::{ChunkView, FileEntry};
+use crate::store::parts::Parts;
 
 /// What to fetch, as `memidx get` and the MCP `get` tool name it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -145,11 +146,9 @@ impl std::error::Error for NotFound {}
 /// The error for chunk id `id`, which `generation` does not hold: it names
 /// the ids its file holds when the file is indexed (`a.md holds chunks #1
 /// to #4`), else ends with `hint`, where ids come from.
-pub fn chunk_not_found(generation: &Generation, id: &str, hint: &str) -> NotFound {
+pub fn chunk_not_found(parts: &Parts, id: &str, hint: &str) -> NotFound {
     let held = id.rsplit_once('#').and_then(|(path, _)| {
-        let chunks = generation
-            .chunks_of_file(generation.file_index(path)?)
-            .ok()?;
+        let chunks = parts.chunks_of_file(parts.file_index(path)?).ok()?;
         Some(match chunks.len() {
             0 => format!("{path} holds no chunk"),
             1 => format!("{path} holds chunk #1 only"),
@@ -190,16 +189,13 @@ pub enum Fetched {
 pub fn fetch(index: &Index, target: &Target) -> Result<Fetched> {
     match target {
         Target::Chunk(id) => {
-            let generation = index.generation();
-            let Some(ord) = generation.find(id) else {
-                return Err(chunk_not_found(
-                    generation,
-                    id,
-                    "chunk ids come from search (chunk_id)",
-                )
-                .into());
+            let parts = index.parts();
+            let Some(ord) = parts.find(id) else {
+                return Err(
+                    chunk_not_found(parts, id, "chunk ids come from search (chunk_id)").into(),
+                );
             };
-            let view = generation.chunk(ord)?;
+            let view = parts.chunk(ord)?;
             let changed = !stamp_matches(index.root(), &view.file);
             Ok(Fetched::Chunk { view, changed })
         }
@@ -282,16 +278,9 @@ fn relative_path(root: &Path, given: &str) -> Result<String> {
 
 /// The indexed file at `path` (relative, `/` separators).
 fn indexed_file(index: &Index, path: &str) -> Result<FileEntry> {
-    let generation = index.generation();
-    let (mut low, mut high) = (0u32, generation.file_count() as u32);
-    while low < high {
-        let mid = low + (high - low) / 2;
-        let file = generation.file(mid)?;
-        match file.path.as_str().cmp(path) {
-            std::cmp::Ordering::Less => low = mid + 1,
-            std::cmp::Ordering::Greater => high = mid,
-            std::cmp::Ordering::Equal => return Ok(file),
-        }
+    let parts = index.parts();
+    if let Some(file) = parts.file_index(path) {
+        return parts.file(file);
     }
     Err(NotFound(format!(
         "'{path}' is not an indexed file; paths are relative to the indexed folder (search results' source)"

@@ -55,8 +55,9 @@ use crate::store::{MANIFEST_FILE, atomic, bounded, damaged};
 /// tokenizer's Unicode rules, `tokenizer.normalize` and `tokenizer.fold`,
 /// and chunks cut by [`CHUNKS_FORMAT_VERSION`]'s rules; 25 the sparse
 /// list's term dictionaries as sorted string tables, see
-/// [`SPARSE_FORMAT_VERSION`]).
-pub const FORMAT_VERSION: u32 = 25;
+/// [`SPARSE_FORMAT_VERSION`]; 26 the delta part, `delta`, appended after
+/// the base generation with the tombstones of the files it replaces).
+pub const FORMAT_VERSION: u32 = 26;
 
 /// The first format whose chunks are cut the way this build cuts them
 /// (headings without body kept, merged chunks labelled by every section):
@@ -72,7 +73,7 @@ pub const SPARSE_FORMAT_VERSION: u32 = 25;
 
 /// The on-disk formats this build can read (searched from
 /// [`SPARSE_FORMAT_VERSION`] on; older ones only upgraded).
-pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 16..=25;
+pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 16..=26;
 
 /// The last format without `fusion_source`.
 const UNSOURCED_FORMAT_VERSION: u32 = 17;
@@ -117,7 +118,7 @@ const SEAL_FIELD: &str = "meta_crc32";
 pub struct Manifest {
     /// On-disk format; readers refuse versions outside [`SUPPORTED_FORMAT_VERSIONS`].
     pub format_version: u32,
-    /// Number of the live generation folder (`gen-N`).
+    /// Number of the live base generation folder (`gen-N`).
     pub generation: u64,
     /// Version of memidx that wrote the index.
     pub tool_version: String,
@@ -166,8 +167,37 @@ pub struct Manifest {
     /// same unchanged corpus can tell nothing changed (and warn again).
     #[serde(default)]
     pub skipped: Vec<SkippedFile>,
-    /// Size and CRC-32 of every generation file, by its path inside the
-    /// generation folder.
+    /// Size and CRC-32 of every file of the base generation, by its path
+    /// inside the generation folder.
+    pub checksums: Checksums,
+    /// The delta part appended after the base, when a run wrote one: the
+    /// files changed since the base, in a generation of their own, with
+    /// the tombstones of the base's versions (see
+    /// [`crate::store::parts`]). Absent before format 26.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delta: Option<DeltaManifest>,
+}
+
+/// What the manifest records about a delta part.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeltaManifest {
+    /// Number of its generation folder (`gen-N`).
+    pub generation: u64,
+    /// Files it holds.
+    pub files: usize,
+    /// Chunks it holds.
+    pub chunks: usize,
+    /// Files of the base it buries.
+    pub buried_files: usize,
+    /// The base's documents as it was written (before any burial): what
+    /// the live statistics are worked out from.
+    pub base_sparse: SparseStats,
+    /// The base's chunks it buries.
+    pub buried_chunks: u64,
+    /// Their tokens.
+    pub buried_tokens: u64,
+    /// Size and CRC-32 of every file of its generation.
     pub checksums: Checksums,
 }
 
@@ -261,9 +291,27 @@ impl Manifest {
     /// this build reads (formats 20 and 21 kept them in `codes.b1`: such a
     /// generation's searches scan every vector).
     pub fn sign_code_rows(&self) -> Option<u64> {
+        // The base's codes; a delta's rows are scanned whole.
         self.dense_index
             .rows
             .filter(|_| self.checksums.contains_key(CODES_FILE))
+    }
+
+    /// The newest generation it names: its delta's, else its base's (each
+    /// run that writes one numbers it after the last).
+    pub fn latest_generation(&self) -> u64 {
+        self.delta
+            .as_ref()
+            .map_or(self.generation, |d| d.generation)
+    }
+
+    /// The generations of its parts, oldest (the base) first, each with
+    /// the checks of its files.
+    pub fn parts(&self) -> Vec<(u64, &Checksums)> {
+        let delta = self.delta.as_ref().map(|d| (d.generation, &d.checksums));
+        std::iter::once((self.generation, &self.checksums))
+            .chain(delta)
+            .collect()
     }
 
     /// Reads `index_dir/meta.json`; `Ok(None)` when there is none yet.
@@ -383,8 +431,9 @@ impl Manifest {
             "sparse.docs: {docs} documents for {} chunks",
             self.counts.chunks
         );
+        let delta_chunks = self.delta.as_ref().map_or(0, |d| d.chunks as u64);
         ensure!(
-            uids >= docs,
+            uids + delta_chunks >= docs,
             "sparse.uids: {uids} uids given out for {docs} documents"
         );
         ensure!(
@@ -403,6 +452,7 @@ mod tests {
 
     fn sample() -> Manifest {
         Manifest {
+            delta: None,
             dense_index: Default::default(),
             format_version: FORMAT_VERSION,
             generation: 3,

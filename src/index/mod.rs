@@ -1,6 +1,7 @@
 //! The index as a whole: its manifest (`meta.json`, the one file that says
-//! which generation is live and with what settings) and the generation it
-//! names, opened together.
+//! which generations are live and with what settings) and the parts it
+//! names (a base generation and, after a small change, a delta; see
+//! [`crate::store::parts`]), opened together.
 //!
 //! This floor stands above the lists and the fusion, so the manifest can
 //! record their settings (BM25 parameters, fusion defaults, the graph's
@@ -22,8 +23,9 @@ use crate::error::IndexError;
 use crate::fusion::{FusionDefaults, FusionSource};
 use crate::lists::graph::{GraphList, QueryOptions, no_graph};
 use crate::store::checks;
-use crate::store::generation::{FileEntry, Generation};
+use crate::store::generation::FileEntry;
 use crate::store::lock::IndexLock;
+use crate::store::parts::Parts;
 use crate::store::{LOCK_FILE, MANIFEST_FILE};
 use manifest::Manifest;
 
@@ -31,11 +33,11 @@ use manifest::Manifest;
 /// generation being opened.
 const OPEN_ATTEMPTS: usize = 3;
 
-/// An opened index: its folder, manifest and live generation.
+/// An opened index: its folder, manifest and live parts.
 pub struct Index {
     dir: PathBuf,
     manifest: Manifest,
-    generation: Generation,
+    parts: Parts,
 }
 
 impl Index {
@@ -45,28 +47,26 @@ impl Index {
     }
 
     /// Opens the index in `dir` and hands it to `then` (which opens what it
-    /// needs of the generation). A concurrent `memidx index` may switch the
-    /// manifest and remove the generation it named between our reading the
-    /// one and opening the other: then the manifest names a newer
-    /// generation, and the whole open is retried with that one.
+    /// needs of the parts). A concurrent `memidx index` may switch the
+    /// manifest and remove a generation it named between our reading the
+    /// one and opening the other: then the manifest names newer
+    /// generations, and the whole open is retried with those.
     pub fn open_with<T>(dir: &Path, then: impl Fn(Self) -> Result<T>) -> Result<T> {
         let mut manifest = read_manifest(dir)?;
         let mut attempts = 1;
         loop {
-            let tried = manifest.generation;
-            let opened = Generation::open(dir, manifest.generation, &manifest.checksums).and_then(
-                |generation| {
-                    then(Self {
-                        dir: dir.to_path_buf(),
-                        manifest,
-                        generation,
-                    })
-                },
-            );
+            let tried = generations(&manifest);
+            let opened = Parts::open(dir, &manifest.parts()).and_then(|parts| {
+                then(Self {
+                    dir: dir.to_path_buf(),
+                    manifest,
+                    parts,
+                })
+            });
             match opened {
                 Err(err) if attempts < OPEN_ATTEMPTS && a_race_may_explain(&err) => {
                     manifest = read_manifest(dir)?;
-                    if manifest.generation == tried {
+                    if generations(&manifest) == tried {
                         return Err(err);
                     }
                     attempts += 1;
@@ -86,9 +86,9 @@ impl Index {
         &self.manifest
     }
 
-    /// The live generation (chunk table and texts).
-    pub fn generation(&self) -> &Generation {
-        &self.generation
+    /// The live parts (chunk tables and texts), read as one table.
+    pub fn parts(&self) -> &Parts {
+        &self.parts
     }
 
     /// The indexed root folder (as recorded when indexing).
@@ -99,30 +99,32 @@ impl Index {
     /// The indexed file at `path` (relative to the root) and its chunks'
     /// ids in file order; `None` when the index does not hold it.
     pub fn file_chunks(&self, path: &str) -> Result<Option<(FileEntry, Vec<String>)>> {
-        let generation = &self.generation;
-        let Some(file) = generation.file_index(path) else {
+        let parts = &self.parts;
+        let Some(file) = parts.file_index(path) else {
             return Ok(None);
         };
-        let ids = generation
+        let ids = parts
             .chunks_of_file(file)?
-            .map(|ord| generation.record(ord).map(|r| format!("{path}#{}", r.n)))
+            .map(|ord| parts.chunk_id(ord))
             .collect::<Result<_>>()?;
-        Ok(Some((generation.file(file)?, ids)))
+        Ok(Some((parts.file(file)?, ids)))
     }
 
-    /// The live generation's graph list, or an error saying how to build
-    /// one when the index has none.
+    /// The graph list, or an error saying how to build one when the index
+    /// has none (an index with a graph is written whole, without deltas,
+    /// so the graph is its base's).
     pub fn open_graph(&self, options: QueryOptions) -> Result<GraphList> {
         if self.manifest.graph.is_none() {
             return Err(no_graph(&self.manifest.root));
         }
-        GraphList::open(self.generation.dir(), self.generation.len(), options)
+        let base = self.parts.base();
+        GraphList::open(base.dir(), base.len(), options)
     }
 }
 
-/// What identifies the live generation as a long-lived reader opened it:
+/// What identifies the live parts as a long-lived reader opened them:
 /// the device, inode, size and modification time of `meta.json` and of
-/// every file of the generation it names. A run publishes a generation by
+/// every file of the generations it names. A run publishes a generation by
 /// renaming a new `meta.json` into place, and a file rewritten, truncated
 /// or restored from a backup in place (`cp -r backup/.memidx .`) changes
 /// its stamp too, so a reader (the MCP server) that compares stamps before
@@ -132,7 +134,7 @@ impl Index {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LiveStamp {
     manifest: FileStamp,
-    /// Each file of the live generation, by path, in path order.
+    /// Each file of the live generations, by path, in path order.
     files: Vec<(PathBuf, FileStamp)>,
 }
 
@@ -142,16 +144,17 @@ impl LiveStamp {
     pub fn of(dir: &Path) -> Option<Self> {
         let manifest_path = dir.join(MANIFEST_FILE);
         let manifest = FileStamp::of(&std::fs::metadata(&manifest_path).ok()?);
-        let generation = read_manifest(dir).ok()?.generation;
-        let mut files: Vec<(PathBuf, FileStamp)> =
-            walkdir::WalkDir::new(crate::store::generation_dir(dir, generation))
-                .into_iter()
-                .filter_map(|entry| {
-                    let entry = entry.ok()?;
-                    let meta = entry.metadata().ok().filter(|m| m.is_file())?;
-                    Some((entry.into_path(), FileStamp::of(&meta)))
-                })
-                .collect();
+        let generations = generations(&read_manifest(dir).ok()?);
+        let mut files: Vec<(PathBuf, FileStamp)> = (generations.into_iter())
+            .flat_map(|generation| {
+                walkdir::WalkDir::new(crate::store::generation_dir(dir, generation))
+            })
+            .filter_map(|entry| {
+                let entry = entry.ok()?;
+                let meta = entry.metadata().ok().filter(|m| m.is_file())?;
+                Some((entry.into_path(), FileStamp::of(&meta)))
+            })
+            .collect();
         files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         Some(Self { manifest, files })
     }
@@ -189,15 +192,21 @@ impl FileStamp {
     }
 }
 
-/// Re-reads every file of the live generation of the index in `dir`
-/// against its checksum, without opening it (damage must not stop the
-/// check); the damaged files, named (empty when all are intact).
+/// Re-reads every file of every live part of the index in `dir` against
+/// its checksum, without opening it (damage must not stop the check); the
+/// damaged files, named (empty when all are intact).
 pub fn verify(dir: &Path) -> Result<Vec<IndexError>> {
     let manifest = read_manifest(dir)?;
-    Ok(checks::verify(
-        &crate::store::generation_dir(dir, manifest.generation),
-        &manifest.checksums,
-    ))
+    Ok((manifest.parts().into_iter())
+        .flat_map(|(generation, checksums)| {
+            checks::verify(&crate::store::generation_dir(dir, generation), checksums)
+        })
+        .collect())
+}
+
+/// The generations `manifest` names, base first.
+fn generations(manifest: &Manifest) -> Vec<u64> {
+    manifest.parts().into_iter().map(|(g, _)| g).collect()
 }
 
 /// True when `err` may come from a concurrent run that replaced the

@@ -47,9 +47,9 @@ impl Member {
         self.base
     }
 
-    /// Its number of chunks.
+    /// Its number of chunk ordinals (live and buried).
     pub fn len(&self) -> usize {
-        self.index.generation().len()
+        self.index.parts().len()
     }
 
     /// True when it holds no chunk.
@@ -107,7 +107,7 @@ impl IndexSet {
                 }
             };
             let start = ChunkOrd::try_from(base).ok();
-            base += index.generation().len() as u64;
+            base += index.parts().len() as u64;
             let (Some(start), Ok(_)) = (start, ChunkOrd::try_from(base)) else {
                 bail!("the indexes hold more chunks together than one search can rank");
             };
@@ -180,7 +180,7 @@ impl IndexSet {
     /// shows it ([`IndexSet::shown_path`]).
     pub fn chunk(&self, chunk: ChunkOrd) -> Result<ChunkView> {
         let (member, local) = self.locate(chunk)?;
-        let mut view = self.members[member].index.generation().chunk(local)?;
+        let mut view = self.members[member].index.parts().chunk(local)?;
         view.file.path = self.shown_path(member, &view.file.path);
         Ok(view)
     }
@@ -215,7 +215,7 @@ impl IndexSet {
     pub fn find(&self, id: &str) -> Option<ChunkOrd> {
         let (member, id) = self.split_shown(id).ok()?;
         let member = &self.members[member];
-        Some(member.base + member.index.generation().find(id)?)
+        Some(member.base + member.index.parts().find(id)?)
     }
 
     /// The members' names, in order.

@@ -31,7 +31,7 @@ pub struct StatusReport {
     pub index: String,
     /// The indexed folder.
     pub root: String,
-    /// Live generation.
+    /// The newest live generation (the delta's, when there is one).
     pub generation: u64,
     /// On-disk format.
     pub format_version: u32,
@@ -91,13 +91,14 @@ impl EmbeddingStatus {
     /// an error when that model cannot be loaded or has changed.
     pub fn of(index: &Index) -> Result<Self> {
         let embedder = super::built_embedder(index.manifest())?;
-        let generation = index.generation();
+        let parts = index.parts();
         let chunks_cut = match embedder.kind() {
             ModelKind::Static => None,
             ModelKind::Transformer => {
                 let mut cut = 0;
-                for ord in 0..generation.len() {
-                    let text = generation.chunk(ord as ChunkOrd)?.searchable_text();
+                let live = (0..parts.len() as ChunkOrd).filter(|&ord| parts.is_live(ord));
+                for ord in live {
+                    let text = parts.chunk(ord)?.searchable_text();
                     cut += usize::from(embedder.cuts(&text) == Some(true));
                 }
                 Some(cut)
@@ -223,7 +224,9 @@ impl StatusReport {
         embedding: Option<EmbeddingStatus>,
     ) -> Result<Self> {
         let (index_dir, manifest) = (index.dir(), index.manifest());
-        let files = &index.generation().files()?;
+        let files: &Vec<_> = &(index.parts().live_files()?.into_iter())
+            .map(|(_, file)| file)
+            .collect();
         let walked = walk(Path::new(&manifest.root), &manifest.walk)?;
         let mut stale = Stale::default();
         // A file the last run skipped (too large, binary, not UTF-8) and
@@ -254,7 +257,7 @@ impl StatusReport {
         Ok(Self {
             index: index_dir.display().to_string(),
             root: manifest.root.clone(),
-            generation: manifest.generation,
+            generation: manifest.latest_generation(),
             format_version: manifest.format_version,
             tool_version: manifest.tool_version.clone(),
             built: jiff::Timestamp::from_millisecond(manifest.created_unix_ms as i64).map_or_else(

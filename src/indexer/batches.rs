@@ -17,7 +17,7 @@ use crate::corpus::Skipped;
 use crate::corpus::walk::Walk;
 use crate::lists::dense::VectorWriter;
 use crate::lists::sparse::SparseWriter;
-use crate::store::generation::{Generation, SPARSE_DIR};
+use crate::store::generation::SPARSE_DIR;
 use crate::store::texts::TextWriter;
 
 /// Files read and chunked per batch of the streaming pass (bounds the
@@ -59,9 +59,9 @@ pub(super) fn stream(
     let mut skipped = walked.skipped.clone();
     let mut warnings = Vec::new();
     let base_dir = previous
-        .generation
+        .parts
         .as_ref()
-        .map(Generation::dir)
+        .map(|parts| parts.base().dir())
         .filter(|_| carry);
     let mut built = Built::new(previous.carried.as_ref().filter(|_| carry));
     let mut texts = TextWriter::create(gen_dir, base_dir)?;

@@ -101,6 +101,7 @@ pub(super) fn manifest(
         counts,
         skipped,
         checksums,
+        delta: None,
     }
 }
 
@@ -127,10 +128,10 @@ pub(super) fn switch(
     Ok(())
 }
 
-/// Removes the previous generation now that `manifest`'s is live; when the
-/// model changed, first keeps the previous model's vectors for a switch
-/// back. Either way the cache of `manifest`'s model is dropped (its vectors
-/// are in the live generation).
+/// Removes the previous generations `manifest` no longer names now that
+/// its parts are live; when the model changed, first keeps the previous
+/// base's vectors for a switch back. Either way the cache of `manifest`'s
+/// model is dropped (its vectors are in the live parts).
 pub(super) fn clean_up(
     index_dir: &Path,
     previous: &Previous,
@@ -139,7 +140,7 @@ pub(super) fn clean_up(
 ) {
     if let Some(old) = &previous.manifest {
         let old_dir = store::generation_dir(index_dir, old.generation);
-        if old.embedder != manifest.embedder && previous.generation.is_some() {
+        if old.embedder != manifest.embedder && previous.parts.is_some() {
             // Switching models: keep the old model's vectors for a switch back.
             if let Err(err) = vector_cache::keep(index_dir, &old_dir, &old.embedder, &old.checksums)
             {
@@ -148,9 +149,19 @@ pub(super) fn clean_up(
                 ));
             }
         }
-        let _ = fs::remove_dir_all(old_dir);
+        let live = generations(manifest);
+        for (generation, _) in old.parts() {
+            if !live.contains(&generation) {
+                let _ = fs::remove_dir_all(store::generation_dir(index_dir, generation));
+            }
+        }
     }
     vector_cache::forget(index_dir, &manifest.embedder);
+}
+
+/// The generations `manifest` names: its base, and its delta's.
+pub(super) fn generations(manifest: &Manifest) -> Vec<u64> {
+    manifest.parts().into_iter().map(|(g, _)| g).collect()
 }
 
 /// The record of what a run skipped: each file with the stamp it was
@@ -265,9 +276,9 @@ pub(super) fn refuse_another_root(
 }
 
 /// Removes what interrupted runs left in the (claimed) index folder:
-/// generation folders other than the live one, temporary files of
+/// generation folders other than the `live` ones, temporary files of
 /// `meta.json` writes, and half-moved vector caches.
-pub(super) fn remove_leftovers(index_dir: &Path, live: Option<u64>) {
+pub(super) fn remove_leftovers(index_dir: &Path, live: &[u64]) {
     let Ok(entries) = fs::read_dir(index_dir) else {
         return;
     };
@@ -278,7 +289,7 @@ pub(super) fn remove_leftovers(index_dir: &Path, live: Option<u64>) {
         };
         if name.starts_with(atomic::TEMP_PREFIX) {
             let _ = fs::remove_file(entry.path());
-        } else if store::parse_generation_name(name).is_some_and(|n| Some(n) != live) {
+        } else if store::parse_generation_name(name).is_some_and(|n| !live.contains(&n)) {
             let _ = fs::remove_dir_all(entry.path());
         }
     }

@@ -16,7 +16,7 @@ use crate::lists::dense::codes::{self, DenseIndexSetting};
 use crate::lists::graph::{self, EntityCache, GRAPH_FILE, GraphOptions};
 use crate::lists::sparse::{SparseWriter, SparseWritten};
 use crate::store::atomic;
-use crate::store::generation::{ChunkOrd, Generation};
+use crate::store::generation::ChunkOrd;
 use crate::store::texts::TextStore;
 
 /// The finished sparse list, and the graph's manifest entry (with the
@@ -48,7 +48,7 @@ pub(super) fn finish(
         ..GraphOptions::default()
     };
     let build_graph = options.builds_graph(previous.manifest.as_ref());
-    let old_dir = previous.generation.as_ref().map(Generation::dir);
+    let old_dir = previous.parts.as_ref().map(|parts| parts.base().dir());
     let setting = options.dense_index_setting(previous.manifest.as_ref());
     let (sparse_built, graph_built, dense_built) = std::thread::scope(|scope| {
         let graph = scope.spawn(|| {

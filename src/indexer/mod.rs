@@ -30,6 +30,7 @@
 
 mod batches;
 mod commit;
+mod delta;
 mod examine;
 mod lists;
 mod previous;
@@ -48,10 +49,11 @@ use crate::embed::Embedder;
 use crate::index::Index;
 use crate::index::manifest::{Counts, Manifest, SkippedFile};
 use crate::lists::dense::codes::DenseIndexSetting;
+use crate::lists::sparse::SparseStats;
 use crate::progress::Progress;
 use crate::store::generation;
 use crate::store::lock::IndexLock;
-use crate::store::{INDEX_DIR_NAME, LOCK_FILE, atomic, ownership};
+use crate::store::{INDEX_DIR_NAME, LOCK_FILE, atomic, ownership, parts};
 use crate::text::tokenize::Analyzer;
 use commit::PartialGeneration;
 use previous::Previous;
@@ -67,6 +69,9 @@ pub struct IndexOptions {
     pub max_file_size: u64,
     /// Re-read and re-chunk every file, ignoring the previous index.
     pub full: bool,
+    /// Write the index whole, folding its delta part into a new base,
+    /// rather than append a delta ([`delta`]).
+    pub compact: bool,
     /// Chunker settings.
     pub chunker: ChunkOptions,
     /// Tokenizer settings for the sparse list.
@@ -97,6 +102,7 @@ impl IndexOptions {
             root,
             max_file_size: DEFAULT_MAX_FILE_SIZE,
             full: false,
+            compact: false,
             chunker: ChunkOptions::default(),
             analyzer: Analyzer::default(),
             walk: WalkOptions::default(),
@@ -295,8 +301,8 @@ fn run_locked(
         &options.index_dir,
         previous.manifest.as_ref(),
     )?;
-    let live = previous.manifest.as_ref().map(|m| m.generation);
-    commit::remove_leftovers(&options.index_dir, live);
+    let live = previous.manifest.as_ref().map(commit::generations);
+    commit::remove_leftovers(&options.index_dir, live.as_deref().unwrap_or_default());
     let walked = walked?;
     if walked.files.is_empty() {
         warnings.push(format!(
@@ -309,11 +315,23 @@ fn run_locked(
         return Ok(IndexReport::up_to_date(options, current, warnings, started));
     }
 
-    let carry = previous.carry_for(&states);
-    let generation = live.map_or(1, |g| g + 1);
+    let plan = delta::plan(options, embedder, &previous, &walked, &states);
+    let carry = plan.is_none() && previous.carry_for(&states);
+    let generation = live.iter().flatten().max().map_or(1, |g| g + 1);
     let gen_dir = commit::create_generation_dir(&options.index_dir, generation)?;
     let partial = PartialGeneration::new(&gen_dir);
-    let streamed = batches::stream(&run, &gen_dir, &walked, &states, &mut previous, carry)?;
+    let (streamed_walk, streamed_states) = match &plan {
+        Some(plan) => (&plan.walk, plan.states.as_slice()),
+        None => (&walked, states.as_slice()),
+    };
+    let streamed = batches::stream(
+        &run,
+        &gen_dir,
+        streamed_walk,
+        streamed_states,
+        &mut previous,
+        carry,
+    )?;
     warnings.extend(streamed.warnings);
     let built = streamed.built;
     let lists = lists::finish(
@@ -327,20 +345,35 @@ fn run_locked(
     let graph_time = lists.graph.as_ref().map(|(_, t)| *t);
     let dense_index_time = lists.dense_index_time;
     generation::write_table(&gen_dir, &built.table)?;
+    if let (Some(plan), Some(parts)) = (&plan, &previous.parts) {
+        let places = delta::places(parts, &built.table)?;
+        parts::write_delta(&gen_dir, std::slice::from_ref(&plan.buried), &places)?;
+    }
     atomic::sync_tree(&gen_dir)?;
     let checksums = commit::checksums(&gen_dir, &lists.sparse.linked, previous.manifest.as_ref())?;
 
     let skipped = streamed.skipped;
-    let counts = Counts {
+    let mut counts = Counts {
         files: built.table.files.len(),
         chunks: built.table.chunks.len(),
         skipped: skipped.len(),
+    };
+    let appended = match (&plan, &previous.parts, &previous.manifest) {
+        (Some(plan), Some(parts), Some(before)) => {
+            let delta = (generation, counts.files, counts.chunks, checksums.clone());
+            let appended = delta::appended(parts, before, options.analyzer, &plan.buried, delta)?;
+            counts.files += parts.base().file_count() - plan.buried.len();
+            counts.chunks += appended.base_live.docs as usize;
+            Some((appended, before))
+        }
+        _ => None,
     };
     let skipped_record = commit::skipped_files(&skipped, &walked.files);
     // A full run starts over: every skip is news again.
     let before = previous.manifest.as_ref().filter(|_| !options.full);
     let new_skips = commit::new_skips(&skipped_record, before);
-    let manifest = commit::manifest(
+    let delta_sparse = lists.sparse.stats;
+    let mut manifest = commit::manifest(
         &run,
         generation,
         lists,
@@ -349,10 +382,33 @@ fn run_locked(
         checksums,
         previous.manifest.as_ref(),
     );
+    if let Some((appended, before)) = appended {
+        // The base stays as the previous manifest records it.
+        manifest.generation = before.generation;
+        manifest.checksums = before.checksums.clone();
+        // The codes cover the base's rows, and the delta's when it has them.
+        let delta_rows = manifest.dense_index.rows;
+        manifest.dense_index = before.dense_index;
+        manifest.dense_index.rows = match (appended.base_code_rows, delta_rows) {
+            (None, None) => None,
+            (base, delta) => Some(base.unwrap_or(0) + delta.unwrap_or(0)),
+        };
+        manifest.sparse = SparseStats {
+            docs: appended.base_live.docs + delta_sparse.docs,
+            tokens: appended.base_live.tokens + delta_sparse.tokens,
+            uids: appended.base_live.uids,
+        };
+        manifest.delta = Some(appended.delta);
+    }
     lock.still_held()?;
     commit::switch(&options.index_dir, &manifest, partial, &mut warnings)?;
     commit::clean_up(&options.index_dir, &previous, &manifest, &mut warnings);
-    let reused = built.reused_from.iter().flatten().count();
+    // A delta's run keeps the base's live files as they are.
+    let kept = plan.as_ref().zip(previous.parts.as_ref());
+    let kept = kept.map_or(0, |(plan, parts)| {
+        parts.base().file_count() - plan.buried.len()
+    });
+    let reused = kept + built.reused_from.iter().flatten().count();
     free_in_background((built, previous, walked));
     Ok(IndexReport {
         index_dir: options.index_dir.clone(),

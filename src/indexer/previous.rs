@@ -2,6 +2,7 @@
 //! walked files are unchanged, and whether anything must be written at all.
 
 use std::collections::HashMap;
+use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use rayon::prelude::*;
@@ -21,43 +22,58 @@ use crate::lists::graph::GRAPH_FILE;
 use crate::lists::vector_cache::{self, ReusableVectors};
 use crate::progress::Progress;
 use crate::store::checks;
-use crate::store::generation::{DATES_FILE, FileEntry, FileStamp, Generation, SPARSE_DIR};
+use crate::store::generation::{DATES_FILE, FileEntry, FileStamp, SPARSE_DIR};
 use crate::store::metadata_index::METADATA_INDEX_FILE;
+use crate::store::parts::{DELTA_FILE, Parts};
 
 /// The previous index, when its chunks can be reused.
 pub(super) struct Previous {
     pub(super) manifest: Option<Manifest>,
-    pub(super) generation: Option<Generation>,
+    /// Its parts (base and delta), read as one table: file indices and
+    /// chunk ordinals below are in their numbering.
+    pub(super) parts: Option<Parts>,
     /// Vectors this run's model made before, by key: the previous
-    /// generation's, or the model's cache.
+    /// parts', or the model's cache.
     pub(super) vectors: Option<ReusableVectors>,
-    /// Previous file index by path.
+    /// Previous live file index by path.
     files: HashMap<String, usize>,
-    /// The previous file entries, by index; each is moved into the new
-    /// table when its file is carried over ([`Previous::take_entry`]).
+    /// The previous file entries, by index (`None` for a buried one);
+    /// each is moved into the new table when its file is carried over
+    /// ([`Previous::take_entry`]).
     entries: Vec<Option<FileEntry>>,
     /// What a run needs to carry the previous generation's chunks over
     /// instead of rewriting them; `None` when it cannot.
     pub(super) carried: Option<Carried>,
 }
 
-/// The parts of the previous generation a run carries over.
+/// What a run needs of the previous index to carry its base's chunks
+/// over, and to reuse any previous chunk's vector.
 pub(super) struct Carried {
-    /// Per previous chunk, the key of its vector ([`dense::vector_key`]).
+    /// Per previous chunk (by the previous index's ordinals, over all its
+    /// parts), the key of its vector ([`dense::vector_key`]).
     pub(super) keys: Vec<u64>,
-    /// Uids the previous sparse list has given out (live and dead).
+    /// Uids the base's sparse list has given out (live and dead).
     pub(super) uid_count: u32,
-    /// Length of the previous text stream (live texts and garbage).
+    /// Length of the base's text stream (live texts and garbage).
     text_len: u64,
 }
 
 impl Carried {
-    /// Reads them from the previous generation `old`, described by `manifest`.
-    fn read(old: &Generation, manifest: &Manifest) -> Result<Self> {
+    /// Reads them from the previous parts `old`, described by `manifest`.
+    fn read(old: &Parts, manifest: &Manifest) -> Result<Self> {
+        let per_part: Vec<Vec<u64>> = (old.parts().iter())
+            .map(|part| dense::read_keys(part.generation().dir()))
+            .collect::<Result<_>>()?;
+        // By the previous index's ordinals: its parts' runs in order.
+        let mut keys = Vec::with_capacity(old.len());
+        for run in old.runs() {
+            let range = run.local as usize..(run.local + run.len) as usize;
+            keys.extend_from_slice(per_part[run.part].get(range).context("keys.u64 is short")?);
+        }
         Ok(Self {
-            keys: dense::read_keys(old.dir())?,
+            keys,
             uid_count: u32::try_from(manifest.sparse.uids)?,
-            text_len: old.text_stream_len()?,
+            text_len: old.base().text_stream_len()?,
         })
     }
 }
@@ -72,7 +88,7 @@ impl Previous {
     ) -> Self {
         let mut previous = Self {
             manifest: None,
-            generation: None,
+            parts: None,
             vectors: None,
             files: HashMap::new(),
             entries: Vec::new(),
@@ -94,23 +110,25 @@ impl Previous {
             previous.manifest = Some(manifest);
             return previous;
         }
-        let generation =
-            match Generation::open(&options.index_dir, manifest.generation, &manifest.checksums)
-                .and_then(|g| {
-                    check_carried_files(&g, &manifest)?;
-                    Ok((g.files()?, g))
-                }) {
-                Ok(opened) => Some(opened),
-                Err(err) => {
-                    warnings.push(format!(
-                        "previous index unusable, rebuilding it whole: {err:#}"
-                    ));
-                    None
-                }
-            };
+        let parts = match Parts::open(&options.index_dir, &manifest.parts()).and_then(|parts| {
+            check_carried_files(&parts, &manifest)?;
+            Ok((parts.live_files()?, parts))
+        }) {
+            Ok(opened) => Some(opened),
+            Err(err) => {
+                warnings.push(format!(
+                    "previous index unusable, rebuilding it whole: {err:#}"
+                ));
+                None
+            }
+        };
+        let dirs: Vec<&Path> = (parts.iter())
+            .flat_map(|(_, parts)| parts.parts())
+            .map(|part| part.generation().dir())
+            .collect();
         previous.vectors = vector_cache::reusable(
             &options.index_dir,
-            generation.as_ref().map(|(_, g)| g.dir()),
+            &dirs,
             Some(&manifest.embedder),
             embedder.info(),
             warnings,
@@ -119,15 +137,16 @@ impl Previous {
         let same_chunks = manifest.tokenizer == options.analyzer
             && manifest.chunker == options.chunker
             && manifest.format_version >= CHUNKS_FORMAT_VERSION;
-        if let Some((entries, generation)) = generation.filter(|_| same_chunks) {
-            previous.files = entries
-                .iter()
-                .enumerate()
-                .map(|(i, f)| (f.path.clone(), i))
+        if let Some((live, parts)) = parts.filter(|_| same_chunks) {
+            previous.files = (live.iter())
+                .map(|(i, f)| (f.path.clone(), *i as usize))
                 .collect();
-            previous.entries = entries.into_iter().map(Some).collect();
-            previous.carried = Carried::read(&generation, &manifest).ok();
-            previous.generation = Some(generation);
+            previous.entries = vec![None; parts.file_count()];
+            for (i, entry) in live {
+                previous.entries[i as usize] = Some(entry);
+            }
+            previous.carried = Carried::read(&parts, &manifest).ok();
+            previous.parts = Some(parts);
         }
         previous.manifest = Some(manifest);
         previous
@@ -141,7 +160,7 @@ impl Previous {
     /// cannot tell: none, unusable, rebuilt whole, or walked otherwise.
     pub(super) fn known_walk(&self, options: &IndexOptions) -> Option<Walk> {
         let manifest = self.manifest.as_ref()?;
-        if options.full || self.generation.is_none() || manifest.walk != options.walk {
+        if options.full || self.parts.is_none() || manifest.walk != options.walk {
             return None;
         }
         let mut known = Walk::default();
@@ -177,7 +196,8 @@ impl Previous {
         states: &[FileState],
     ) -> Option<&Manifest> {
         let manifest = self.manifest.as_ref()?;
-        let current = self.generation.is_some()
+        let current = self.parts.is_some()
+            && !(options.compact && manifest.delta.is_some())
             && manifest.format_version >= SPARSE_FORMAT_VERSION
             && self.vectors.is_some()
             && manifest.embedder == *embedder.info()
@@ -197,7 +217,7 @@ impl Previous {
                 .iter()
                 .filter(|s| matches!(s, FileState::Unchanged { touched: false, .. }))
                 .count()
-                == self.entries.len();
+                == self.files.len();
         current.then_some(manifest)
     }
 
@@ -207,24 +227,26 @@ impl Previous {
     /// older format, which had none or kept them in a file this build does
     /// not read, gets them once it qualifies).
     fn dense_index_current(&self, options: &IndexOptions, manifest: &Manifest) -> bool {
-        let Some(generation) = &self.generation else {
+        let Some(parts) = &self.parts else {
             return false;
         };
-        let rows = generation.vector_flags().len();
+        // The codes are the base's (a delta's rows are scanned whole).
+        let rows = parts.base().len();
         let setting = options.dense_index_setting(Some(manifest));
         setting == manifest.dense_index.setting
             && setting.builds(rows) == manifest.sign_code_rows().is_some()
     }
 
-    /// Whether this run carries the previous generation's chunks over (their
+    /// Whether this run carries the previous base's chunks over (their
     /// texts, sparse documents and uids) rather than rewriting everything:
     /// yes, unless there is nothing to carry or carrying would leave more
     /// garbage (texts and sparse documents of removed or changed files'
     /// chunks) than the data carried, or the previous sparse list is of a
-    /// format this build no longer reads ([`SPARSE_FORMAT_VERSION`]).
+    /// format this build no longer reads ([`SPARSE_FORMAT_VERSION`]). A
+    /// file the previous delta holds is written anew either way.
     pub(super) fn carry_for(&self, states: &[FileState]) -> bool {
         let (Some(old), Some(carried), Some(manifest)) =
-            (&self.generation, &self.carried, &self.manifest)
+            (&self.parts, &self.carried, &self.manifest)
         else {
             return false;
         };
@@ -233,7 +255,9 @@ impl Previous {
         }
         let (mut chunks, mut bytes) = (0u64, 0u64);
         for state in states {
-            if let FileState::Unchanged { previous_file, .. } = state {
+            if let FileState::Unchanged { previous_file, .. } = state
+                && self.in_base(*previous_file)
+            {
                 for ord in old
                     .chunks_of_file(*previous_file as u32)
                     .unwrap_or_default()
@@ -246,6 +270,14 @@ impl Previous {
         let dead_chunks = u64::from(carried.uid_count).saturating_sub(chunks);
         let dead_bytes = carried.text_len.saturating_sub(bytes);
         dead_chunks <= chunks && dead_bytes <= bytes
+    }
+
+    /// Whether the previous file `index` is one of the base's (rather than
+    /// the delta's).
+    pub(super) fn in_base(&self, index: usize) -> bool {
+        self.parts
+            .as_ref()
+            .is_some_and(|parts| index < parts.base().file_count())
     }
 
     /// The previous entry for `path` when its stamp says the content is the same.
@@ -380,27 +412,35 @@ pub(super) fn stamp_of(file: &SourceFile, bytes: &[u8]) -> FileStamp {
 /// Files of a generation that a run writes anew from the table and the
 /// vectors, never carrying their bytes over: damage in them cannot spread
 /// into the next generation, so a run need not re-read them.
-const REBUILT_FILES: [&str; 4] = [METADATA_INDEX_FILE, DATES_FILE, CODES_FILE, GRAPH_FILE];
+const REBUILT_FILES: [&str; 5] = [
+    METADATA_INDEX_FILE,
+    DATES_FILE,
+    CODES_FILE,
+    GRAPH_FILE,
+    DELTA_FILE,
+];
 
-/// Re-reads every file of the previous generation that a run may carry
-/// over (all but the sparse folder, whose segments are linked with the
-/// checks they had, so damage in them stays visible to `status --verify`,
-/// and whose other files are rebuilt, and the [`REBUILT_FILES`]) and
-/// fails on the first whose CRC-32 no longer matches: carried data is
-/// written with new checksums, so damage must be caught before, not
-/// laundered into a generation that looks intact.
-fn check_carried_files(generation: &Generation, manifest: &Manifest) -> Result<()> {
+/// Re-reads every file of the previous parts that a run may carry over
+/// (all but the sparse folders, whose segments are linked with the checks
+/// they had, so damage in them stays visible to `status --verify`, and
+/// whose other files are rebuilt, and the [`REBUILT_FILES`]) and fails on
+/// the first whose CRC-32 no longer matches: carried data is written with
+/// new checksums, so damage must be caught before, not laundered into a
+/// generation that looks intact.
+fn check_carried_files(parts: &Parts, manifest: &Manifest) -> Result<()> {
     let in_sparse = |name: &str| {
         name.strip_prefix(SPARSE_DIR)
             .is_some_and(|rest| rest.starts_with('/'))
     };
-    let problems = checks::verify_matching(generation.dir(), &manifest.checksums, |name| {
-        !in_sparse(name) && !REBUILT_FILES.contains(&name)
-    });
-    match problems.into_iter().next() {
-        Some(problem) => bail!(problem),
-        None => Ok(()),
+    for (part, (_, checksums)) in parts.parts().iter().zip(manifest.parts()) {
+        let problems = checks::verify_matching(part.generation().dir(), checksums, |name| {
+            !in_sparse(name) && !REBUILT_FILES.contains(&name)
+        });
+        if let Some(problem) = problems.into_iter().next() {
+            bail!(problem);
+        }
     }
+    Ok(())
 }
 
 /// The fusion defaults a run records, with their source and the graph

@@ -73,8 +73,10 @@ impl Built {
                     previous_file,
                 } => {
                     let mut entry = previous.take_entry(previous_file)?;
+                    // The base's chunks are carried; the delta's written anew.
+                    let carried = carry && previous.in_base(previous_file);
                     let old = previous
-                        .generation
+                        .parts
                         .as_ref()
                         .context("reused a file without a previous index")?;
                     // Same content: keep its hash, record the current size and mtime.
@@ -85,7 +87,7 @@ impl Built {
                     for old_ord in old.chunks_of_file(previous_file as u32)? {
                         let mut record = old.record(old_ord)?;
                         record.file = file;
-                        let source = if carry {
+                        let source = if carried {
                             self.push_carried(record, old_ord)
                         } else {
                             let text = old.text(old_ord)?;

@@ -105,7 +105,7 @@ fn searchable(chunk: &ChunkRecord, source: &ChunkOrigin, previous: &Previous) ->
         return Ok(text.clone());
     }
     let (old, ord) = previous
-        .generation
+        .parts
         .as_ref()
         .zip(source.previous)
         .context("a carried chunk without its previous generation")?;

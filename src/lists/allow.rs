@@ -57,6 +57,17 @@ impl AllowSet {
         Self::Only(flags.into())
     }
 
+    /// This set narrowed to the chunks `live` marks (one flag per chunk):
+    /// what a search of an index whose later parts buried some chunks
+    /// allows.
+    pub fn and(&self, live: &[bool]) -> Self {
+        Self::Only(
+            (0..live.len() as ChunkOrd)
+                .map(|chunk| live[chunk as usize] && self.allows(chunk))
+                .collect(),
+        )
+    }
+
     /// How many of the chunks `0..total` pass.
     pub fn count(&self, total: usize) -> usize {
         match self {

@@ -16,7 +16,8 @@ use anyhow::Result;
 
 use super::{AllowSet, List, ListHit, ListKind, RankedList};
 use crate::corpus::date::format_seconds;
-use crate::store::generation::{ChunkOrd, Generation};
+use crate::store::generation::ChunkOrd;
+use crate::store::parts::Parts;
 
 /// Days after which a chunk's recency score halves.
 pub const HALF_LIFE_DAYS: f64 = 30.0;
@@ -34,15 +35,14 @@ pub struct RecencyList {
 }
 
 impl RecencyList {
-    /// The list over the chunks of `generations`, each one's ordinals
-    /// following the last one's.
-    pub fn open(generations: &[&Generation]) -> Result<Self> {
+    /// The list over the chunks of `indexes` (each index's parts), each
+    /// one's ordinals following the last one's.
+    pub fn open(indexes: &[&Parts]) -> Result<Self> {
         let mut dates = Vec::new();
-        for generation in generations {
-            let file_dates = generation.file_dates()?;
+        for parts in indexes {
+            let file_dates = parts.file_dates()?;
             dates.extend(
-                generation
-                    .chunk_files()?
+                (parts.chunk_files()?.into_iter())
                     .map(|file| file_dates.get(file as usize).copied().unwrap_or(i64::MIN)),
             );
         }

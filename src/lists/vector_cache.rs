@@ -60,30 +60,36 @@ struct CacheMeta {
 
 /// One model's stored vectors, looked up by key.
 pub struct ReusableVectors {
-    vectors: StoredVectors,
-    /// Row by key; the keys are already hashes (xxh3), so `rustc-hash`'s
-    /// cheap hasher spreads them as well as the default one, faster.
-    by_key: FxHashMap<u64, ChunkOrd>,
+    /// The vectors of each folder they were opened from.
+    stores: Vec<StoredVectors>,
+    /// Folder and row by key; the keys are already hashes (xxh3), so
+    /// `rustc-hash`'s cheap hasher spreads them as well as the default
+    /// one, faster.
+    by_key: FxHashMap<u64, (u32, ChunkOrd)>,
 }
 
 impl ReusableVectors {
-    /// Opens the vectors of dimension `dim` in `dir` with their keys.
-    fn open(dir: &Path, dim: usize) -> Result<Self> {
-        let keys = dense::read_keys(dir)?;
-        let vectors = StoredVectors::open(dir, keys.len(), dim)?;
-        let by_key = keys
-            .iter()
-            .enumerate()
-            .map(|(row, key)| (*key, row as ChunkOrd))
-            .collect();
-        Ok(Self { vectors, by_key })
+    /// Opens the vectors of dimension `dim` in `dirs` (an index's parts,
+    /// or a cache folder) with their keys.
+    fn open(dirs: &[&Path], dim: usize) -> Result<Self> {
+        let mut stores = Vec::with_capacity(dirs.len());
+        let mut by_key = FxHashMap::default();
+        for (at, dir) in dirs.iter().enumerate() {
+            let keys = dense::read_keys(dir)?;
+            stores.push(StoredVectors::open(dir, keys.len(), dim)?);
+            by_key.reserve(keys.len());
+            for (row, key) in keys.iter().enumerate() {
+                by_key.insert(*key, (at as u32, row as ChunkOrd));
+            }
+        }
+        Ok(Self { stores, by_key })
     }
 
     /// The vector stored under `key`, if any, as stored: int8 values and scale.
     pub fn get(&self, key: u64) -> Result<Option<(&[i8], f32)>> {
         self.by_key
             .get(&key)
-            .map(|row| self.vectors.quantized_row(*row))
+            .map(|(at, row)| self.stores[*at as usize].quantized_row(*row))
             .transpose()
     }
 }
@@ -97,20 +103,20 @@ fn model_dir(index_dir: &Path, fingerprint: &str) -> PathBuf {
     index_dir.join(CACHE_DIR).join(name)
 }
 
-/// The vectors a run with `embedder` may reuse: the live generation's in
-/// `gen_dir` when `live` (the model that made them) is the same model,
+/// The vectors a run with `embedder` may reuse: the live parts' in
+/// `gen_dirs` when `live` (the model that made them) is the same model,
 /// else that model's cache. Problems become warnings and mean embedding.
 pub fn reusable(
     index_dir: &Path,
-    gen_dir: Option<&Path>,
+    gen_dirs: &[&Path],
     live: Option<&EmbedderInfo>,
     embedder: &EmbedderInfo,
     warnings: &mut Vec<String>,
 ) -> Option<ReusableVectors> {
-    let (dir, opened) = match gen_dir {
-        Some(gen_dir) if live == Some(embedder) => (
-            gen_dir.to_path_buf(),
-            ReusableVectors::open(gen_dir, embedder.dim),
+    let (dir, opened) = match gen_dirs.first() {
+        Some(base) if live == Some(embedder) => (
+            base.to_path_buf(),
+            ReusableVectors::open(gen_dirs, embedder.dim),
         ),
         _ => {
             let dir = model_dir(index_dir, &embedder.fingerprint);
@@ -118,7 +124,7 @@ pub fn reusable(
                 return None;
             }
             let opened = check_cached(&dir, embedder)
-                .and_then(|()| ReusableVectors::open(&dir, embedder.dim));
+                .and_then(|()| ReusableVectors::open(&[&dir], embedder.dim));
             (dir, opened)
         }
     };
@@ -276,16 +282,16 @@ mod tests {
         assert!(!gen_dir.join(VECTORS_FILE).exists(), "moved, not copied");
 
         let mut warnings = Vec::new();
-        let cached = reusable(index.path(), None, None, &old, &mut warnings).unwrap();
+        let cached = reusable(index.path(), &[], None, &old, &mut warnings).unwrap();
         let (values, scale) = cached.get(dense::vector_key("beta")).unwrap().unwrap();
         assert_eq!(values, [0, 127]);
         assert_eq!(scale, 1.0 / 127.0);
         assert_eq!(cached.get(dense::vector_key("gamma")).unwrap(), None);
-        assert!(reusable(index.path(), None, None, &info("xxh3:0002"), &mut warnings).is_none());
+        assert!(reusable(index.path(), &[], None, &info("xxh3:0002"), &mut warnings).is_none());
         assert!(warnings.is_empty(), "{warnings:?}");
 
         forget(index.path(), &old);
-        assert!(reusable(index.path(), None, None, &old, &mut warnings).is_none());
+        assert!(reusable(index.path(), &[], None, &old, &mut warnings).is_none());
     }
 
     #[test]
@@ -298,7 +304,7 @@ mod tests {
         let vectors = model_dir(index.path(), &model.fingerprint).join(VECTORS_FILE);
         fs::write(&vectors, [0u8; 4]).unwrap();
         let mut warnings = Vec::new();
-        assert!(reusable(index.path(), None, None, &model, &mut warnings).is_none());
+        assert!(reusable(index.path(), &[], None, &model, &mut warnings).is_none());
         assert_eq!(warnings.len(), 1);
         assert!(warnings[0].contains("vectors.i8"), "{warnings:?}");
     }
@@ -316,8 +322,8 @@ mod tests {
         let left = fs::read_dir(index.path().join(CACHE_DIR)).unwrap().count();
         assert_eq!(left, KEPT_MODELS);
         let mut warnings = Vec::new();
-        assert!(reusable(index.path(), None, None, &info("fp0"), &mut warnings).is_none());
+        assert!(reusable(index.path(), &[], None, &info("fp0"), &mut warnings).is_none());
         let newest = info(&format!("fp{}", KEPT_MODELS + 1));
-        assert!(reusable(index.path(), None, None, &newest, &mut warnings).is_some());
+        assert!(reusable(index.path(), &[], None, &newest, &mut warnings).is_some());
     }
 }

@@ -46,7 +46,8 @@ use crate::lists::dense::{
 use crate::lists::sparse::{SparseList, WeighedQuery};
 use crate::lists::{AllowSet, List, ListHit, ListKind, RankedList, RemoteQuery, RemoteRequest};
 use crate::retriever::{Backend, local_sparse};
-use crate::store::generation::{ChunkOrd, Generation, VectorFlags};
+use crate::store::generation::{ChunkOrd, VectorFlags};
+use crate::store::parts::Parts;
 
 /// Hits taken beyond the window, to cut ties as the local lists do.
 pub const TIE_MARGIN: usize = 16;
@@ -104,7 +105,7 @@ impl Backend for Milvus {
     fn sparse(&self, index: &Index) -> Result<Box<dyn List>> {
         Ok(Box::new(SparseOnMilvus {
             shared: self.shared(index)?,
-            generation: reopen(index)?,
+            parts: reopen(index)?,
             local: local_sparse(index)?,
         }))
     }
@@ -119,13 +120,20 @@ impl Backend for Milvus {
         // already scans every vector, so `options.exact` holds as it is,
         // and there are no sign codes for `options.rescore` to size.
         let feedback = options.feedback;
-        let generation = reopen(index)?;
-        let vectors = StoredVectors::open(generation.dir(), generation.len(), embedder.info().dim)?
-            .checked(&index.manifest().checksums)?;
+        let parts = reopen(index)?;
+        let manifest = index.manifest();
+        let vectors = (parts.parts().iter().zip(manifest.parts()))
+            .map(|(part, (_, checksums))| {
+                let generation = part.generation();
+                let vectors =
+                    StoredVectors::open(generation.dir(), generation.len(), embedder.info().dim)?
+                        .checked(checksums)?;
+                Ok((vectors, generation.vector_flags()))
+            })
+            .collect::<Result<_>>()?;
         Ok(Box::new(DenseOnMilvus {
             shared: self.shared(index)?,
-            has_vector: generation.vector_flags(),
-            generation,
+            parts,
             vectors,
             embedder,
             feedback,
@@ -151,11 +159,10 @@ impl Backend for Milvus {
     }
 }
 
-/// The index's generation, opened again for a list to keep (to find the
+/// The index's parts, opened again for a list to keep (to find the
 /// ordinals of the chunk ids Milvus returns).
-fn reopen(index: &Index) -> Result<Generation> {
-    let manifest = index.manifest();
-    Generation::open(index.dir(), manifest.generation, &manifest.checksums)
+fn reopen(index: &Index) -> Result<Parts> {
+    Parts::open(index.dir(), &index.manifest().parts())
 }
 
 /// One hit of a Milvus search: the chunk, Milvus's raw score, and the
@@ -171,7 +178,7 @@ impl Shared {
     /// Milvus ranks them, with their encoded terms if `with_terms`.
     fn fetch(
         &self,
-        generation: &Generation,
+        parts: &Parts,
         query: RemoteQuery,
         vector_field: &'static str,
         limit: usize,
@@ -222,7 +229,7 @@ impl Shared {
         let mut found = Vec::with_capacity(ids.len());
         for (id, &raw) in ids.iter().zip(result.get_scores()) {
             let row = rows.next();
-            let chunk = generation.find(id).with_context(|| {
+            let chunk = parts.find(id).with_context(|| {
                 format!(
                     "{} holds chunk {id}, which this index does not; run 'memidx push {0}'",
                     self.collection.connection.target()
@@ -271,7 +278,7 @@ fn rescore(query: &WeighedQuery, encoded: &[String], terms: &str) -> f32 {
 /// The BM25 list on Milvus.
 struct SparseOnMilvus {
     shared: Arc<Shared>,
-    generation: Generation,
+    parts: Parts,
     /// The index's own list, for its live statistics.
     local: SparseList,
 }
@@ -300,7 +307,7 @@ impl List for SparseOnMilvus {
         list.prepare_time = started.elapsed();
         if !encoded.is_empty() && window > 0 {
             let (found, request) = self.shared.fetch(
-                &self.generation,
+                &self.parts,
                 RemoteQuery::Text(text.join(" ")),
                 field::SPARSE,
                 window * RESCORE_DEPTH + TIE_MARGIN,
@@ -326,11 +333,10 @@ impl List for SparseOnMilvus {
 /// The dense list on Milvus.
 struct DenseOnMilvus {
     shared: Arc<Shared>,
-    generation: Generation,
-    /// The index's own vectors, for the feedback seeds (the rows in Milvus
-    /// are these, dequantized).
-    vectors: StoredVectors,
-    has_vector: VectorFlags,
+    parts: Parts,
+    /// Each part's own vectors and which rows have one, for the feedback
+    /// seeds (the rows in Milvus are these, dequantized).
+    vectors: Vec<(StoredVectors, VectorFlags)>,
     embedder: &'static dyn Embedder,
     feedback: usize,
     /// The noise floor, measured over the local vectors when first needed.
@@ -356,7 +362,7 @@ impl DenseOnMilvus {
         let (values, scale) = quantize(vector);
         let query: Vec<f32> = values.iter().map(|v| f32::from(*v) * scale).collect();
         let (found, request) = self.shared.fetch(
-            &self.generation,
+            &self.parts,
             RemoteQuery::Vector(query),
             field::DENSE,
             window + TIE_MARGIN,
@@ -401,7 +407,13 @@ impl List for DenseOnMilvus {
     /// these): the floor a local search uses, and no probe sent away.
     fn noise_floor(&self) -> Result<Option<f32>> {
         cached_floor(&self.floor, self.embedder, |vector| {
-            self.vectors.best_similarity(vector)
+            let mut best: Option<f32> = None;
+            for (vectors, _) in &self.vectors {
+                if let Some(part) = vectors.best_similarity(vector)? {
+                    best = Some(best.map_or(part, |b| b.max(part)));
+                }
+            }
+            Ok(best)
         })
     }
 
@@ -416,8 +428,9 @@ impl List for DenseOnMilvus {
         let vector = self.embedder.embed(&[query.to_string()])?;
         let seeds = &seeds[..seeds.len().min(self.feedback)];
         let row_of = |chunk| {
-            let has_vector = self.has_vector.get(chunk)? == Some(true);
-            Ok(has_vector.then_some((&self.vectors, chunk)))
+            let (at, row) = self.parts.locate(chunk)?;
+            let (vectors, has_vector) = &self.vectors[at];
+            Ok((has_vector.get(row)? == Some(true)).then_some((vectors, row)))
         };
         let (vector, used) = moved_query(&vector, seeds, row_of)?;
         let mut list = self.rank(&vector, window, allow, started)?;

@@ -64,18 +64,20 @@ pub struct PushReport {
 pub fn push(index: &Index, target: &Target, progress: &dyn Progress) -> Result<PushReport> {
     let started = Instant::now();
     let manifest = index.manifest();
-    let generation = index.generation();
+    let parts = index.parts();
     let mut collection = Collection::open_for_push(Connection::open(target)?, manifest)?;
     let remote = remote_keys(&collection)?;
     let analyzer = manifest.tokenizer;
-    let ords: Vec<ChunkOrd> = (0..generation.len() as ChunkOrd).collect();
+    let ords: Vec<ChunkOrd> = (0..parts.len() as ChunkOrd)
+        .filter(|&ord| parts.is_live(ord))
+        .collect();
     progress.stage("comparing", ords.len(), "chunks");
     let local: Vec<(String, String)> = ords
         .par_chunks(ID_BATCH)
         .map(|batch| {
             let rows = batch
                 .iter()
-                .map(|&ord| Row::of(generation, analyzer, ord).map(|r| (r.id, r.key)))
+                .map(|&ord| Row::of(parts, analyzer, ord).map(|r| (r.id, r.key)))
                 .collect::<Result<Vec<_>>>();
             progress.advance(batch.len());
             rows
@@ -115,12 +117,20 @@ pub fn push(index: &Index, target: &Target, progress: &dyn Progress) -> Result<P
     }
     collection.begin(manifest)?;
     let sending = Instant::now();
-    let vectors = StoredVectors::open(generation.dir(), generation.len(), manifest.embedder.dim)?;
+    let vectors = (parts.parts().iter())
+        .map(|part| {
+            let generation = part.generation();
+            StoredVectors::open(generation.dir(), generation.len(), manifest.embedder.dim)
+        })
+        .collect::<Result<Vec<_>>>()?;
     progress.stage("sending", changed.len(), "chunks");
     for batch in changed.chunks(UPSERT_BATCH) {
         let rows: Vec<Value> = batch
             .par_iter()
-            .map(|&ord| Row::of(generation, analyzer, ord)?.with_vector(&vectors, ord))
+            .map(|&ord| {
+                let (at, row) = parts.locate(ord)?;
+                Row::of(parts, analyzer, ord)?.with_vector(&vectors[at], row)
+            })
             .collect::<Result<_>>()?;
         upsert(&collection, rows)?;
         progress.advance(batch.len());

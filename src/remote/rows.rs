@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::lists::dense::StoredVectors;
-use crate::store::generation::{ChunkOrd, Generation};
+use crate::store::generation::ChunkOrd;
+use crate::store::parts::Parts;
 use crate::text::tokenize::Analyzer;
 
 /// Letters of one encoded term: 26^14 > 2^64.
@@ -103,9 +104,9 @@ pub struct Row {
 }
 
 impl Row {
-    /// The row of chunk `ord` of `generation`, its terms by `analyzer`.
-    pub fn of(generation: &Generation, analyzer: Analyzer, ord: ChunkOrd) -> Result<Self> {
-        let view = generation.chunk(ord)?;
+    /// The row of chunk `ord` of `parts`, its terms by `analyzer`.
+    pub fn of(parts: &Parts, analyzer: Analyzer, ord: ChunkOrd) -> Result<Self> {
+        let view = parts.chunk(ord)?;
         let id = view.id();
         let terms = encode_text(analyzer, &view.searchable_text());
         ensure!(

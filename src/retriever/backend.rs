@@ -11,7 +11,7 @@ use crate::embed::Embedder;
 use crate::filter::Filter;
 use crate::index::Index;
 use crate::lists::dense::{DenseList, DenseOptions};
-use crate::lists::sparse::SparseList;
+use crate::lists::sparse::{SparseList, SparseStats};
 use crate::lists::{List, guard};
 use crate::store::generation::SPARSE_DIR;
 
@@ -52,24 +52,67 @@ pub trait Backend: Send + Sync {
 pub struct Local;
 
 /// The index's own sparse list: what a local search ranks by, and what a
-/// remote one weighs its query's terms by.
+/// remote one weighs its query's terms by. Each part's list is opened and
+/// merged (the base's counting the live documents of all parts), and the
+/// documents of chunks a later part buried are counted as dead.
 pub fn local_sparse(index: &Index) -> Result<SparseList> {
     let manifest = index.manifest();
-    let dir = index.generation().dir().join(SPARSE_DIR);
-    // The manifest's checks of the sparse folder's files, by name in it.
-    let prefix = format!("{SPARSE_DIR}/");
-    let checksums = (manifest.checksums.iter())
-        .filter_map(|(name, check)| Some((name.strip_prefix(&prefix)?.to_string(), *check)))
-        .collect();
-    guard::catch("sparse", &dir, || {
-        SparseList::open(
-            &dir,
-            manifest.tokenizer,
-            manifest.bm25,
-            manifest.sparse,
-            checksums,
-        )
-    })
+    let parts = index.parts();
+    let mut lists = Vec::with_capacity(parts.parts().len());
+    for (at, (part, (_, checks))) in parts.parts().iter().zip(manifest.parts()).enumerate() {
+        let dir = part.generation().dir().join(SPARSE_DIR);
+        // The manifest's checks of the sparse folder's files, by name in it.
+        let prefix = format!("{SPARSE_DIR}/");
+        let checksums = (checks.iter())
+            .filter_map(|(name, check)| Some((name.strip_prefix(&prefix)?.to_string(), *check)))
+            .collect();
+        let stats = match at {
+            0 => manifest.sparse,
+            _ => SparseStats::default(),
+        };
+        let list = guard::catch("sparse", &dir, || {
+            SparseList::open(
+                &dir,
+                manifest.tokenizer,
+                manifest.bm25,
+                stats,
+                part.generation().len() as u64,
+                checksums,
+            )
+        })?;
+        lists.push(list);
+    }
+    let mut list = SparseList::of_parts(lists, parts.order())?;
+    if let Some(live) = parts.live_chunks() {
+        list.bury(&live)?;
+    }
+    Ok(list)
+}
+
+/// The index's own dense list, its parts' rows merged, embedding queries
+/// with `embedder` under `options`.
+pub(super) fn local_dense(
+    index: &Index,
+    embedder: &'static dyn Embedder,
+    options: DenseOptions,
+) -> Result<DenseList> {
+    let manifest = index.manifest();
+    let parts = index.parts().parts().iter().zip(manifest.parts());
+    let lists = parts
+        .map(|(part, (_, checksums))| {
+            let generation = part.generation();
+            let list = DenseList::open(
+                generation.dir(),
+                checksums,
+                generation.vector_flags(),
+                embedder,
+                manifest.dense_index.setting,
+                options,
+            )?;
+            Ok(list)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    DenseList::of_parts(lists, index.parts().order())
 }
 
 impl Backend for Local {
@@ -83,16 +126,7 @@ impl Backend for Local {
         embedder: &'static dyn Embedder,
         options: DenseOptions,
     ) -> Result<Box<dyn List>> {
-        let generation = index.generation();
-        let dense = DenseList::open(
-            generation.dir(),
-            &index.manifest().checksums,
-            generation.vector_flags(),
-            embedder,
-            index.manifest().dense_index.setting,
-            options,
-        )?;
-        Ok(Box::new(dense))
+        Ok(Box::new(local_dense(index, embedder, options)?))
     }
 
     fn name(&self) -> String {

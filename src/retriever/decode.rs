@@ -95,8 +95,8 @@ impl Retriever {
             .into_par_iter()
             .map(|ord| {
                 let (member, local) = indexes.locate(ord)?;
-                let generation = indexes.members()[member].index().generation();
-                Ok((ord, member, generation.chunk(local)?))
+                let parts = indexes.members()[member].index().parts();
+                Ok((ord, member, parts.chunk(local)?))
             })
             .collect::<Result<Vec<_>>>()?;
         let mut decoded = Decoded::default();

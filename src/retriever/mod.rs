@@ -29,10 +29,10 @@ use crate::index::Index;
 use crate::index::manifest::Manifest;
 use crate::index::set::IndexSet;
 use crate::lists::dense::DenseOptions;
-use crate::lists::graph::{self, GraphList, QueryOptions, no_graph};
+use crate::lists::graph::{self, QueryOptions, no_graph};
 use crate::lists::recency::{RECENT_WEIGHT, RecencyList};
 use crate::lists::{List, ListKind};
-use crate::store::generation::Generation;
+use crate::store::parts::Parts;
 
 /// A list taking part in the fusion, with its weight.
 pub struct WeightedList {
@@ -135,17 +135,15 @@ impl Retriever {
             }
             Some(_) => GraphUse::Off,
         };
-        let generation = index.generation();
         if let Some(weight) = graph_weight(graph, selection, manifest)? {
-            let graph =
-                GraphList::open(generation.dir(), generation.len(), QueryOptions::default())?;
+            let graph = index.open_graph(QueryOptions::default())?;
             lists.push(WeightedList {
                 index: Box::new(graph),
                 weight,
             });
         }
         if selection.recency {
-            lists.push(recency(&[generation], selection)?);
+            lists.push(recency(&[index.parts()], selection)?);
         }
         let indexes = match named {
             Some(name) => IndexSet::named(vec![(name, index)])?,
@@ -219,7 +217,7 @@ impl Retriever {
     /// over several indexes cannot tell whose files failed, and names the
     /// first's; `status --verify` on each tells which.
     fn damage_site(&self) -> PathBuf {
-        self.indexes.first().generation().dir().to_path_buf()
+        self.indexes.first().parts().base().dir().to_path_buf()
     }
 
     /// The window a search with `params` uses.
@@ -308,10 +306,10 @@ fn graph_weight(
     })
 }
 
-/// The recency list over `generations`, weighted.
-fn recency(generations: &[&Generation], selection: &ListSelection) -> Result<WeightedList> {
+/// The recency list over `indexes`, weighted.
+fn recency(indexes: &[&Parts], selection: &ListSelection) -> Result<WeightedList> {
     Ok(WeightedList {
-        index: Box::new(RecencyList::open(generations)?),
+        index: Box::new(RecencyList::open(indexes)?),
         weight: selection.recency_weight.unwrap_or(RECENT_WEIGHT),
     })
 }

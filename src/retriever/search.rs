@@ -114,7 +114,7 @@ impl Retriever {
             let (member, local) = indexes.locate(chunk)?;
             let file = indexes.members()[member]
                 .index()
-                .generation()
+                .parts()
                 .file_of_chunk(local)?;
             Ok(((member as u64) << 32) | u64::from(file))
         })
@@ -133,7 +133,7 @@ impl Retriever {
         let mut parts = Vec::with_capacity(filters.len());
         for (member, filter) in self.indexes.members().iter().zip(&filters) {
             let allow = match filter {
-                Some(filter) => filter.evaluate(member.index().generation())?,
+                Some(filter) => filter.evaluate_parts(member.index().parts())?,
                 None => AllowSet::Only(Vec::new().into()),
             };
             parts.push((allow, member.len()));

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use anyhow::{Result, bail};
 use rayon::prelude::*;
 
-use super::backend::{Local, local_sparse};
+use super::backend::{Local, local_dense, local_sparse};
 use super::{
     GraphUse, ListSelection, Retriever, WeightedList, dense_options, dense_weight, recency,
     sparse_weight,
@@ -30,7 +30,8 @@ use crate::index::manifest::Manifest;
 use crate::index::set::IndexSet;
 use crate::lists::dense::DenseList;
 use crate::lists::sparse::SparseList;
-use crate::store::generation::{ChunkOrd, Generation};
+use crate::store::generation::ChunkOrd;
+use crate::store::parts::Parts;
 
 /// One index opened with its parts of the merged lists.
 struct Opened {
@@ -96,10 +97,10 @@ pub(super) fn open(
         });
     }
     if selection.recency {
-        let generations: Vec<&Generation> = (indexes.members().iter())
-            .map(|m| m.index().generation())
+        let parts: Vec<&Parts> = (indexes.members().iter())
+            .map(|m| m.index().parts())
             .collect();
-        lists.push(recency(&generations, selection)?);
+        lists.push(recency(&parts, selection)?);
     }
     let notices = notices(&indexes, selection);
     Retriever::assemble(indexes, lists, selection, Arc::new(Local), notices)
@@ -140,16 +141,8 @@ fn open_parts(
     };
     let dense = match embedder {
         Some(embedder) => {
-            let generation = index.generation();
             let options = dense_options(selection, reference.map_or(manifest, |r| &r.manifest));
-            Some(DenseList::open(
-                generation.dir(),
-                &manifest.checksums,
-                generation.vector_flags(),
-                embedder,
-                manifest.dense_index.setting,
-                options,
-            )?)
+            Some(local_dense(&index, embedder, options)?)
         }
         None => None,
     };

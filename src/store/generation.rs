@@ -652,8 +652,12 @@ impl Generation {
         };
         let bytes = table.all()?;
         let path = self.dir.join(DATES_FILE);
-        let dates: &[i64] = bytemuck::try_cast_slice(bytes)
-            .map_err(|_| anyhow::anyhow!(damaged(&path, "has a bad length")))?;
+        let dates: &[i64] = match bytes {
+            // A generation of no file (a delta that only deletes).
+            [] => &[],
+            bytes => bytemuck::try_cast_slice(bytes)
+                .map_err(|_| anyhow::anyhow!(damaged(&path, "has a bad length")))?,
+        };
         ensure!(
             dates.len() == self.file_count(),
             damaged(&path, "does not hold one date per file")
@@ -748,6 +752,12 @@ impl Generation {
         let first = self.partition_files(0..count, |path| path < prefix)?;
         let end = self.partition_files(first..count, |path| path.starts_with(prefix))?;
         Ok(first..end)
+    }
+
+    /// How many files have a path before `path` (files are sorted by
+    /// path): where a file at `path` would stand among them.
+    pub fn files_before(&self, path: &str) -> Result<u32> {
+        self.partition_files(0..self.file_count() as u32, |p| p < path)
     }
 
     /// The first file in `files` whose path fails `before`, which holds
@@ -848,6 +858,7 @@ mod tests {
         writer.finish().unwrap();
         let checksums = checks::compute(&gen_dir, &Checksums::new()).unwrap();
         Manifest {
+            delta: None,
             dense_index: Default::default(),
             format_version: FORMAT_VERSION,
             generation: 1,

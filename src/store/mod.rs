@@ -22,6 +22,7 @@ pub mod generation;
 pub mod lock;
 pub mod metadata_index;
 pub mod ownership;
+pub mod parts;
 pub mod texts;
 
 use std::fs::File;

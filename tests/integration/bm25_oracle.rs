@@ -35,7 +35,7 @@ fn sparse_ranking_agrees_with_the_bm25_crate() {
         ..ListSelection::default()
     };
     let retriever = Retriever::open(&corpus.path().join(".memidx"), &sparse_only).unwrap();
-    let generation = retriever.indexes().first().generation();
+    let generation = retriever.indexes().first().parts();
     let docs: Vec<String> = (0..generation.len() as u32)
         .map(|ord| {
             let chunk = generation.chunk(ord).unwrap();

@@ -283,7 +283,7 @@ fn a_re_index_brings_builtin_defaults_up_to_this_build_and_keeps_saved_ones() {
         meta.fusion.dense_weight = 0.3;
         meta.fusion_source = source;
         meta.write(&index_dir).unwrap();
-        meta.generation
+        meta.latest_generation()
     };
     let generation = |corpus: &Corpus| corpus.json(&["status", "--json"])["generation"].clone();
 

@@ -36,6 +36,7 @@ mod mcp_stdio;
 mod mcp_ts;
 mod milvus;
 mod minilm;
+mod parts;
 mod properties;
 mod reliability;
 mod remember;

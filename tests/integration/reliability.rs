@@ -65,8 +65,14 @@ fn index_ok(dir: &Path, args: &[&str]) -> Output {
 
 /// Starts `memidx index . --full -q` in the background.
 fn spawn_full_index(dir: &Path) -> Child {
+    spawn_index(dir, &["--full"])
+}
+
+/// Starts `memidx index . -q` with `args` in `dir`.
+fn spawn_index(dir: &Path, args: &[&str]) -> Child {
     memidx_in(dir)
-        .args(["index", ".", "--full", "-q"])
+        .args(["index", ".", "-q"])
+        .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -319,6 +325,93 @@ fn killing_index_at_any_point_keeps_the_previous_index_and_the_next_run_equals_a
             "search {query:?}: a --full rebuild of an unchanged corpus changed the results"
         );
     }
+}
+
+/// Appends a line of its own to copy `copy`'s billing service note.
+fn edit_copy(dir: &Path, copy: usize) {
+    let note = dir.join(format!("c{copy:02}/services/billing-service.md"));
+    let mut text = fs::read_to_string(&note).unwrap();
+    text.push_str(&format!(
+        "\nLedger drift number {copy} was reconciled by hand.\n"
+    ));
+    fs::write(&note, text).unwrap();
+}
+
+#[test]
+fn killing_a_run_that_appends_a_delta_or_compacts_keeps_the_previous_index() {
+    let a = big_corpus(COPIES);
+    index_ok(a.path(), &["--full", "-q"]);
+    edit_copy(a.path(), 0);
+    index_ok(a.path(), &["-q"]);
+    assert!(
+        manifest(a.path())["delta"].is_object(),
+        "a one-file change appends a delta"
+    );
+    // The run to interrupt: forty files changed, which the next delta holds
+    // with the first; or, with --compact, the index written whole.
+    for copy in 1..=40 {
+        edit_copy(a.path(), copy);
+    }
+    let timing = Corpus::empty();
+    copy_dir(a.path(), timing.path());
+    let started = Instant::now();
+    index_ok(timing.path(), &["-q"]);
+    let appending = started.elapsed();
+    assert!(
+        manifest(timing.path())["delta"].is_object(),
+        "forty files still make a delta"
+    );
+    let mut killed = 0;
+    for args in [&[][..], &["--compact"][..]] {
+        // What the last complete run answers (a run of the loop before
+        // may have finished).
+        let before = results(a.path(), "before the interrupted runs");
+        for delay in spread(appending.mul_f64(1.2), 8) {
+            let child = spawn_index(a.path(), args);
+            std::thread::sleep(delay);
+            let (finished, stderr) = kill_or_reap(child);
+            let Some(status) = finished else {
+                killed += 1;
+                let got = results(
+                    a.path(),
+                    &format!("after killing index {args:?} at {delay:?}"),
+                );
+                assert!(
+                    got == before,
+                    "killing index {args:?} at {delay:?} changed the results"
+                );
+                continue;
+            };
+            assert!(status.success(), "index {args:?} failed: {stderr}");
+            break;
+        }
+    }
+    assert!(
+        killed >= 4,
+        "only {killed} runs were still running when killed"
+    );
+    // The next run completes as a delta, leaves only what the manifest
+    // names, and answers as a fresh index of a copy does.
+    index_ok(a.path(), &["-q"]);
+    let meta = manifest(a.path());
+    let mut live = vec![format!("gen-{}", meta["generation"])];
+    if let Some(delta) = meta["delta"]["generation"].as_u64() {
+        live.push(format!("gen-{delta}"));
+    }
+    live.sort();
+    assert_eq!(
+        generation_dirs(a.path()),
+        live,
+        "leftovers after a completed run"
+    );
+    let fresh = Corpus::empty();
+    copy_fixture(a.path(), fresh.path());
+    index_ok(fresh.path(), &["-q"]);
+    let got = results(a.path(), "after the completing run");
+    assert!(
+        got == results(fresh.path(), "a fresh index"),
+        "differs from a fresh index"
+    );
 }
 
 // ---------------------------------------------------------------------------

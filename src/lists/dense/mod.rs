@@ -51,6 +51,7 @@ use crate::embed::{Embedder, normalize};
 use crate::store::checks::Checksums;
 use crate::store::damaged;
 use crate::store::generation::{ChunkOrd, VectorFlags};
+use crate::store::parts::OrdinalMap;
 use codes::{DenseIndexSetting, SignCodes};
 pub use vectors::{
     KEYS_FILE, QuantizedVectors, SCALES_FILE, StoredVectors, VECTORS_FILE, VectorWriter, quantize,
@@ -101,8 +102,12 @@ struct Rows {
     /// The setting the codes were written under: whether they serve a
     /// search depends on the rows it covers ([`DenseIndexSetting::serves`]).
     setting: DenseIndexSetting,
-    /// The list-wide ordinal of the generation's first chunk.
+    /// The list-wide ordinal of its index's first chunk.
     base: ChunkOrd,
+    /// For a part of an index of several, where the part's rows stand in
+    /// the index's order, and which part it is (`None`: its rows follow
+    /// `base` in order).
+    order: Option<(Arc<OrdinalMap>, usize)>,
 }
 
 /// How a search goes through the sign codes ([`DenseList::rescore_depth`]).
@@ -176,6 +181,7 @@ impl DenseList {
                 codes,
                 setting,
                 base: 0,
+                order: None,
             }],
             embedder,
             feedback: options.feedback,
@@ -212,6 +218,20 @@ impl DenseList {
         Ok(merged)
     }
 
+    /// One list over the parts of one index, `lists` (one per part, in
+    /// order), their rows numbered in the index's `order` (`None` for an
+    /// index of one part).
+    pub fn of_parts(lists: Vec<Self>, order: Option<Arc<OrdinalMap>>) -> Result<Self> {
+        let Some(order) = order else {
+            return Self::merge(lists.into_iter().map(|list| (list, 0)).collect());
+        };
+        let mut merged = Self::merge(lists.into_iter().map(|list| (list, 0)).collect())?;
+        for (part, rows) in merged.parts.iter_mut().enumerate() {
+            rows.order = Some((order.clone(), part));
+        }
+        Ok(merged)
+    }
+
     /// The rows of all its generations.
     fn rows(&self) -> usize {
         self.parts.iter().map(|rows| rows.has_vector.len()).sum()
@@ -222,10 +242,18 @@ impl DenseList {
     /// the list leaves out).
     fn part_of(&self, chunk: ChunkOrd) -> Option<(&Rows, ChunkOrd)> {
         let at = self.parts.partition_point(|rows| rows.base <= chunk);
-        let rows = &self.parts[at.checked_sub(1)?];
-        ((chunk - rows.base) as usize)
-            .lt(&rows.has_vector.len())
-            .then_some((rows, chunk - rows.base))
+        let last = at.checked_sub(1)?;
+        let rows = &self.parts[last];
+        let Some((order, last_part)) = &rows.order else {
+            return ((chunk - rows.base) as usize)
+                .lt(&rows.has_vector.len())
+                .then_some((rows, chunk - rows.base));
+        };
+        // An index's parts are consecutive, all with its base, its last
+        // part last.
+        let (part, local) = order.locate(chunk - rows.base)?;
+        let rows = self.parts.get((last + part).checked_sub(*last_part)?)?;
+        Some((rows, local))
     }
 
     /// [`DenseList::part_of`] for a chunk the list ranked: an error when
@@ -290,9 +318,7 @@ impl DenseList {
     /// through the sign codes when they serve this search
     /// ([`DenseList::rescore_depth`]), else by an exact scan.
     fn scan(&self, query: &[f32], window: usize, allow: &AllowSet) -> Result<Scan> {
-        let allows: Vec<AllowSet> = (self.parts.iter())
-            .map(|rows| allow.part(rows.base, rows.has_vector.len()))
-            .collect();
+        let allows: Vec<AllowSet> = self.parts.iter().map(|rows| rows.allowed(allow)).collect();
         let scan = match self.rescore_depth(window, &allows) {
             Some(depth) => self.rescore_best(depth, query, window, &allows)?,
             None => self.scan_all(query, window, &allows)?,
@@ -350,34 +376,32 @@ impl DenseList {
         allows: &[AllowSet],
     ) -> Result<Scan> {
         let (quantized, query_scale) = quantize(query);
-        let (sets, bases): (Vec<(&SignCodes, &AllowSet)>, Vec<ChunkOrd>) = (self.parts.iter())
+        let (sets, coded): (Vec<(&SignCodes, &AllowSet)>, Vec<usize>) = (self.parts.iter())
             .zip(allows)
-            .filter_map(|(rows, allow)| Some(((rows.codes.as_ref()?, allow), rows.base)))
+            .enumerate()
+            .filter_map(|(at, (rows, allow))| Some(((rows.codes.as_ref()?, allow), at)))
             .unzip();
         let chosen = codes::best_across(&sets, &quantized, depth.depth, depth.coded_allowed);
-        let mut candidates: Vec<ChunkOrd> = (chosen.into_iter())
-            .map(|(_, set, ord)| bases[set] + ord)
-            .collect();
-        candidates.sort_unstable();
-        let mut rescored = candidates.len();
+        let mut candidates: Vec<Vec<ChunkOrd>> = vec![Vec::new(); self.parts.len()];
+        let mut rescored = chosen.len();
+        for (_, set, ord) in chosen {
+            candidates[coded[set]].push(ord);
+        }
         let mut best = TopWindow::new(window);
         let mut scores = Vec::new();
-        for (rows, allow) in self.parts.iter().zip(allows) {
+        for ((rows, allow), mut local) in self.parts.iter().zip(allows).zip(candidates) {
             if rows.codes.is_none() {
                 rescored += rows.scan_into(query, allow, &mut best)?.0;
                 continue;
             }
-            let end = rows.base as usize + rows.has_vector.len();
-            let from = candidates.partition_point(|&c| c < rows.base);
-            let to = candidates.partition_point(|&c| (c as usize) < end);
-            let local: Vec<ChunkOrd> = candidates[from..to].iter().map(|c| c - rows.base).collect();
+            local.sort_unstable();
             rows.vectors
                 .score_ords(&quantized, query_scale, &local, &mut scores)?;
             for (&chunk, &score) in local.iter().zip(&scores) {
                 rows.check_score(chunk, score)?;
                 best.push(Candidate {
                     score,
-                    chunk: rows.base + chunk,
+                    chunk: rows.global(chunk),
                 });
             }
         }
@@ -438,6 +462,27 @@ impl DenseList {
 }
 
 impl Rows {
+    /// The list-wide ordinal of row `row`.
+    #[inline]
+    fn global(&self, row: ChunkOrd) -> ChunkOrd {
+        match &self.order {
+            None => self.base + row,
+            Some((order, part)) => self.base + order.global(*part, row),
+        }
+    }
+
+    /// What `allow` (over the list's ordinals) allows of these rows, by row.
+    fn allowed(&self, allow: &AllowSet) -> AllowSet {
+        match (&self.order, allow) {
+            (None, _) | (_, AllowSet::All) => allow.part(self.base, self.has_vector.len()),
+            (Some(_), AllowSet::Only(_)) => AllowSet::Only(
+                (0..self.has_vector.len() as ChunkOrd)
+                    .map(|row| allow.allows(self.global(row)))
+                    .collect(),
+            ),
+        }
+    }
+
     /// Scores every row against `query` into `best`, those `allow` lets
     /// through: how many it let through and how many it removed.
     fn scan_into(
@@ -454,7 +499,7 @@ impl Rows {
                 allowed += 1;
                 best.push(Candidate {
                     score,
-                    chunk: self.base + chunk,
+                    chunk: self.global(chunk),
                 });
             } else {
                 removed += 1;

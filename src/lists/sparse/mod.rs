@@ -68,6 +68,7 @@ use super::{List, ListHit, ListKind, PostingCounts, RankedList, TopWindow};
 use crate::store::checked::{BLOCKS_SUFFIX, CheckedMap, write_sidecar};
 use crate::store::checks::Checksums;
 use crate::store::generation::ChunkOrd;
+use crate::store::parts::OrdinalMap;
 use crate::store::{atomic, damaged};
 use crate::text::near::NearMiss;
 use crate::text::tokenize::{Analyzer, Token};
@@ -237,8 +238,34 @@ struct Segment {
     ords: Range<usize>,
     /// Its dead documents, ascending.
     dead: Vec<u32>,
+    /// Its documents whose chunks a later part of the index buried, one
+    /// bit each (`None` when there are none): skipped as dead ones are,
+    /// though their ordinals are live in [`ORDS_FILE`].
+    buried: Option<Vec<u64>>,
+    /// For a part of an index of several, where the part's chunks stand in
+    /// the index's order, and which part it is.
+    order: Option<(Arc<OrdinalMap>, usize)>,
     /// Its terms' score bounds, if it was written with them.
     bounds: Option<SegmentBounds>,
+}
+
+impl Segment {
+    /// The list-wide ordinal of its generation's chunk `chunk`.
+    #[inline]
+    fn global(&self, chunk: ChunkOrd) -> ChunkOrd {
+        match &self.order {
+            None => self.base + chunk,
+            Some((order, part)) => self.base + order.global(*part, chunk),
+        }
+    }
+
+    /// Whether document `doc`'s chunk was buried by a later part.
+    #[inline]
+    fn is_buried(&self, doc: u32) -> bool {
+        self.buried
+            .as_ref()
+            .is_some_and(|bits| bits[doc as usize / 64] & (1 << (doc % 64)) != 0)
+    }
 }
 
 /// Writes a generation's sparse list: the base's documents (hard-linked)
@@ -521,15 +548,17 @@ fn to_tantivy(t: Token) -> TantivyToken {
 }
 
 impl SparseList {
-    /// Opens the sparse index in `dir`, scoring with `params` over the live
-    /// documents `stats` describes; its files' block-checksum sidecars are
-    /// found in `checksums` (the manifest's checks of the files in `dir`,
-    /// by name in it), and checked as tantivy reads them.
+    /// Opens the sparse index in `dir` of a generation of `chunks` chunks,
+    /// scoring with `params` over the live documents `stats` describes;
+    /// its files' block-checksum sidecars are found in `checksums` (the
+    /// manifest's checks of the files in `dir`, by name in it), and checked
+    /// as tantivy reads them.
     pub fn open(
         dir: &Path,
         analyzer: Analyzer,
         params: Bm25Params,
         stats: SparseStats,
+        chunks: u64,
         checksums: Checksums,
     ) -> Result<Self> {
         let damaged = || damaged(dir, "cannot be opened");
@@ -562,7 +591,7 @@ impl SparseList {
             pruned_terms: MAX_PRUNED_TERMS,
         };
         for segment in reader.searcher().segment_readers() {
-            let part = list.open_segment(dir, segment, &maps, &checksums);
+            let part = list.open_segment(dir, segment, &maps, &checksums, chunks);
             let part = part.map_err(|err| list.named_as_damage(0, err))?;
             list.segments.push(part);
         }
@@ -600,6 +629,51 @@ impl SparseList {
         Ok(merged)
     }
 
+    /// One list over the parts of one index, `lists` (one per part, in
+    /// order), their chunks numbered in the index's `order` (`None` for an
+    /// index of one part). BM25's statistics are the sum of the lists'
+    /// (the first part's must be the index's live documents').
+    pub fn of_parts(lists: Vec<Self>, order: Option<Arc<OrdinalMap>>) -> Result<Self> {
+        let mut merged = Self::merge(lists.into_iter().map(|list| (list, 0)).collect())?;
+        if let Some(order) = order {
+            for segment in &mut merged.segments {
+                segment.order = Some((order.clone(), segment.part));
+            }
+        }
+        Ok(merged)
+    }
+
+    /// Counts the documents of the chunks `live` marks as not live (by
+    /// the list's ordinals: an index's parts, merged) as dead, as a
+    /// removed chunk's are: a later part replaced or deleted their files.
+    /// The list's statistics must already be the live documents'.
+    pub fn bury(&mut self, live: &[bool]) -> Result<()> {
+        for at in 0..self.segments.len() {
+            let segment = &self.segments[at];
+            let ords = self.ords_of(segment)?;
+            let buried = (0..ords.len() as u32).filter(|&doc| {
+                let ord = ords[doc as usize];
+                let live = |ord| live.get(segment.global(ord) as usize).copied();
+                ord != DEAD && !live(ord).unwrap_or(true)
+            });
+            let buried: Vec<u32> = buried.collect();
+            if buried.is_empty() {
+                continue;
+            }
+            let mut bits = vec![0u64; ords.len().div_ceil(64)];
+            for &doc in &buried {
+                bits[doc as usize / 64] |= 1 << (doc % 64);
+            }
+            let mut dead: Vec<u32> = segment.dead.iter().copied().chain(buried).collect();
+            dead.sort_unstable();
+            dead.dedup();
+            let segment = &mut self.segments[at];
+            segment.dead = dead;
+            segment.buried = Some(bits);
+        }
+        Ok(())
+    }
+
     /// Numbers this list's chunks from `base` and its parts from `part`.
     fn rebase(&mut self, base: ChunkOrd, part: usize) {
         for each in &mut self.parts {
@@ -619,6 +693,7 @@ impl SparseList {
         segment: &SegmentReader,
         maps: &[SegmentMap],
         checksums: &Checksums,
+        chunks: u64,
     ) -> Result<Segment> {
         let ords_path = &self.parts[0].ords_path;
         let damaged = || crate::store::damaged(ords_path, "does not match the index");
@@ -628,11 +703,13 @@ impl SparseList {
         let mut part = Segment {
             part: 0,
             base: 0,
-            chunks: self.stats.docs,
+            chunks,
             inverted: segment.inverted_index(self.body)?,
             lengths: segment.fast_fields().u64(LEN_FIELD)?,
             ords: map.range.clone(),
             dead: Vec::new(),
+            buried: None,
+            order: None,
             bounds: SegmentBounds::open(dir, &bounds::file_name(&id), checksums)?,
         };
         // An ordinal past the chunk table is caught as a search reaches it
@@ -950,7 +1027,8 @@ impl SparseList {
             let ords = self.ords_of(segment)?;
             let mut doc = postings.doc();
             while doc != TERMINATED {
-                dead += u32::from(ords.get(doc as usize).is_none_or(|&o| o == DEAD));
+                let gone = ords.get(doc as usize).is_none_or(|&o| o == DEAD);
+                dead += u32::from(gone || segment.is_buried(doc));
                 doc = postings.advance();
             }
         }

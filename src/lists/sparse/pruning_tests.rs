@@ -43,6 +43,7 @@ fn open(dir: &Path, stats: SparseStats, prune: bool) -> SparseList {
         Analyzer::default(),
         Bm25Params::default(),
         stats,
+        stats.docs,
         Checksums::new(),
     )
     .unwrap();

@@ -123,7 +123,7 @@ pub(super) fn exhaustive(
     }
     for doc in touched {
         offer(
-            segment.base + ords[doc as usize],
+            segment.global(ords[doc as usize]),
             scores[doc as usize],
             allow,
             out,
@@ -145,11 +145,14 @@ fn chunk_of(segment: &Segment, ords: &[u32], doc: u32, out: &mut Collected) -> C
     if chunk == DEAD {
         return DEAD;
     }
+    if segment.is_buried(doc) {
+        return DEAD;
+    }
     if u64::from(chunk) >= segment.chunks {
         out.past_the_end = Some(segment.part);
         return DEAD;
     }
-    segment.base + chunk
+    segment.global(chunk)
 }
 
 /// Offers one reached chunk to the window, counting it.

@@ -1,0 +1,165 @@
+//! An index that grows by appending (issue 50): after any sequence of
+//! edits, additions, deletions, copies, touches and compactions, each run
+//! appending a delta part or writing the index whole as its policy says,
+//! every answer in every mode equals a fresh full index's byte for byte —
+//! ids, order (ties included: copied files tie exactly) and scores.
+
+use crate::common;
+
+use std::fs;
+
+use common::Corpus;
+use memidx::index::manifest::Manifest;
+use proptest::prelude::*;
+
+/// Words the generated notes are made of: few, so that queries match many
+/// chunks and copies tie.
+const WORDS: [&str; 12] = [
+    "postgres", "pool", "timeout", "ledger", "invoice", "retry", "kafka", "lag", "token", "rotate",
+    "deploy", "canary",
+];
+
+/// Queries compared after each step.
+const QUERIES: [&str; 4] = [
+    "postgres pool timeout",
+    "ledger invoice",
+    "rotate the token",
+    "kafka",
+];
+
+/// Every list alone and fused.
+const MODES: [&str; 4] = ["hybrid", "sparse", "dense", "recency"];
+
+/// One change to the folder, then a run.
+#[derive(Debug, Clone)]
+enum Step {
+    /// Writes note `file` with heading and words chosen by `seed` (a new
+    /// file, or a changed one).
+    Write { file: u8, seed: u32 },
+    /// Deletes note `file`, if it is there.
+    Delete { file: u8 },
+    /// Copies note `from` over note `to` (same text: exact ties).
+    Copy { from: u8, to: u8 },
+    /// Runs `index --compact`.
+    Compact,
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        4 => (0u8..12, any::<u32>()).prop_map(|(file, seed)| Step::Write { file, seed }),
+        2 => (0u8..12).prop_map(|file| Step::Delete { file }),
+        2 => (0u8..12, 0u8..12).prop_map(|(from, to)| Step::Copy { from, to }),
+        1 => Just(Step::Compact),
+    ]
+}
+
+/// The path of note `file`: in two folders, so that a delta's files fall
+/// between the base's.
+fn note(file: u8) -> String {
+    format!("{}/note-{file:02}.md", ["a", "b"][usize::from(file % 2)])
+}
+
+/// A note's markdown: a heading and two sections of words, from `seed`.
+fn text(seed: u32) -> String {
+    let word = |i: u32| WORDS[((seed.wrapping_mul(2_654_435_761) >> (i * 3)) % 12) as usize];
+    format!(
+        "# Note {}\n\n{} {} {} and {}.\n\n## More\n\n{} {} after {}.\n",
+        seed % 7,
+        word(0),
+        word(1),
+        word(2),
+        word(3),
+        word(4),
+        word(5),
+        word(6)
+    )
+}
+
+fn run(corpus: &Corpus, args: &[&str]) {
+    let output = corpus.index_with(args);
+    assert!(output.status.success(), "{output:?}");
+}
+
+fn assert_matches_a_fresh_index(corpus: &Corpus, after: &[Step]) {
+    let ours = common::answers(corpus, &QUERIES, &MODES);
+    let fresh = common::fresh_answers(corpus, &QUERIES, &MODES);
+    for (i, (ours, theirs)) in ours.iter().zip(&fresh).enumerate() {
+        assert!(
+            ours == theirs,
+            "after {after:?}, {} --mode {} differs from a fresh index:\n{}\n---\n{}",
+            QUERIES[i % QUERIES.len()],
+            MODES[i / QUERIES.len()],
+            String::from_utf8_lossy(ours),
+            String::from_utf8_lossy(theirs)
+        );
+    }
+}
+
+/// Applies `steps` one run each to a folder of six notes, checking the
+/// answers after each; returns how many runs appended a delta.
+fn check(steps: &[Step]) -> usize {
+    let corpus = Corpus::empty();
+    for dir in ["a", "b"] {
+        fs::create_dir(corpus.path().join(dir)).unwrap();
+    }
+    for file in 0..6 {
+        fs::write(corpus.path().join(note(file)), text(u32::from(file))).unwrap();
+    }
+    run(&corpus, &[]);
+    let mut deltas = 0;
+    for (at, step) in steps.iter().enumerate() {
+        let mut args: &[&str] = &[];
+        match step {
+            Step::Write { file, seed } => {
+                fs::write(corpus.path().join(note(*file)), text(*seed)).unwrap();
+            }
+            Step::Delete { file } => {
+                let _ = fs::remove_file(corpus.path().join(note(*file)));
+            }
+            Step::Copy { from, to } => {
+                let _ = fs::copy(
+                    corpus.path().join(note(*from)),
+                    corpus.path().join(note(*to)),
+                );
+            }
+            Step::Compact => args = &["--compact"],
+        }
+        run(&corpus, args);
+        let manifest = Manifest::read(&corpus.path().join(".memidx"))
+            .unwrap()
+            .unwrap();
+        deltas += usize::from(manifest.delta.is_some());
+        assert_matches_a_fresh_index(&corpus, &steps[..=at]);
+    }
+    deltas
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(6),
+        max_shrink_iters: 50,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// Any sequence of changes leaves the answers a fresh index gives.
+    #[test]
+    fn any_sequence_of_appends_and_compactions_answers_as_a_fresh_index(
+        steps in proptest::collection::vec(step(), 1..7)
+    ) {
+        check(&steps);
+    }
+}
+
+#[test]
+fn copies_that_tie_rank_in_path_order_across_the_base_and_the_delta() {
+    // A copy placed before and one after its original, both in the delta:
+    // the three tie in every list and must come in path order.
+    let steps = [
+        Step::Copy { from: 3, to: 0 },
+        Step::Copy { from: 3, to: 11 },
+        Step::Write { file: 4, seed: 3 },
+        Step::Delete { file: 5 },
+    ];
+    assert_eq!(check(&steps), steps.len(), "every run appended a delta");
+}
