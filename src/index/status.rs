@@ -33,6 +33,8 @@ pub struct StatusReport {
     pub root: String,
     /// The newest live generation (the delta's, when there is one).
     pub generation: u64,
+    /// The delta part appended after the base, or `None` for a base alone.
+    pub delta: Option<DeltaStatus>,
     /// On-disk format.
     pub format_version: u32,
     /// memidx version that wrote it.
@@ -71,6 +73,21 @@ pub struct StatusReport {
     /// With `--verify`: how the chunks were embedded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub embedding: Option<EmbeddingStatus>,
+}
+
+/// The delta part of an index (see [`crate::store::parts`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct DeltaStatus {
+    /// Its generation folder.
+    pub generation: u64,
+    /// The base's generation folder.
+    pub base_generation: u64,
+    /// Files it holds.
+    pub files: usize,
+    /// Chunks it holds.
+    pub chunks: usize,
+    /// Files of the base it buries.
+    pub buried_files: usize,
 }
 
 /// How the chunks were embedded: how much of a chunk the model reads, and
@@ -258,6 +275,13 @@ impl StatusReport {
             index: index_dir.display().to_string(),
             root: manifest.root.clone(),
             generation: manifest.latest_generation(),
+            delta: manifest.delta.as_ref().map(|d| DeltaStatus {
+                generation: d.generation,
+                base_generation: manifest.generation,
+                files: d.files,
+                chunks: d.chunks,
+                buried_files: d.buried_files,
+            }),
             format_version: manifest.format_version,
             tool_version: manifest.tool_version.clone(),
             built: jiff::Timestamp::from_millisecond(manifest.created_unix_ms as i64).map_or_else(
@@ -287,7 +311,11 @@ impl StatusReport {
             },
             bm25: manifest.bm25,
             chunk_tokens: manifest.chunker.budget_tokens,
-            index_bytes: manifest_bytes + manifest.checksums.values().map(|c| c.size).sum::<u64>(),
+            index_bytes: manifest_bytes
+                + (manifest.parts().iter())
+                    .flat_map(|(_, checks)| checks.values())
+                    .map(|c| c.size)
+                    .sum::<u64>(),
             markdown_bytes: files.iter().map(|f| f.stamp.size).sum(),
             dates: DatesStatus::of(files),
             stale,

@@ -394,6 +394,13 @@ pub fn print_status(out: &mut dyn Write, r: &StatusReport) -> Result<()> {
     )?;
     writeln!(out, "root       {}", escape_controls(&r.root))?;
     writeln!(out, "built      {}", r.built)?;
+    if let Some(delta) = &r.delta {
+        writeln!(
+            out,
+            "delta      generation {} after base {}: {} files changed since, {} chunks; {} of the base's files buried ('memidx index --compact' folds it in)",
+            delta.generation, delta.base_generation, delta.files, delta.chunks, delta.buried_files
+        )?;
+    }
     writeln!(
         out,
         "files      {} ({} skipped), {} chunks",

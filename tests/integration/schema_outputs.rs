@@ -83,7 +83,7 @@ fn the_output_schemas_are_valid_documented_closed_draft_2020_12_schemas() {
     for (file, text, property_count, object_count) in [
         ("explain-response.schema.json", EXPLAIN_SCHEMA, 57, 7),
         ("eval-report.schema.json", EVAL_SCHEMA, 29, 6),
-        ("status-report.schema.json", STATUS_SCHEMA, 64, 12),
+        ("status-report.schema.json", STATUS_SCHEMA, 70, 12),
         ("get-response.schema.json", GET_SCHEMA, 11, 1),
     ] {
         let schema = parse(text);
@@ -468,6 +468,21 @@ fn status_output_validates_and_edits_are_refused_where_they_are() {
         );
         assert_eq!(stale.get("damaged").is_some(), args.len() == 3, "{args:?}");
     }
+    // After a re-index of those changes, the index has a delta part.
+    corpus.index();
+    let appended = memidx_json(&corpus, &["status", "--json", "--verify"]);
+    assert_valid(&schema, &appended, "status with a delta");
+    assert_eq!(appended["delta"]["files"], json!(2), "{appended:#}");
+    assert_eq!(appended["delta"]["buried_files"], json!(2), "{appended:#}");
+    assert_eq!(appended["damaged"], json!([]));
+    assert_refused(
+        &schema,
+        vec![(
+            "a delta without its chunks",
+            edited(&appended, |r| remove(&mut r["delta"], "chunks")),
+            "/delta",
+        )],
+    );
 
     assert_refused(
         &schema,
