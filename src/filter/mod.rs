@@ -127,7 +127,10 @@ impl Filter {
     /// generation.
     pub fn evaluate_parts(&self, parts: &Parts) -> Result<AllowSet> {
         let live = parts.live_chunks();
-        if parts.is_single() || self.is_empty() {
+        if self.is_empty() {
+            return Ok(live.map_or(AllowSet::All, AllowSet::Only));
+        }
+        if parts.is_single() {
             let allowed = self.evaluate(parts.base())?;
             return Ok(match live {
                 Some(live) => allowed.and(&live),

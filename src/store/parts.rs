@@ -121,6 +121,28 @@ impl OrdinalMap {
         run.global + (local - run.local)
     }
 
+    /// The runs of part `part`, in its own order.
+    pub fn runs_of(&self, part: usize) -> impl Iterator<Item = &Run> {
+        self.by_part[part].iter().map(|&at| &self.runs[at])
+    }
+
+    /// `flags` (one per index ordinal, from `base` on) as part `part` sees
+    /// them: one per chunk of the part, in its order (`false` past the
+    /// flags).
+    pub fn part_flags(&self, part: usize, flags: &[bool], base: usize) -> Vec<bool> {
+        let len = self.runs_of(part).map(|r| (r.local + r.len) as usize).max();
+        let mut local = vec![false; len.unwrap_or(0)];
+        for run in self.runs_of(part) {
+            let from = base + run.global as usize;
+            let to = (from + run.len as usize).min(flags.len());
+            if from < to {
+                let start = run.local as usize;
+                local[start..start + (to - from)].copy_from_slice(&flags[from..to]);
+            }
+        }
+        local
+    }
+
     /// The part holding index ordinal `global`, and its ordinal there.
     pub fn locate(&self, global: ChunkOrd) -> Option<(usize, ChunkOrd)> {
         let at = self.runs.partition_point(|r| r.global <= global);

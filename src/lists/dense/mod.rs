@@ -475,11 +475,11 @@ impl Rows {
     fn allowed(&self, allow: &AllowSet) -> AllowSet {
         match (&self.order, allow) {
             (None, _) | (_, AllowSet::All) => allow.part(self.base, self.has_vector.len()),
-            (Some(_), AllowSet::Only(_)) => AllowSet::Only(
-                (0..self.has_vector.len() as ChunkOrd)
-                    .map(|row| allow.allows(self.global(row)))
-                    .collect(),
-            ),
+            (Some((order, part)), AllowSet::Only(flags)) => {
+                let mut local = order.part_flags(*part, flags, self.base as usize);
+                local.resize(self.has_vector.len(), false);
+                AllowSet::Only(local.into())
+            }
         }
     }
 

@@ -648,15 +648,29 @@ impl SparseList {
     /// removed chunk's are: a later part replaced or deleted their files.
     /// The list's statistics must already be the live documents'.
     pub fn bury(&mut self, live: &[bool]) -> Result<()> {
+        // Each part's flags in its own order, made once (a copy of each of
+        // its runs), so a document is checked by its ordinal as stored.
+        let mut by_part: Vec<Option<Vec<bool>>> = vec![None; self.parts.len()];
         for at in 0..self.segments.len() {
             let segment = &self.segments[at];
-            let ords = self.ords_of(segment)?;
-            let buried = (0..ords.len() as u32).filter(|&doc| {
-                let ord = ords[doc as usize];
-                let live = |ord| live.get(segment.global(ord) as usize).copied();
-                ord != DEAD && !live(ord).unwrap_or(true)
+            let part = segment.part;
+            let local = by_part[part].get_or_insert_with(|| {
+                let base = segment.base as usize;
+                match &segment.order {
+                    Some((order, in_index)) => order.part_flags(*in_index, live, base),
+                    None => {
+                        let end = (base + segment.chunks as usize).min(live.len());
+                        live.get(base..end).unwrap_or_default().to_vec()
+                    }
+                }
             });
-            let buried: Vec<u32> = buried.collect();
+            let ords = self.ords_of(segment)?;
+            let buried: Vec<u32> = (0..ords.len() as u32)
+                .filter(|&doc| {
+                    let ord = ords[doc as usize];
+                    ord != DEAD && !local.get(ord as usize).copied().unwrap_or(true)
+                })
+                .collect();
             if buried.is_empty() {
                 continue;
             }
