@@ -51,6 +51,9 @@ pub struct Retriever {
     weights_given: bool,
     backend: Arc<dyn Backend>,
     notices: Vec<String>,
+    /// Chunks a later part of their index buried: excluded from every
+    /// search, but by no filter (see [`Retriever::run_lists`]).
+    buried: usize,
 }
 
 impl Retriever {
@@ -172,6 +175,10 @@ impl Retriever {
         let dense_feedback = (lists.iter())
             .find(|l| l.index.kind() == ListKind::Dense)
             .map(|l| l.index.feedback_seeds());
+        let buried = (indexes.members().iter())
+            .map(|m| m.index().parts())
+            .map(|parts| parts.len() - parts.live_len())
+            .sum();
         Ok(Self {
             indexes,
             lists,
@@ -179,6 +186,7 @@ impl Retriever {
             weights_given: selection.weights_given(),
             backend,
             notices,
+            buried,
         })
     }
 

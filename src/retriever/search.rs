@@ -21,7 +21,7 @@ use super::confidence::{Confidence, nothing_matched};
 use super::{Folded, Retriever, SearchParams, WeightedList, fold};
 use crate::filter::Filter;
 use crate::fusion::{self, Fused, Fusion, Ranking};
-use crate::lists::{AllowSet, RankedList, guard};
+use crate::lists::{AllowSet, ListKind, RankedList, guard};
 use crate::store::generation::ChunkOrd;
 
 /// One list's part in a search, for `explain` and the JSON `ranks`.
@@ -296,6 +296,7 @@ impl Retriever {
             // (itself parallel over queries) with a transformer model.
             _ => lists.par_iter().map(search).collect::<Result<_>>()?,
         };
+        self.uncount_buried(&mut ranked);
         let wanted = lists.iter().map(|l| l.index.feedback_seeds()).max();
         let Some(wanted @ 1..) = wanted else {
             return Ok(ranked);
@@ -321,12 +322,24 @@ impl Retriever {
             }
             let seeds = &best[..seeds.min(best.len())];
             let mut refined = catch(list, &|| list.index.refine(query, depth, allow, seeds))?;
+            self.uncount_buried(std::slice::from_mut(&mut refined));
             refined.unmoved_best = slot.query_best();
             refined.prepare_time += slot.elapsed;
             refined.elapsed += slot.elapsed;
             *slot = refined;
         }
         Ok(ranked)
+    }
+
+    /// The lists that visit every chunk (the dense scan, recency) count
+    /// the buried ones among those the allowed set removed; they were
+    /// removed by no filter, and are not counted as filtered out.
+    fn uncount_buried(&self, ranked: &mut [RankedList]) {
+        for list in ranked {
+            if matches!(list.kind, ListKind::Dense | ListKind::Recency) {
+                list.filtered_out = list.filtered_out.saturating_sub(self.buried);
+            }
+        }
     }
 }
 

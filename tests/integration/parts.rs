@@ -163,3 +163,29 @@ fn copies_that_tie_rank_in_path_order_across_the_base_and_the_delta() {
     ];
     assert_eq!(check(&steps), steps.len(), "every run appended a delta");
 }
+
+#[test]
+fn chunks_a_delta_buries_are_neither_found_nor_counted_as_filtered_out() {
+    let corpus = Corpus::fixtures();
+    run(&corpus, &[]);
+    let chunks = corpus.json(&["status", "--json"])["counts"]["chunks"].clone();
+    fs::remove_file(corpus.path().join("services/auth-service.md")).unwrap();
+    run(&corpus, &[]);
+    let status = corpus.json(&["status", "--json"]);
+    assert_eq!(status["delta"]["buried_files"], 1, "{status:#}");
+    assert!(status["counts"]["chunks"].as_u64() < chunks.as_u64());
+    let explained = corpus.json(&["explain", "how do we rotate the signing keys", "--json"]);
+    for list in explained["lists"].as_array().unwrap() {
+        assert_eq!(list["filtered_out"], 0, "{list:#}");
+    }
+    assert_eq!(
+        explained["lists"][1]["matched"], status["counts"]["chunks"],
+        "the dense list scans the live chunks"
+    );
+    let output = corpus
+        .memidx()
+        .args(["get", "services/auth-service.md#1"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+}
