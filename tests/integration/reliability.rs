@@ -361,6 +361,9 @@ fn killing_a_run_that_appends_a_delta_or_compacts_keeps_the_previous_index() {
         manifest(timing.path())["delta"].is_object(),
         "forty files still make a delta"
     );
+    // What a run that completes answers: a kill may land after the switch,
+    // while the run cleans up (a delta and a compaction answer alike).
+    let after = results(timing.path(), "after a complete run");
     let mut killed = 0;
     for args in [&[][..], &["--compact"][..]] {
         // What the last complete run answers (a run of the loop before
@@ -377,8 +380,8 @@ fn killing_a_run_that_appends_a_delta_or_compacts_keeps_the_previous_index() {
                     &format!("after killing index {args:?} at {delay:?}"),
                 );
                 assert!(
-                    got == before,
-                    "killing index {args:?} at {delay:?} changed the results"
+                    got == before || got == after,
+                    "killing index {args:?} at {delay:?} left neither the last complete index nor the next"
                 );
                 continue;
             };
