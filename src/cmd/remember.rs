@@ -105,7 +105,7 @@ pub fn remember(
                     path,
                     chunk_ids: Vec::new(),
                     indexed: false,
-                    generation: Index::open(index_dir)?.manifest().generation,
+                    generation: Index::open(index_dir)?.manifest().latest_generation(),
                     embedded: 0,
                     elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
                 });
@@ -150,7 +150,7 @@ fn index_waiting(
         }
         let index = Index::open(index_dir)?;
         if index.file_chunks(path)?.is_some() {
-            return Ok(Some((index.manifest().generation, 0)));
+            return Ok(Some((index.manifest().latest_generation(), 0)));
         }
         if Instant::now() >= deadline {
             return Ok(None);

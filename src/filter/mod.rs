@@ -141,16 +141,21 @@ impl Filter {
         let mut met = vec![false; self.conditions.len()];
         for part in parts.parts() {
             let generation = part.generation();
-            let (passing, part_met) = self.generation_files(generation, false)?;
+            let live = |file: usize| part.file_is_live(file as u32);
+            let (passing, part_met) = self.generation_files(generation, Some(&live))?;
             for (met, part_met) in met.iter_mut().zip(part_met) {
                 *met |= part_met;
             }
             sets.push(allow_chunks(&passing, generation.chunk_files()?));
         }
         if met.contains(&false) {
-            // No part has the key or value: the base names it as a
-            // generation alone would.
-            self.generation_files(parts.base(), true)?;
+            // No live file has the key or value: named from the live files
+            // as a fresh index names it (decoded only on this error path).
+            let mut live: Vec<FileEntry> = (parts.live_files()?.into_iter())
+                .map(|(_, file)| file)
+                .collect();
+            live.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+            self.files_passing(&Entries(&live), None)?;
         }
         // In the index's order: each run of one part's chunks in turn.
         let runs = parts.runs().iter();
@@ -172,22 +177,22 @@ impl Filter {
         if self.is_empty() {
             return Ok(AllowSet::All);
         }
-        let (passing, _) = self.generation_files(generation, true)?;
+        let (passing, _) = self.generation_files(generation, None)?;
         Ok(allow_chunks(&passing, generation.chunk_files()?))
     }
 
     /// Per file of `generation`, whether it passes, and per condition
-    /// whether any file has one of its values (when `strict`, one that
-    /// none has is an error, see [`Filter::files_passing`]).
+    /// whether a file `live` calls live has one of its values (see
+    /// [`Filter::files_passing`]).
     fn generation_files(
         &self,
         generation: &Generation,
-        strict: bool,
+        live: Option<&dyn Fn(usize) -> bool>,
     ) -> Result<(Vec<bool>, Vec<bool>)> {
         let (mut passing, met) = match (self.reads_metadata(), generation.metadata_index()) {
             (false, _) => (vec![true; generation.file_count()], Vec::new()),
-            (true, Some(index)) => self.files_passing(&Indexed { index, generation }, strict)?,
-            (true, None) => self.files_passing(&Entries(&generation.files()?), strict)?,
+            (true, Some(index)) => self.files_passing(&Indexed { index, generation }, live)?,
+            (true, None) => self.files_passing(&Entries(&generation.files()?), live)?,
         };
         if !self.time.is_empty() {
             let dates = generation.file_dates()?;
@@ -208,7 +213,7 @@ impl Filter {
         if self.is_empty() {
             return Ok(AllowSet::All);
         }
-        let (mut passing, _) = self.files_passing(&Entries(files), true)?;
+        let (mut passing, _) = self.files_passing(&Entries(files), None)?;
         for (passes, file) in passing.iter_mut().zip(files) {
             *passes &= self.time.admits(file.date().seconds);
         }
@@ -216,14 +221,19 @@ impl Filter {
     }
 
     /// Per file, whether it passes the metadata and folder conditions, and
-    /// per condition whether any file has one of its values.
+    /// per condition whether a live file has one of its values.
     ///
-    /// When `strict`, a key that no indexed file carries is an error naming
-    /// it (and the nearest indexed key), and so is a condition none of whose
-    /// values any file has (naming the key's values, most common first):
-    /// each can only be a typo and would silently return nothing. (An
-    /// index's delta part is not strict: the base may hold the key.)
-    fn files_passing(&self, holders: &dyn Holders, strict: bool) -> Result<(Vec<bool>, Vec<bool>)> {
+    /// Without `live` (all files are), a key that no indexed file carries
+    /// is an error naming it (and the nearest indexed key), and so is a
+    /// condition none of whose values any file has (naming the key's
+    /// values, most common first): each can only be a typo and would
+    /// silently return nothing. With `live` (one part of an index of
+    /// several, whose other parts may hold the key), there is no error.
+    fn files_passing(
+        &self,
+        holders: &dyn Holders,
+        live: Option<&dyn Fn(usize) -> bool>,
+    ) -> Result<(Vec<bool>, Vec<bool>)> {
         let mut passing = match &self.folder {
             Some(folder) => holders.files_under(folder)?,
             None => vec![true; holders.file_count()],
@@ -231,9 +241,10 @@ impl Filter {
         let mut met = Vec::with_capacity(self.conditions.len());
         for (key, wanted) in &self.conditions {
             let with = holders.files_with(key, wanted)?;
-            let found = with.as_ref().is_some_and(|with| with.contains(&true));
+            let held = |file: usize| live.is_none_or(|live| live(file));
+            let found = (with.iter().flatten().enumerate()).any(|(file, has)| *has && held(file));
             met.push(found);
-            if !strict {
+            if live.is_some() {
                 let with = with.unwrap_or_default();
                 for (at, passes) in passing.iter_mut().enumerate() {
                     *passes &= with.get(at).copied().unwrap_or(false);
@@ -594,15 +605,15 @@ mod tests {
         ];
         for filter in filters {
             let by_index = filter
-                .files_passing(&indexed, true)
+                .files_passing(&indexed, None)
                 .map_err(|e| e.to_string());
             let by_entries = filter
-                .files_passing(&Entries(&files), true)
+                .files_passing(&Entries(&files), None)
                 .map_err(|e| e.to_string());
             assert_eq!(by_index, by_entries, "{filter:?}");
         }
         // The key the value index leaves out is answered from the sorted paths.
-        let passing = |filter: Filter| filter.files_passing(&indexed, true).unwrap().0;
+        let passing = |filter: Filter| filter.files_passing(&indexed, None).unwrap().0;
         assert_eq!(
             passing(Filter::from_pairs([("path", "sub/both.md")])),
             [false, false, true]

@@ -52,9 +52,9 @@ impl Member {
         self.index.parts().len()
     }
 
-    /// True when it holds no chunk.
+    /// True when it holds no live chunk (a delta may have buried them all).
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.index.parts().live_len() == 0
     }
 }
 

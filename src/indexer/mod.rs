@@ -459,7 +459,7 @@ impl IndexReport {
     ) -> Self {
         Self {
             index_dir: options.index_dir.clone(),
-            generation: current.generation,
+            generation: current.latest_generation(),
             files: current.counts.files,
             reused: current.counts.files,
             chunks: current.counts.chunks,

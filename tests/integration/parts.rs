@@ -189,3 +189,57 @@ fn chunks_a_delta_buries_are_neither_found_nor_counted_as_filtered_out() {
         .unwrap();
     assert_eq!(output.status.code(), Some(1), "{output:?}");
 }
+
+#[test]
+fn status_and_filter_errors_over_a_delta_read_as_a_fresh_index() {
+    // The base holds a.md (status: draft), b.md and c.md, all dated alike;
+    // the delta drops a.md's front matter and adds d.md (tags: t1), which
+    // sorts before the others and ties on date.
+    let corpus = Corpus::empty();
+    let note = |name: &str, front: &str, body: &str| {
+        let front = format!("---\ndate: 2024-01-01\n{front}---\n");
+        fs::write(
+            corpus.path().join(name),
+            format!("{front}# {name}\n\n{body}\n"),
+        )
+        .unwrap();
+    };
+    note("b.md", "status: draft\n", "apple tart");
+    note("c.md", "", "banana");
+    note("e.md", "", "cherry");
+    run(&corpus, &[]);
+    note("b.md", "", "apple tart");
+    note("a.md", "tags: t1\n", "apple crumble");
+    run(&corpus, &[]);
+    let fresh = Corpus::empty();
+    common::copy_fixture(corpus.path(), fresh.path());
+    run(&fresh, &[]);
+    let status = |corpus: &Corpus| {
+        let mut status = corpus.json(&["status", "--json"]);
+        let status = status.as_object_mut().unwrap();
+        for varying in [
+            "index",
+            "root",
+            "generation",
+            "delta",
+            "built",
+            "index_bytes",
+        ] {
+            status.remove(varying);
+        }
+        serde_json::Value::Object(status.clone())
+    };
+    assert!(corpus.json(&["status", "--json"])["delta"].is_object());
+    assert_eq!(status(&corpus), status(&fresh), "stale files and dates");
+    for filter in ["status=draft", "tags=t2", "tags=t1"] {
+        let search = |corpus: &Corpus| {
+            let output = corpus
+                .memidx()
+                .args(["search", "apple", "-f", filter, "--json"])
+                .output()
+                .unwrap();
+            (output.status.code(), output.stdout, output.stderr)
+        };
+        assert_eq!(search(&corpus), search(&fresh), "-f {filter}");
+    }
+}
