@@ -131,13 +131,10 @@ impl Filter {
             return Ok(live.map_or(AllowSet::All, AllowSet::Only));
         }
         if parts.is_single() {
-            let allowed = self.evaluate(parts.base())?;
-            return Ok(match live {
-                Some(live) => allowed.and(&live),
-                None => allowed,
-            });
+            // One part buries nothing.
+            return self.evaluate(parts.base());
         }
-        let mut sets = Vec::with_capacity(parts.parts().len());
+        let mut per_part = Vec::with_capacity(parts.parts().len());
         let mut met = vec![false; self.conditions.len()];
         for part in parts.parts() {
             let generation = part.generation();
@@ -146,23 +143,18 @@ impl Filter {
             for (met, part_met) in met.iter_mut().zip(part_met) {
                 *met |= part_met;
             }
-            sets.push(allow_chunks(&passing, generation.chunk_files()?));
+            let chunk_files = generation.chunk_files()?;
+            per_part.push(chunk_files.map(|file| passing[file as usize]).collect());
         }
         if met.contains(&false) {
             // No live file has the key or value: named from the live files
             // as a fresh index names it (decoded only on this error path).
-            let mut live: Vec<FileEntry> = (parts.live_files()?.into_iter())
+            let live: Vec<FileEntry> = (parts.live_files()?.into_iter())
                 .map(|(_, file)| file)
                 .collect();
-            live.sort_unstable_by(|a, b| a.path.cmp(&b.path));
             self.files_passing(&Entries(&live), None)?;
         }
-        // In the index's order: each run of one part's chunks in turn.
-        let runs = parts.runs().iter();
-        let allowed = AllowSet::Only(
-            runs.flat_map(|run| (run.local..run.local + run.len).map(|c| sets[run.part].allows(c)))
-                .collect(),
-        );
+        let allowed = AllowSet::Only(parts.in_index_order(&per_part)?.into());
         Ok(match live {
             Some(live) => allowed.and(&live),
             None => allowed,

@@ -305,6 +305,11 @@ impl Manifest {
             .map_or(self.generation, |d| d.generation)
     }
 
+    /// The generations of its parts, oldest (the base) first.
+    pub fn generations(&self) -> Vec<u64> {
+        self.parts().into_iter().map(|(g, _)| g).collect()
+    }
+
     /// The generations of its parts, oldest (the base) first, each with
     /// the checks of its files.
     pub fn parts(&self) -> Vec<(u64, &Checksums)> {

@@ -55,7 +55,7 @@ impl Index {
         let mut manifest = read_manifest(dir)?;
         let mut attempts = 1;
         loop {
-            let tried = generations(&manifest);
+            let tried = manifest.generations();
             let opened = Parts::open(dir, &manifest.parts()).and_then(|parts| {
                 then(Self {
                     dir: dir.to_path_buf(),
@@ -66,7 +66,7 @@ impl Index {
             match opened {
                 Err(err) if attempts < OPEN_ATTEMPTS && a_race_may_explain(&err) => {
                     manifest = read_manifest(dir)?;
-                    if generations(&manifest) == tried {
+                    if manifest.generations() == tried {
                         return Err(err);
                     }
                     attempts += 1;
@@ -144,7 +144,7 @@ impl LiveStamp {
     pub fn of(dir: &Path) -> Option<Self> {
         let manifest_path = dir.join(MANIFEST_FILE);
         let manifest = FileStamp::of(&std::fs::metadata(&manifest_path).ok()?);
-        let generations = generations(&read_manifest(dir).ok()?);
+        let generations = read_manifest(dir).ok()?.generations();
         let mut files: Vec<(PathBuf, FileStamp)> = (generations.into_iter())
             .flat_map(|generation| {
                 walkdir::WalkDir::new(crate::store::generation_dir(dir, generation))
@@ -202,11 +202,6 @@ pub fn verify(dir: &Path) -> Result<Vec<IndexError>> {
             checks::verify(&crate::store::generation_dir(dir, generation), checksums)
         })
         .collect())
-}
-
-/// The generations `manifest` names, base first.
-fn generations(manifest: &Manifest) -> Vec<u64> {
-    manifest.parts().into_iter().map(|(g, _)| g).collect()
 }
 
 /// True when `err` may come from a concurrent run that replaced the

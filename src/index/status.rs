@@ -241,13 +241,9 @@ impl StatusReport {
         embedding: Option<EmbeddingStatus>,
     ) -> Result<Self> {
         let (index_dir, manifest) = (index.dir(), index.manifest());
-        // By path, as the walk lists them (a delta's files come after the
-        // base's in the parts' order).
-        let mut files: Vec<_> = (index.parts().live_files()?.into_iter())
+        let files: &Vec<_> = &(index.parts().live_files()?.into_iter())
             .map(|(_, file)| file)
             .collect();
-        files.sort_unstable_by(|a, b| a.path.cmp(&b.path));
-        let files = &files;
         let walked = walk(Path::new(&manifest.root), &manifest.walk)?;
         let mut stale = Stale::default();
         // A file the last run skipped (too large, binary, not UTF-8) and

@@ -149,7 +149,7 @@ pub(super) fn clean_up(
                 ));
             }
         }
-        let live = generations(manifest);
+        let live = manifest.generations();
         for (generation, _) in old.parts() {
             if !live.contains(&generation) {
                 let _ = fs::remove_dir_all(store::generation_dir(index_dir, generation));
@@ -157,11 +157,6 @@ pub(super) fn clean_up(
         }
     }
     vector_cache::forget(index_dir, &manifest.embedder);
-}
-
-/// The generations `manifest` names: its base, and its delta's.
-pub(super) fn generations(manifest: &Manifest) -> Vec<u64> {
-    manifest.parts().into_iter().map(|(g, _)| g).collect()
 }
 
 /// The record of what a run skipped: each file with the stamp it was

@@ -301,7 +301,7 @@ fn run_locked(
         &options.index_dir,
         previous.manifest.as_ref(),
     )?;
-    let live = previous.manifest.as_ref().map(commit::generations);
+    let live = previous.manifest.as_ref().map(Manifest::generations);
     commit::remove_leftovers(&options.index_dir, live.as_deref().unwrap_or_default());
     let walked = walked?;
     if walked.files.is_empty() {

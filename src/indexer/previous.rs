@@ -64,14 +64,8 @@ impl Carried {
         let per_part: Vec<Vec<u64>> = (old.parts().iter())
             .map(|part| dense::read_keys(part.generation().dir()))
             .collect::<Result<_>>()?;
-        // By the previous index's ordinals: its parts' runs in order.
-        let mut keys = Vec::with_capacity(old.len());
-        for run in old.runs() {
-            let range = run.local as usize..(run.local + run.len) as usize;
-            keys.extend_from_slice(per_part[run.part].get(range).context("keys.u64 is short")?);
-        }
         Ok(Self {
-            keys,
+            keys: old.in_index_order(&per_part)?,
             uid_count: u32::try_from(manifest.sparse.uids)?,
             text_len: old.base().text_stream_len()?,
         })

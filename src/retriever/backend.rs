@@ -80,9 +80,9 @@ pub fn local_sparse(index: &Index) -> Result<SparseList> {
                 checksums,
             )
         })?;
-        lists.push(list);
+        lists.push((list, parts.order_of(at)));
     }
-    let mut list = SparseList::of_parts(lists, parts.order())?;
+    let mut list = SparseList::of_parts(lists)?;
     if let Some(live) = parts.live_chunks() {
         list.bury(&live)?;
     }
@@ -98,8 +98,8 @@ pub(super) fn local_dense(
 ) -> Result<DenseList> {
     let manifest = index.manifest();
     let parts = index.parts().parts().iter().zip(manifest.parts());
-    let lists = parts
-        .map(|(part, (_, checksums))| {
+    let lists = (parts.enumerate())
+        .map(|(at, (part, (_, checksums)))| {
             let generation = part.generation();
             let list = DenseList::open(
                 generation.dir(),
@@ -109,10 +109,10 @@ pub(super) fn local_dense(
                 manifest.dense_index.setting,
                 options,
             )?;
-            Ok(list)
+            Ok((list, index.parts().order_of(at)))
         })
         .collect::<Result<Vec<_>>>()?;
-    DenseList::of_parts(lists, index.parts().order())
+    DenseList::of_parts(lists)
 }
 
 impl Backend for Local {

@@ -54,11 +54,6 @@ impl Part {
         &self.generation
     }
 
-    /// Its files that later parts buried (local indices, ascending).
-    pub fn dead_files(&self) -> &[u32] {
-        &self.dead_files
-    }
-
     /// Whether its file `local` is still live.
     pub fn file_is_live(&self, local: u32) -> bool {
         self.dead_files.binary_search(&local).is_err()
@@ -102,16 +97,6 @@ impl OrdinalMap {
         &self.runs
     }
 
-    /// Number of chunk ordinals.
-    pub fn len(&self) -> usize {
-        self.runs.last().map_or(0, |r| (r.global + r.len) as usize)
-    }
-
-    /// True when it maps no chunk.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// The index ordinal of part `part`'s chunk `local` (which it holds).
     #[inline]
     pub fn global(&self, part: usize, local: ChunkOrd) -> ChunkOrd {
@@ -122,14 +107,14 @@ impl OrdinalMap {
     }
 
     /// The runs of part `part`, in its own order.
-    pub fn runs_of(&self, part: usize) -> impl Iterator<Item = &Run> {
+    fn runs_of(&self, part: usize) -> impl Iterator<Item = &Run> {
         self.by_part[part].iter().map(|&at| &self.runs[at])
     }
 
     /// `flags` (one per index ordinal, from `base` on) as part `part` sees
     /// them: one per chunk of the part, in its order (`false` past the
     /// flags).
-    pub fn part_flags(&self, part: usize, flags: &[bool], base: usize) -> Vec<bool> {
+    fn part_flags(&self, part: usize, flags: &[bool], base: usize) -> Vec<bool> {
         let len = self.runs_of(part).map(|r| (r.local + r.len) as usize).max();
         let mut local = vec![false; len.unwrap_or(0)];
         for run in self.runs_of(part) {
@@ -148,6 +133,43 @@ impl OrdinalMap {
         let at = self.runs.partition_point(|r| r.global <= global);
         let run = self.runs.get(at.checked_sub(1)?)?;
         (global - run.global < run.len).then(|| (run.part, run.local + (global - run.global)))
+    }
+}
+
+/// One part of an index of several, as a list that reads the parts one by
+/// one holds it: where the part's chunks stand in the index's order.
+#[derive(Debug, Clone)]
+pub struct PartOrder {
+    map: Arc<OrdinalMap>,
+    part: usize,
+}
+
+impl PartOrder {
+    /// Part `part` of the index whose order is `map`.
+    pub fn new(map: Arc<OrdinalMap>, part: usize) -> Self {
+        Self { map, part }
+    }
+
+    /// The part's position among the index's parts.
+    pub fn part(&self) -> usize {
+        self.part
+    }
+
+    /// The index ordinal of the part's chunk `local`.
+    #[inline]
+    pub fn global(&self, local: ChunkOrd) -> ChunkOrd {
+        self.map.global(self.part, local)
+    }
+
+    /// The part holding index ordinal `global`, and its ordinal there.
+    pub fn locate(&self, global: ChunkOrd) -> Option<(usize, ChunkOrd)> {
+        self.map.locate(global)
+    }
+
+    /// `flags` (one per index ordinal, from `base` on) as the part sees
+    /// them ([`OrdinalMap::part_flags`]).
+    pub fn flags(&self, flags: &[bool], base: usize) -> Vec<bool> {
+        self.map.part_flags(self.part, flags, base)
     }
 }
 
@@ -212,20 +234,32 @@ impl Parts {
         })
     }
 
-    /// The order of the chunks over the parts, for a list that reads
-    /// them part by part; `None` for an index of one part, whose ordinals
-    /// are its generation's.
-    pub fn order(&self) -> Option<Arc<OrdinalMap>> {
-        (!self.is_single()).then(|| self.map.clone())
+    /// Where part `part`'s chunks stand in the index's order, for a list
+    /// that reads the parts one by one; `None` for an index of one part,
+    /// whose ordinals are its generation's.
+    pub fn order_of(&self, part: usize) -> Option<PartOrder> {
+        (!self.is_single()).then(|| PartOrder::new(self.map.clone(), part))
+    }
+
+    /// Values given per part, one per chunk in the part's own order
+    /// (`per_part`, in part order), gathered in the index's order.
+    pub fn in_index_order<T: Copy>(&self, per_part: &[Vec<T>]) -> Result<Vec<T>> {
+        let mut ordered = Vec::with_capacity(self.len());
+        for run in self.runs() {
+            let range = run.local as usize..(run.local + run.len) as usize;
+            let values = per_part.get(run.part).and_then(|values| values.get(range));
+            ordered.extend_from_slice(values.context("a part has fewer values than chunks")?);
+        }
+        Ok(ordered)
     }
 
     /// The runs of consecutive chunks of one part, in index order.
-    pub fn runs(&self) -> &[Run] {
+    fn runs(&self) -> &[Run] {
         self.map.runs()
     }
 
     /// The index ordinal of part `part`'s chunk `local`.
-    pub fn global(&self, part: usize, local: ChunkOrd) -> ChunkOrd {
+    fn global(&self, part: usize, local: ChunkOrd) -> ChunkOrd {
         match self.is_single() {
             true => local,
             false => self.map.global(part, local),
@@ -324,12 +358,6 @@ impl Parts {
             ((local as usize) < self.parts[at].generation.file_count()).then_some((at, local))
         });
         found.with_context(|| format!("file {file} is past the index's files"))
-    }
-
-    /// Whether file `file` is live.
-    pub fn file_is_live(&self, file: u32) -> bool {
-        self.locate_file(file)
-            .is_ok_and(|(at, local)| self.parts[at].file_is_live(local))
     }
 
     /// The file entry at `file`.
@@ -436,12 +464,7 @@ impl Parts {
                 Ok(files.map(|file| part.file_base + file).collect())
             })
             .collect::<Result<_>>()?;
-        let mut files = Vec::with_capacity(self.len());
-        for run in self.runs() {
-            let range = run.local as usize..(run.local + run.len) as usize;
-            files.extend_from_slice(&per_part[run.part][range]);
-        }
-        Ok(files)
+        self.in_index_order(&per_part)
     }
 
     /// Every file's document date in seconds (index-wide file indices).
@@ -453,7 +476,7 @@ impl Parts {
         Ok(dates)
     }
 
-    /// Every live file with its index, by part then path.
+    /// Every live file with its index, by path (as a walk lists them).
     pub fn live_files(&self) -> Result<Vec<(u32, FileEntry)>> {
         let mut files = Vec::new();
         for part in &self.parts {
@@ -462,6 +485,11 @@ impl Parts {
                     files.push((part.file_base + local, part.generation.file(local)?));
                 }
             }
+        }
+        // Each part's files are in path order already: a stable sort
+        // merges those runs in one pass.
+        if !self.is_single() {
+            files.sort_by(|a, b| a.1.path.cmp(&b.1.path));
         }
         Ok(files)
     }
@@ -680,7 +708,6 @@ mod tests {
             },
         ];
         let map = OrdinalMap::new(runs, 2);
-        assert_eq!(map.len(), 10);
         for global in 0..10 {
             let (part, local) = map.locate(global).unwrap();
             assert_eq!(map.global(part, local), global);

@@ -51,7 +51,7 @@ use crate::embed::{Embedder, normalize};
 use crate::store::checks::Checksums;
 use crate::store::damaged;
 use crate::store::generation::{ChunkOrd, VectorFlags};
-use crate::store::parts::OrdinalMap;
+use crate::store::parts::PartOrder;
 use codes::{DenseIndexSetting, SignCodes};
 pub use vectors::{
     KEYS_FILE, QuantizedVectors, SCALES_FILE, StoredVectors, VECTORS_FILE, VectorWriter, quantize,
@@ -107,7 +107,7 @@ struct Rows {
     /// For a part of an index of several, where the part's rows stand in
     /// the index's order, and which part it is (`None`: its rows follow
     /// `base` in order).
-    order: Option<(Arc<OrdinalMap>, usize)>,
+    order: Option<PartOrder>,
 }
 
 /// How a search goes through the sign codes ([`DenseList::rescore_depth`]).
@@ -219,15 +219,13 @@ impl DenseList {
     }
 
     /// One list over the parts of one index, `lists` (one per part, in
-    /// order), their rows numbered in the index's `order` (`None` for an
-    /// index of one part).
-    pub fn of_parts(lists: Vec<Self>, order: Option<Arc<OrdinalMap>>) -> Result<Self> {
-        let Some(order) = order else {
-            return Self::merge(lists.into_iter().map(|list| (list, 0)).collect());
-        };
-        let mut merged = Self::merge(lists.into_iter().map(|list| (list, 0)).collect())?;
-        for (part, rows) in merged.parts.iter_mut().enumerate() {
-            rows.order = Some((order.clone(), part));
+    /// order, each with where its rows stand in the index's order, `None`
+    /// for an index of one part).
+    pub fn of_parts(lists: Vec<(Self, Option<PartOrder>)>) -> Result<Self> {
+        let (lists, orders): (Vec<_>, Vec<_>) = lists.into_iter().map(|(l, o)| ((l, 0), o)).unzip();
+        let mut merged = Self::merge(lists)?;
+        for (rows, order) in merged.parts.iter_mut().zip(orders) {
+            rows.order = order;
         }
         Ok(merged)
     }
@@ -244,7 +242,7 @@ impl DenseList {
         let at = self.parts.partition_point(|rows| rows.base <= chunk);
         let last = at.checked_sub(1)?;
         let rows = &self.parts[last];
-        let Some((order, last_part)) = &rows.order else {
+        let Some(order) = &rows.order else {
             return ((chunk - rows.base) as usize)
                 .lt(&rows.has_vector.len())
                 .then_some((rows, chunk - rows.base));
@@ -252,7 +250,7 @@ impl DenseList {
         // An index's parts are consecutive, all with its base, its last
         // part last.
         let (part, local) = order.locate(chunk - rows.base)?;
-        let rows = self.parts.get((last + part).checked_sub(*last_part)?)?;
+        let rows = self.parts.get((last + part).checked_sub(order.part())?)?;
         Some((rows, local))
     }
 
@@ -465,18 +463,15 @@ impl Rows {
     /// The list-wide ordinal of row `row`.
     #[inline]
     fn global(&self, row: ChunkOrd) -> ChunkOrd {
-        match &self.order {
-            None => self.base + row,
-            Some((order, part)) => self.base + order.global(*part, row),
-        }
+        self.base + self.order.as_ref().map_or(row, |order| order.global(row))
     }
 
     /// What `allow` (over the list's ordinals) allows of these rows, by row.
     fn allowed(&self, allow: &AllowSet) -> AllowSet {
         match (&self.order, allow) {
             (None, _) | (_, AllowSet::All) => allow.part(self.base, self.has_vector.len()),
-            (Some((order, part)), AllowSet::Only(flags)) => {
-                let mut local = order.part_flags(*part, flags, self.base as usize);
+            (Some(order), AllowSet::Only(flags)) => {
+                let mut local = order.flags(flags, self.base as usize);
                 local.resize(self.has_vector.len(), false);
                 AllowSet::Only(local.into())
             }

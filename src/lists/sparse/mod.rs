@@ -68,7 +68,7 @@ use super::{List, ListHit, ListKind, PostingCounts, RankedList, TopWindow};
 use crate::store::checked::{BLOCKS_SUFFIX, CheckedMap, write_sidecar};
 use crate::store::checks::Checksums;
 use crate::store::generation::ChunkOrd;
-use crate::store::parts::OrdinalMap;
+use crate::store::parts::PartOrder;
 use crate::store::{atomic, damaged};
 use crate::text::near::NearMiss;
 use crate::text::tokenize::{Analyzer, Token};
@@ -243,8 +243,8 @@ struct Segment {
     /// though their ordinals are live in [`ORDS_FILE`].
     buried: Option<Vec<u64>>,
     /// For a part of an index of several, where the part's chunks stand in
-    /// the index's order, and which part it is.
-    order: Option<(Arc<OrdinalMap>, usize)>,
+    /// the index's order.
+    order: Option<PartOrder>,
     /// Its terms' score bounds, if it was written with them.
     bounds: Option<SegmentBounds>,
 }
@@ -253,10 +253,11 @@ impl Segment {
     /// The list-wide ordinal of its generation's chunk `chunk`.
     #[inline]
     fn global(&self, chunk: ChunkOrd) -> ChunkOrd {
-        match &self.order {
-            None => self.base + chunk,
-            Some((order, part)) => self.base + order.global(*part, chunk),
-        }
+        self.base
+            + self
+                .order
+                .as_ref()
+                .map_or(chunk, |order| order.global(chunk))
     }
 
     /// Whether document `doc`'s chunk was buried by a later part.
@@ -630,15 +631,14 @@ impl SparseList {
     }
 
     /// One list over the parts of one index, `lists` (one per part, in
-    /// order), their chunks numbered in the index's `order` (`None` for an
-    /// index of one part). BM25's statistics are the sum of the lists'
-    /// (the first part's must be the index's live documents').
-    pub fn of_parts(lists: Vec<Self>, order: Option<Arc<OrdinalMap>>) -> Result<Self> {
-        let mut merged = Self::merge(lists.into_iter().map(|list| (list, 0)).collect())?;
-        if let Some(order) = order {
-            for segment in &mut merged.segments {
-                segment.order = Some((order.clone(), segment.part));
-            }
+    /// order, each with where its chunks stand in the index's order, `None`
+    /// for an index of one part). BM25's statistics are the sum of the
+    /// lists' (the first part's must be the index's live documents').
+    pub fn of_parts(lists: Vec<(Self, Option<PartOrder>)>) -> Result<Self> {
+        let (lists, orders): (Vec<_>, Vec<_>) = lists.into_iter().map(|(l, o)| ((l, 0), o)).unzip();
+        let mut merged = Self::merge(lists)?;
+        for segment in &mut merged.segments {
+            segment.order = orders[segment.part].clone();
         }
         Ok(merged)
     }
@@ -657,7 +657,7 @@ impl SparseList {
             let local = by_part[part].get_or_insert_with(|| {
                 let base = segment.base as usize;
                 match &segment.order {
-                    Some((order, in_index)) => order.part_flags(*in_index, live, base),
+                    Some(order) => order.flags(live, base),
                     None => {
                         let end = (base + segment.chunks as usize).min(live.len());
                         live.get(base..end).unwrap_or_default().to_vec()
