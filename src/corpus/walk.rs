@@ -183,11 +183,32 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<Walk> {
 /// large (a checkout, a copy) is cheaper walked.
 pub const MAX_TOLD: usize = 1_000;
 
-/// The walk [`walk`] would give now, from `known` (the files a walk of
-/// `root` found before, each with the stamp it had then, and the entries
-/// it could not read) and `told`, the paths changed since (absolute, under
-/// `root` or its canonical form, or relative to `root`): only the told
-/// paths are looked at, so a watcher's or `remember`'s run costs what
+/// What a walk would find at the paths a run was told changed
+/// ([`look_at_told`]).
+#[derive(Debug, Default)]
+pub struct ToldPaths {
+    /// Every told path, relative to the root, sorted and without repeats:
+    /// a walk would find nothing else at it or under it than `files` holds.
+    pub paths: Vec<String>,
+    /// The told paths a walk would list now, with their stamps, by path.
+    pub files: Vec<SourceFile>,
+}
+
+impl ToldPaths {
+    /// Whether `rel_path` is a told path or lies under one (a folder moved
+    /// away, or replaced by a file or a link).
+    pub fn covers(&self, rel_path: &str) -> bool {
+        self.paths.iter().any(|told| {
+            (rel_path.strip_prefix(told.as_str()))
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        })
+    }
+}
+
+/// What the walk [`walk`] would find now at `told`, the paths changed since
+/// the last walk (absolute, under `root` or its canonical form, or relative
+/// to `root`), that walk having skipped the entries `skipped`: only the
+/// told paths are looked at, so a watcher's or `remember`'s run costs what
 /// changed, not the folder's size. `Ok(None)` when a told path could change
 /// more than itself, or when it cannot be sure, and the folder must be
 /// walked: a folder (created, moved in or renamed), an ignore file, a
@@ -195,20 +216,20 @@ pub const MAX_TOLD: usize = 1_000;
 /// `.` or `..` in it, not UTF-8, through a symbolic link or under an entry
 /// the walk could not read, a name a case-insensitive file system spells
 /// otherwise, one that cannot be read itself, or more than [`MAX_TOLD`]
-/// paths. A told path that is not a folder drops every known file and skip
-/// under it (a folder moved away, or replaced by a file or a link).
-pub fn walk_told(
+/// paths.
+pub fn look_at_told(
     root: &Path,
     options: &WalkOptions,
-    mut known: Walk,
+    skipped: &[Skipped],
     told: &[PathBuf],
-) -> Result<Option<Walk>> {
+) -> Result<Option<ToldPaths>> {
     if told.len() > MAX_TOLD {
         return Ok(None);
     }
     let include = glob_set(&options.include)?;
     let exclude = glob_set(&options.exclude)?;
     let canonical = root.canonicalize().ok();
+    let mut found = ToldPaths::default();
     for path in told {
         let rel = match path.is_relative() {
             true => Some(path.as_path()),
@@ -224,7 +245,7 @@ pub fn walk_told(
         };
         let name = rel_str.rsplit('/').next().unwrap_or_default();
         let is_ignore_file = IGNORE_FILES.iter().any(|n| n.eq_ignore_ascii_case(name));
-        let under_skip = (known.skipped.iter()).any(|s| {
+        let under_skip = skipped.iter().any(|s| {
             s.path.is_empty() || rel_str == s.path || rel_str.starts_with(&format!("{}/", s.path))
         });
         if rel_str.is_empty() || is_ignore_file || under_skip || !real_folders(root, &rel_str) {
@@ -246,25 +267,39 @@ pub fn walk_told(
             }
             _ => false,
         };
-        let folder = format!("{rel_str}/");
-        known.files.retain(|f| !f.rel_path.starts_with(&folder));
-        known.skipped.retain(|s| !s.path.starts_with(&folder));
-        let at = known.files.partition_point(|f| f.rel_path < rel_str);
-        let found = (known.files.get(at)).is_some_and(|f| f.rel_path == rel_str);
-        match (kept, meta) {
-            (true, Some(meta)) => {
-                let file = source_file(rel_str, abs_path, &meta);
-                match found {
-                    true => known.files[at] = file,
-                    false => known.files.insert(at, file),
-                }
-            }
-            _ if found => {
-                known.files.remove(at);
-            }
-            _ => {}
+        if let (true, Some(meta)) = (kept, meta) {
+            found
+                .files
+                .push(source_file(rel_str.clone(), abs_path, &meta));
         }
+        found.paths.push(rel_str);
     }
+    found.paths.sort();
+    found.paths.dedup();
+    found.files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
+    found.files.dedup_by(|a, b| a.rel_path == b.rel_path);
+    Ok(Some(found))
+}
+
+/// The walk [`walk`] would give now, from `known` (the files a walk of
+/// `root` found before, each with the stamp it had then, and the entries
+/// it could not read) and `told`, the paths changed since, as
+/// [`look_at_told`] finds them (`Ok(None)` when it cannot). A told path
+/// that is not a folder drops every known file and skip under it.
+pub fn walk_told(
+    root: &Path,
+    options: &WalkOptions,
+    mut known: Walk,
+    told: &[PathBuf],
+) -> Result<Option<Walk>> {
+    let Some(found) = look_at_told(root, options, &known.skipped, told)? else {
+        return Ok(None);
+    };
+    known.files.retain(|f| !found.covers(&f.rel_path));
+    // (A skip at a told path sends the run to walk: only those under one remain.)
+    known.skipped.retain(|s| !found.covers(&s.path));
+    known.files.extend(found.files);
+    known.files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
     Ok(Some(known))
 }
 

@@ -52,13 +52,16 @@ pub(super) struct DeltaPlan {
 }
 
 /// The delta this run appends, or `None` when it must write the index
-/// whole (see the module doc).
+/// whole (see the module doc). The base's files are kept when the walk
+/// found them unchanged, or, for a run told the changed paths, when
+/// `unwalked` (per base file) says it kept them without looking.
 pub(super) fn plan(
     options: &IndexOptions,
     embedder: &dyn Embedder,
     previous: &Previous,
     walked: &Walk,
     states: &[FileState],
+    unwalked: Option<&[bool]>,
 ) -> Option<DeltaPlan> {
     let (manifest, parts) = (previous.manifest.as_ref()?, previous.parts.as_ref()?);
     let appendable = !options.full
@@ -75,7 +78,10 @@ pub(super) fn plan(
         return None;
     }
     let base_files = parts.base().file_count();
-    let mut kept = vec![false; base_files];
+    let mut kept = unwalked.map_or_else(|| vec![false; base_files], <[bool]>::to_vec);
+    if kept.len() != base_files {
+        return None;
+    }
     let mut walk = Walk {
         files: Vec::new(),
         skipped: walked.skipped.clone(),

@@ -35,6 +35,7 @@ mod examine;
 mod lists;
 mod previous;
 mod table;
+mod told;
 mod vectors;
 
 use std::path::PathBuf;
@@ -44,7 +45,7 @@ use anyhow::{Result, bail};
 
 use crate::corpus::Skipped;
 use crate::corpus::chunk::ChunkOptions;
-use crate::corpus::walk::{WalkOptions, walk, walk_told};
+use crate::corpus::walk::{Walk, WalkOptions, walk, walk_told};
 use crate::embed::Embedder;
 use crate::index::Index;
 use crate::index::manifest::{Counts, Manifest, SkippedFile};
@@ -56,7 +57,8 @@ use crate::store::lock::IndexLock;
 use crate::store::{INDEX_DIR_NAME, LOCK_FILE, atomic, ownership, parts};
 use crate::text::tokenize::Analyzer;
 use commit::PartialGeneration;
-use previous::Previous;
+use delta::DeltaPlan;
+use previous::{FileState, Previous, Verify};
 
 /// Settings of one indexing run.
 #[derive(Debug, Clone, PartialEq)]
@@ -272,14 +274,22 @@ fn run_locked(
         options,
         embedder,
         progress,
+        lock,
+        started,
     };
     check_root(options)?;
+    if let Some(told) = &options.told
+        && let Some(report) = append_told(&run, told)?
+    {
+        return Ok(report);
+    }
     // The walk (bound by stat calls) runs while the previous index is
     // opened and its carried files re-read against their checksums.
     let mut warnings = Vec::new();
-    let (mut previous, walked) = match &options.told {
+    let verify = Verify::Carried;
+    let (previous, walked) = match &options.told {
         Some(told) => {
-            let previous = Previous::load(options, embedder, &mut warnings);
+            let previous = Previous::load(options, embedder, verify, &mut warnings);
             let walked = match previous.known_walk(options) {
                 Some(known) => walk_told(&options.root, &options.walk, known, told)?,
                 None => None,
@@ -289,7 +299,7 @@ fn run_locked(
         }
         None => std::thread::scope(|scope| {
             let walked = scope.spawn(|| walk(&options.root, &options.walk));
-            let previous = Previous::load(options, embedder, &mut warnings);
+            let previous = Previous::load(options, embedder, verify, &mut warnings);
             let walked = walked
                 .join()
                 .unwrap_or_else(|_| bail!("the folder walk panicked"));
@@ -301,8 +311,7 @@ fn run_locked(
         &options.index_dir,
         previous.manifest.as_ref(),
     )?;
-    let live = previous.manifest.as_ref().map(Manifest::generations);
-    commit::remove_leftovers(&options.index_dir, live.as_deref().unwrap_or_default());
+    remove_leftovers(options, &previous);
     let walked = walked?;
     if walked.files.is_empty() {
         warnings.push(format!(
@@ -311,12 +320,74 @@ fn run_locked(
         ));
     }
     let states = previous::check_all(&walked.files, options, &previous, progress);
-    if let Some(current) = previous.current(options, embedder, &walked, &states) {
+    if let Some(current) = previous.current(options, embedder, &walked, &states, 0) {
         return Ok(IndexReport::up_to_date(options, current, warnings, started));
     }
+    let plan = delta::plan(options, embedder, &previous, &walked, &states, None);
+    write(&run, previous, walked, states, plan, warnings)
+}
 
-    let plan = delta::plan(options, embedder, &previous, &walked, &states);
+/// A run told the changed paths `told`, when it can append a delta
+/// ([`told`]): `None` when it must list every file instead.
+fn append_told(run: &Run, told: &[PathBuf]) -> Result<Option<IndexReport>> {
+    let (options, embedder) = (run.options, run.embedder);
+    let mut warnings = Vec::new();
+    let previous = Previous::load(options, embedder, Verify::Appended, &mut warnings);
+    commit::refuse_another_root(
+        &options.root,
+        &options.index_dir,
+        previous.manifest.as_ref(),
+    )?;
+    let Some(looked) = told::look(options, &previous, told)? else {
+        return Ok(None);
+    };
+    remove_leftovers(options, &previous);
+    let states = previous::check_all(&looked.walked.files, options, &previous, run.progress);
+    let walked = &looked.walked;
+    if let Some(current) = previous.current(options, embedder, walked, &states, looked.unwalked) {
+        let report = IndexReport::up_to_date(options, current, warnings, run.started);
+        return Ok(Some(report));
+    }
+    let plan = delta::plan(
+        options,
+        embedder,
+        &previous,
+        walked,
+        &states,
+        Some(&looked.kept),
+    );
+    match plan {
+        Some(plan) => write(run, previous, looked.walked, states, Some(plan), warnings).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Removes what failed runs left in the index folder: every generation
+/// but those `previous` names.
+fn remove_leftovers(options: &IndexOptions, previous: &Previous) {
+    let live = previous.manifest.as_ref().map(Manifest::generations);
+    commit::remove_leftovers(&options.index_dir, live.as_deref().unwrap_or_default());
+}
+
+/// Writes the next generation from the `walked` files and their `states`
+/// against `previous`: a delta when `plan` says, else the whole index.
+fn write(
+    run: &Run,
+    mut previous: Previous,
+    walked: Walk,
+    states: Vec<FileState>,
+    plan: Option<DeltaPlan>,
+    mut warnings: Vec<String>,
+) -> Result<IndexReport> {
+    let Run {
+        options,
+        embedder,
+        lock,
+        started,
+        ..
+    } = *run;
     let carry = plan.is_none() && previous.carry_for(&states);
+    let live = previous.manifest.as_ref().map(Manifest::generations);
     let generation = live.iter().flatten().max().map_or(1, |g| g + 1);
     let gen_dir = commit::create_generation_dir(&options.index_dir, generation)?;
     let partial = PartialGeneration::new(&gen_dir);
@@ -325,7 +396,7 @@ fn run_locked(
         None => (&walked, states.as_slice()),
     };
     let streamed = batches::stream(
-        &run,
+        run,
         &gen_dir,
         streamed_walk,
         streamed_states,
@@ -374,7 +445,7 @@ fn run_locked(
     let new_skips = commit::new_skips(&skipped_record, before);
     let delta_sparse = lists.sparse.stats;
     let mut manifest = commit::manifest(
-        &run,
+        run,
         generation,
         lists,
         counts,
@@ -441,11 +512,15 @@ fn free_in_background<T: Send + 'static>(value: T) {
         .spawn(move || drop(value));
 }
 
-/// One run's settings, model and progress sink, which its steps read.
+/// One run's settings, model, progress sink, lock and start, which its
+/// steps read.
+#[derive(Clone, Copy)]
 struct Run<'a> {
     options: &'a IndexOptions,
     embedder: &'static dyn Embedder,
     progress: &'a dyn Progress,
+    lock: &'a IndexLock,
+    started: Instant,
 }
 
 impl IndexReport {

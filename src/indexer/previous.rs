@@ -1,7 +1,7 @@
 //! The previous index and change detection: what the last run left, which
 //! walked files are unchanged, and whether anything must be written at all.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
@@ -15,16 +15,17 @@ use crate::fusion::{FusionDefaults, FusionSource};
 use crate::index::manifest::{
     CHUNKS_FORMAT_VERSION, Manifest, SPARSE_FORMAT_VERSION, SkippedFile, skipped_stamps,
 };
-use crate::lists::dense;
 use crate::lists::dense::codes::CODES_FILE;
+use crate::lists::dense::{self, KEYS_FILE};
 use crate::lists::graph;
 use crate::lists::graph::GRAPH_FILE;
 use crate::lists::vector_cache::{self, ReusableVectors};
 use crate::progress::Progress;
-use crate::store::checks;
+use crate::store::checks::{self, Checksums};
 use crate::store::generation::{DATES_FILE, FileEntry, FileStamp, SPARSE_DIR};
 use crate::store::metadata_index::METADATA_INDEX_FILE;
 use crate::store::parts::{DELTA_FILE, Parts};
+use crate::store::texts::TEXT_INDEX_FILE;
 
 /// The previous index, when its chunks can be reused.
 pub(super) struct Previous {
@@ -35,15 +36,28 @@ pub(super) struct Previous {
     /// Vectors this run's model made before, by key: the previous
     /// parts', or the model's cache.
     pub(super) vectors: Option<ReusableVectors>,
-    /// Previous live file index by path.
-    files: HashMap<String, usize>,
-    /// The previous file entries, by index (`None` for a buried one);
-    /// each is moved into the new table when its file is carried over
-    /// ([`Previous::take_entry`]).
-    entries: Vec<Option<FileEntry>>,
+    /// The previous files whose entries the new table took over
+    /// ([`Previous::take_entry`]): each is taken once. (Entries are looked
+    /// up by path in the parts' sorted file tables, never all decoded.)
+    taken: HashSet<usize>,
     /// What a run needs to carry the previous generation's chunks over
     /// instead of rewriting them; `None` when it cannot.
     pub(super) carried: Option<Carried>,
+}
+
+/// How much of the previous index a run re-reads against its checks
+/// before it uses it ([`check_carried_files`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Verify {
+    /// Every file a run may carry over: a run that walks, and may write the
+    /// index whole from the base's chunks.
+    Carried,
+    /// What a run appending a delta reads unchecked: the base's files
+    /// without read checks, and the earlier deltas whole (whose files it
+    /// writes again). The base's tables, texts and vectors are checked
+    /// block by block as they are read, like a search's; so a run told one
+    /// path costs what it reads, not the index's size.
+    Appended,
 }
 
 /// What a run needs of the previous index to carry its base's chunks
@@ -78,14 +92,14 @@ impl Previous {
     pub(super) fn load(
         options: &IndexOptions,
         embedder: &'static dyn Embedder,
+        verify: Verify,
         warnings: &mut Vec<String>,
     ) -> Self {
         let mut previous = Self {
             manifest: None,
             parts: None,
             vectors: None,
-            files: HashMap::new(),
-            entries: Vec::new(),
+            taken: HashSet::new(),
             carried: None,
         };
         let manifest = match Manifest::read(&options.index_dir) {
@@ -105,10 +119,10 @@ impl Previous {
             return previous;
         }
         let parts = match Parts::open(&options.index_dir, &manifest.parts()).and_then(|parts| {
-            check_carried_files(&parts, &manifest)?;
-            Ok((parts.live_files()?, parts))
+            check_carried_files(&parts, &manifest, verify)?;
+            Ok(parts)
         }) {
-            Ok(opened) => Some(opened),
+            Ok(parts) => Some(parts),
             Err(err) => {
                 warnings.push(format!(
                     "previous index unusable, rebuilding it whole: {err:#}"
@@ -116,9 +130,14 @@ impl Previous {
                 None
             }
         };
-        let dirs: Vec<&Path> = (parts.iter())
-            .flat_map(|(_, parts)| parts.parts())
-            .map(|part| part.generation().dir())
+        // Rows are checked as they are read where the files were not.
+        let dirs: Vec<(&Path, Option<&Checksums>)> = (parts.iter())
+            .flat_map(Parts::parts)
+            .zip(manifest.parts())
+            .map(|(part, (_, checks))| {
+                let dir = part.generation().dir();
+                (dir, (verify == Verify::Appended).then_some(checks))
+            })
             .collect();
         previous.vectors = vector_cache::reusable(
             &options.index_dir,
@@ -131,14 +150,7 @@ impl Previous {
         let same_chunks = manifest.tokenizer == options.analyzer
             && manifest.chunker == options.chunker
             && manifest.format_version >= CHUNKS_FORMAT_VERSION;
-        if let Some((live, parts)) = parts.filter(|_| same_chunks) {
-            previous.files = (live.iter())
-                .map(|(i, f)| (f.path.clone(), *i as usize))
-                .collect();
-            previous.entries = vec![None; parts.file_count()];
-            for (i, entry) in live {
-                previous.entries[i as usize] = Some(entry);
-            }
+        if let Some(parts) = parts.filter(|_| same_chunks) {
             previous.carried = Carried::read(&parts, &manifest).ok();
             previous.parts = Some(parts);
         }
@@ -158,7 +170,8 @@ impl Previous {
             return None;
         }
         let mut known = Walk::default();
-        for entry in self.entries.iter().flatten() {
+        let live = self.parts.as_ref()?.live_files().ok()?;
+        for (_, entry) in live {
             known.files.push(SourceFile {
                 rel_path: entry.path.clone(),
                 abs_path: options.root.join(&entry.path),
@@ -182,12 +195,15 @@ impl Previous {
     /// under the same settings: the index is current and a new generation
     /// would be a copy. (A file only touched is not current: the new
     /// generation records its new stamp, its chunks carried over.)
+    /// `unwalked` live files are known unchanged without being in `walked`
+    /// (a told run's, [`super::told`]).
     pub(super) fn current(
         &self,
         options: &IndexOptions,
         embedder: &dyn Embedder,
         walked: &Walk,
         states: &[FileState],
+        unwalked: usize,
     ) -> Option<&Manifest> {
         let manifest = self.manifest.as_ref()?;
         let current = self.parts.is_some()
@@ -211,7 +227,8 @@ impl Previous {
                 .iter()
                 .filter(|s| matches!(s, FileState::Unchanged { touched: false, .. }))
                 .count()
-                == self.files.len();
+                + unwalked
+                == self.parts.as_ref().map_or(0, Parts::live_file_count);
         current.then_some(manifest)
     }
 
@@ -274,20 +291,29 @@ impl Previous {
             .is_some_and(|parts| index < parts.base().file_count())
     }
 
-    /// The previous entry for `path` when its stamp says the content is the same.
+    /// The previous live file at `path`, by index.
+    pub(super) fn file_at(&self, path: &str) -> Option<usize> {
+        Some(self.parts.as_ref()?.file_index(path)? as usize)
+    }
+
+    /// The previous entry for `path` when its stamp says the content is the
+    /// same. (An entry that does not decode is damage the run reports when
+    /// it takes the file.)
     fn unchanged(&self, path: &str, matches: impl Fn(&FileStamp) -> bool) -> Option<usize> {
-        let index = *self.files.get(path)?;
-        let entry = self.entries.get(index)?.as_ref()?;
+        let index = self.file_at(path)?;
+        let entry = self.parts.as_ref()?.file(index as u32).ok()?;
         matches(&entry.stamp).then_some(index)
     }
 
-    /// Moves out the previous entry of file `index`, which the new table
-    /// takes over (each file is carried once).
+    /// The previous entry of live file `index`, which the new table takes
+    /// over (each file is taken once).
     pub(super) fn take_entry(&mut self, index: usize) -> Result<FileEntry> {
-        self.entries
-            .get_mut(index)
-            .and_then(Option::take)
-            .context("a file was carried over twice, or was not in the previous index")
+        let parts = (self.parts.as_ref())
+            .filter(|parts| parts.file_is_live(index as u32) && !self.taken.contains(&index))
+            .context("a file was carried over twice, or was not in the previous index")?;
+        let entry = parts.file(index as u32)?;
+        self.taken.insert(index);
+        Ok(entry)
     }
 }
 
@@ -377,7 +403,7 @@ fn check(file: &SourceFile, options: &IndexOptions, previous: &Previous) -> File
             touched: false,
         };
     }
-    if !previous.files.contains_key(&file.rel_path) || file.size > options.max_file_size {
+    if previous.file_at(&file.rel_path).is_none() || file.size > options.max_file_size {
         return FileState::Changed;
     }
     let Ok(bytes) = read_walked(file, options.max_file_size) else {
@@ -414,22 +440,30 @@ const REBUILT_FILES: [&str; 5] = [
     DELTA_FILE,
 ];
 
+/// Files of a base that a run reads without checking them as it reads:
+/// a delta's run re-reads them whole ([`Verify::Appended`]).
+const UNCHECKED_READS: [&str; 2] = [KEYS_FILE, TEXT_INDEX_FILE];
+
 /// Re-reads every file of the previous parts that a run may carry over
 /// (all but the sparse folders, whose segments are linked with the checks
 /// they had, so damage in them stays visible to `status --verify`, and
-/// whose other files are rebuilt, and the [`REBUILT_FILES`]) and fails on
+/// whose other files are rebuilt, and the [`REBUILT_FILES`]; of the base
+/// under [`Verify::Appended`], only the [`UNCHECKED_READS`]) and fails on
 /// the first whose CRC-32 no longer matches: carried data is written with
 /// new checksums, so damage must be caught before, not laundered into a
 /// generation that looks intact.
-fn check_carried_files(parts: &Parts, manifest: &Manifest) -> Result<()> {
+fn check_carried_files(parts: &Parts, manifest: &Manifest, verify: Verify) -> Result<()> {
     let in_sparse = |name: &str| {
         name.strip_prefix(SPARSE_DIR)
             .is_some_and(|rest| rest.starts_with('/'))
     };
-    for (part, (_, checksums)) in parts.parts().iter().zip(manifest.parts()) {
-        let problems = checks::verify_matching(part.generation().dir(), checksums, |name| {
-            !in_sparse(name) && !REBUILT_FILES.contains(&name)
-        });
+    for (at, (part, (_, checksums))) in parts.parts().iter().zip(manifest.parts()).enumerate() {
+        let whole = at > 0 || verify == Verify::Carried;
+        let problems =
+            checks::verify_matching(part.generation().dir(), checksums, |name| match whole {
+                true => !in_sparse(name) && !REBUILT_FILES.contains(&name),
+                false => UNCHECKED_READS.contains(&name),
+            });
         if let Some(problem) = problems.into_iter().next() {
             bail!(problem);
         }

@@ -70,13 +70,21 @@ pub struct ReusableVectors {
 
 impl ReusableVectors {
     /// Opens the vectors of dimension `dim` in `dirs` (an index's parts,
-    /// or a cache folder) with their keys.
-    fn open(dirs: &[&Path], dim: usize) -> Result<Self> {
+    /// or a cache folder) with their keys. A folder given with its checks
+    /// is mapped lazily and each row read is checked by its blocks (a
+    /// run that reuses a few rows reads only theirs); one given without
+    /// was re-read whole against its checks, and is read in at once.
+    fn open(dirs: &[(&Path, Option<&Checksums>)], dim: usize) -> Result<Self> {
         let mut stores = Vec::with_capacity(dirs.len());
         let mut by_key = FxHashMap::default();
-        for (at, dir) in dirs.iter().enumerate() {
+        for (at, (dir, checks)) in dirs.iter().enumerate() {
             let keys = dense::read_keys(dir)?;
-            stores.push(StoredVectors::open(dir, keys.len(), dim)?);
+            stores.push(match checks {
+                Some(checks) => {
+                    StoredVectors::open_lazily(dir, keys.len(), dim)?.checked(checks)?
+                }
+                None => StoredVectors::open(dir, keys.len(), dim)?,
+            });
             by_key.reserve(keys.len());
             for (row, key) in keys.iter().enumerate() {
                 by_key.insert(*key, (at as u32, row as ChunkOrd));
@@ -105,16 +113,18 @@ fn model_dir(index_dir: &Path, fingerprint: &str) -> PathBuf {
 
 /// The vectors a run with `embedder` may reuse: the live parts' in
 /// `gen_dirs` when `live` (the model that made them) is the same model,
-/// else that model's cache. Problems become warnings and mean embedding.
+/// else that model's cache. A part given with its checks is read row by
+/// row, checked ([`ReusableVectors::open`]). Problems become warnings and
+/// mean embedding.
 pub fn reusable(
     index_dir: &Path,
-    gen_dirs: &[&Path],
+    gen_dirs: &[(&Path, Option<&Checksums>)],
     live: Option<&EmbedderInfo>,
     embedder: &EmbedderInfo,
     warnings: &mut Vec<String>,
 ) -> Option<ReusableVectors> {
     let (dir, opened) = match gen_dirs.first() {
-        Some(base) if live == Some(embedder) => (
+        Some((base, _)) if live == Some(embedder) => (
             base.to_path_buf(),
             ReusableVectors::open(gen_dirs, embedder.dim),
         ),
@@ -124,7 +134,7 @@ pub fn reusable(
                 return None;
             }
             let opened = check_cached(&dir, embedder)
-                .and_then(|()| ReusableVectors::open(&[&dir], embedder.dim));
+                .and_then(|()| ReusableVectors::open(&[(&dir, None)], embedder.dim));
             (dir, opened)
         }
     };

@@ -360,6 +360,42 @@ impl Parts {
         found.with_context(|| format!("file {file} is past the index's files"))
     }
 
+    /// Whether file `file` (index-wide) is live: held by a part and not
+    /// buried by a later one.
+    pub fn file_is_live(&self, file: u32) -> bool {
+        (self.locate_file(file)).is_ok_and(|(at, local)| self.parts[at].file_is_live(local))
+    }
+
+    /// How many files are live.
+    pub fn live_file_count(&self) -> usize {
+        (self.parts.iter())
+            .map(|part| part.generation.file_count() - part.dead_files.len())
+            .sum()
+    }
+
+    /// The live files whose path starts with `prefix` (index-wide indices,
+    /// part by part): a few binary searches, nothing decoded.
+    pub fn live_files_with_prefix(&self, prefix: &str) -> Result<Vec<u32>> {
+        let mut files = Vec::new();
+        for part in &self.parts {
+            let found = part.generation.files_with_prefix(prefix)?;
+            let live = found.filter(|&local| part.file_is_live(local));
+            files.extend(live.map(|local| part.file_base + local));
+        }
+        Ok(files)
+    }
+
+    /// The live files of the parts after the base (index-wide indices).
+    pub fn live_delta_files(&self) -> Vec<u32> {
+        (self.parts.iter().skip(1))
+            .flat_map(|part| {
+                let files = 0..part.generation.file_count() as u32;
+                let live = files.filter(|&local| part.file_is_live(local));
+                live.map(|local| part.file_base + local)
+            })
+            .collect()
+    }
+
     /// The file entry at `file`.
     pub fn file(&self, file: u32) -> Result<FileEntry> {
         let (at, local) = self.locate_file(file)?;

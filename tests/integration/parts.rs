@@ -95,9 +95,33 @@ fn assert_matches_a_fresh_index(corpus: &Corpus, after: &[Step]) {
     }
 }
 
+/// How each step's run learns what changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Runs {
+    /// `memidx index`, which walks the folder.
+    Walk,
+    /// A run told the changed path, as a watcher's or `remember`'s is
+    /// (in process: the library's [`memidx::indexer::run`]).
+    Told,
+}
+
+/// Runs the indexer on `corpus` told that `path` changed.
+fn run_told(corpus: &Corpus, path: &str) {
+    let index = memidx::index::Index::open(&corpus.path().join(".memidx")).unwrap();
+    let mut options = memidx::indexer::IndexOptions::updating(&index);
+    options.told = Some(vec![corpus.path().join(path)]);
+    let embedder = memidx::embed::load(None).unwrap();
+    memidx::indexer::run(&options, embedder, &memidx::progress::Silent).unwrap();
+}
+
 /// Applies `steps` one run each to a folder of six notes, checking the
 /// answers after each; returns how many runs appended a delta.
 fn check(steps: &[Step]) -> usize {
+    check_with(steps, Runs::Walk)
+}
+
+/// [`check`], each run learning of the change as `runs` says.
+fn check_with(steps: &[Step], runs: Runs) -> usize {
     let corpus = Corpus::empty();
     for dir in ["a", "b"] {
         fs::create_dir(corpus.path().join(dir)).unwrap();
@@ -108,23 +132,29 @@ fn check(steps: &[Step]) -> usize {
     run(&corpus, &[]);
     let mut deltas = 0;
     for (at, step) in steps.iter().enumerate() {
-        let mut args: &[&str] = &[];
-        match step {
+        let changed = match step {
             Step::Write { file, seed } => {
                 fs::write(corpus.path().join(note(*file)), text(*seed)).unwrap();
+                Some(note(*file))
             }
             Step::Delete { file } => {
                 let _ = fs::remove_file(corpus.path().join(note(*file)));
+                Some(note(*file))
             }
             Step::Copy { from, to } => {
                 let _ = fs::copy(
                     corpus.path().join(note(*from)),
                     corpus.path().join(note(*to)),
                 );
+                Some(note(*to))
             }
-            Step::Compact => args = &["--compact"],
+            Step::Compact => None,
+        };
+        match (changed, runs) {
+            (Some(path), Runs::Told) => run_told(&corpus, &path),
+            (Some(_), Runs::Walk) => run(&corpus, &[]),
+            (None, _) => run(&corpus, &["--compact"]),
         }
-        run(&corpus, args);
         let manifest = Manifest::read(&corpus.path().join(".memidx"))
             .unwrap()
             .unwrap();
@@ -148,6 +178,14 @@ proptest! {
         steps in proptest::collection::vec(step(), 1..7)
     ) {
         check(&steps);
+    }
+
+    /// So do runs told the changed path, which look at nothing else.
+    #[test]
+    fn runs_told_the_changed_path_answer_as_a_fresh_index(
+        steps in proptest::collection::vec(step(), 1..7)
+    ) {
+        check_with(&steps, Runs::Told);
     }
 }
 
@@ -242,4 +280,61 @@ fn status_and_filter_errors_over_a_delta_read_as_a_fresh_index() {
         };
         assert_eq!(search(&corpus), search(&fresh), "-f {filter}");
     }
+}
+
+#[test]
+fn a_told_run_reads_only_what_it_uses_and_a_walking_run_heals_a_damaged_base() {
+    let corpus = Corpus::fixtures();
+    run(&corpus, &[]);
+    // The base's texts damaged in place (same length and time: only a
+    // checksum tells).
+    let texts = corpus.path().join(".memidx/gen-1/texts.bin");
+    let mtime = fs::metadata(&texts).unwrap().modified().unwrap();
+    let mut bytes = fs::read(&texts).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    fs::write(&texts, bytes).unwrap();
+    common::set_mtime(&texts, mtime);
+    let verify = |corpus: &Corpus| {
+        corpus
+            .memidx()
+            .args(["status", "--verify"])
+            .output()
+            .unwrap()
+    };
+    fs::write(
+        corpus.path().join("notes/told.md"),
+        "# Told\n\nRotate the canary token.\n",
+    )
+    .unwrap();
+    // A told run appends the note without re-reading the base whole: the
+    // damage stays where it is, and `status --verify` still names it.
+    run_told(&corpus, "notes/told.md");
+    let manifest = Manifest::read(&corpus.path().join(".memidx"))
+        .unwrap()
+        .unwrap();
+    assert_eq!(manifest.delta.as_ref().map(|d| d.files), Some(1));
+    let got = corpus.json(&["get", "notes/told.md#1", "--json"]);
+    assert!(
+        got.to_string().contains("Rotate the canary token."),
+        "{got:#}"
+    );
+    let damaged = verify(&corpus);
+    assert_eq!(damaged.status.code(), Some(2), "{damaged:?}");
+    assert!(
+        String::from_utf8_lossy(&damaged.stderr).contains("texts.bin checksum mismatch"),
+        "{damaged:?}"
+    );
+    // A walking run re-reads what it carries, finds the damage and
+    // rebuilds the index whole.
+    let walked = corpus.index_with(&[]);
+    assert_eq!(walked.status.code(), Some(0), "{walked:?}");
+    let warned = String::from_utf8_lossy(&walked.stderr);
+    assert!(
+        warned.contains("previous index unusable, rebuilding it whole")
+            && warned.contains("texts.bin checksum mismatch"),
+        "{warned}"
+    );
+    assert_eq!(verify(&corpus).status.code(), Some(0));
+    assert_matches_a_fresh_index(&corpus, &[]);
 }
