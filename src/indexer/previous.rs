@@ -2,9 +2,9 @@
 //! walked files are unchanged, and whether anything must be written at all.
 
 use std::collections::HashSet;
-use std::path::Path;
+use std::sync::Arc;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, bail, ensure};
 use rayon::prelude::*;
 
 use super::IndexOptions;
@@ -19,10 +19,10 @@ use crate::lists::dense::codes::CODES_FILE;
 use crate::lists::dense::{self, KEYS_FILE};
 use crate::lists::graph;
 use crate::lists::graph::GRAPH_FILE;
-use crate::lists::vector_cache::{self, ReusableVectors};
+use crate::lists::vector_cache::{self, PartVectors, ReusableVectors};
 use crate::progress::Progress;
-use crate::store::checks::{self, Checksums};
-use crate::store::generation::{DATES_FILE, FileEntry, FileStamp, SPARSE_DIR};
+use crate::store::checks;
+use crate::store::generation::{ChunkOrd, DATES_FILE, FileEntry, FileStamp, SPARSE_DIR};
 use crate::store::metadata_index::METADATA_INDEX_FILE;
 use crate::store::parts::{DELTA_FILE, Parts};
 use crate::store::texts::TEXT_INDEX_FILE;
@@ -63,9 +63,9 @@ pub(super) enum Verify {
 /// What a run needs of the previous index to carry its base's chunks
 /// over, and to reuse any previous chunk's vector.
 pub(super) struct Carried {
-    /// Per previous chunk (by the previous index's ordinals, over all its
-    /// parts), the key of its vector ([`dense::vector_key`]).
-    pub(super) keys: Vec<u64>,
+    /// Per previous part, per chunk of it, the key of its vector
+    /// ([`dense::vector_key`]).
+    keys: Vec<Arc<[u64]>>,
     /// Uids the base's sparse list has given out (live and dead).
     pub(super) uid_count: u32,
     /// Length of the base's text stream (live texts and garbage).
@@ -73,16 +73,31 @@ pub(super) struct Carried {
 }
 
 impl Carried {
-    /// Reads them from the previous parts `old`, described by `manifest`.
-    fn read(old: &Parts, manifest: &Manifest) -> Result<Self> {
-        let per_part: Vec<Vec<u64>> = (old.parts().iter())
-            .map(|part| dense::read_keys(part.generation().dir()))
-            .collect::<Result<_>>()?;
+    /// Reads them from the previous parts `old`, described by `manifest`,
+    /// whose vector keys are `keys`.
+    fn read(old: &Parts, manifest: &Manifest, keys: Vec<Arc<[u64]>>) -> Result<Self> {
+        ensure!(
+            (old.parts().iter().zip(&keys))
+                .all(|(part, keys)| part.generation().len() == keys.len()),
+            "the previous index's vector keys do not match its chunks"
+        );
         Ok(Self {
-            keys: old.in_index_order(&per_part)?,
+            keys,
             uid_count: u32::try_from(manifest.sparse.uids)?,
             text_len: old.base().text_stream_len()?,
         })
+    }
+
+    /// The vector key of the previous index's chunk `chunk` (of `old`, the
+    /// parts these were read from).
+    pub(super) fn key(&self, old: &Parts, chunk: ChunkOrd) -> Result<u64> {
+        let (part, local) = old.locate(chunk)?;
+        (self
+            .keys
+            .get(part)
+            .and_then(|keys| keys.get(local as usize))
+            .copied())
+        .context("a carried chunk has no vector key")
     }
 }
 
@@ -130,18 +145,32 @@ impl Previous {
                 None
             }
         };
+        // The keys are read whole, and checked as they are.
+        let keys = parts.as_ref().map(|parts| read_keys(parts, &manifest));
+        let keys = match keys.transpose() {
+            Ok(keys) => keys,
+            Err(err) => {
+                warnings.push(format!(
+                    "previous index unusable, rebuilding it whole: {err:#}"
+                ));
+                None
+            }
+        };
+        let parts = parts.filter(|_| keys.is_some());
         // Rows are checked as they are read where the files were not.
-        let dirs: Vec<(&Path, Option<&Checksums>)> = (parts.iter())
+        let vectors: Vec<PartVectors> = (parts.iter())
             .flat_map(Parts::parts)
             .zip(manifest.parts())
-            .map(|(part, (_, checks))| {
-                let dir = part.generation().dir();
-                (dir, (verify == Verify::Appended).then_some(checks))
+            .zip(keys.iter().flatten())
+            .map(|((part, (_, checks)), keys)| PartVectors {
+                dir: part.generation().dir(),
+                keys: keys.clone(),
+                checks: (verify == Verify::Appended).then_some(checks),
             })
             .collect();
         previous.vectors = vector_cache::reusable(
             &options.index_dir,
-            &dirs,
+            &vectors,
             Some(&manifest.embedder),
             embedder.info(),
             warnings,
@@ -151,7 +180,8 @@ impl Previous {
             && manifest.chunker == options.chunker
             && manifest.format_version >= CHUNKS_FORMAT_VERSION;
         if let Some(parts) = parts.filter(|_| same_chunks) {
-            previous.carried = Carried::read(&parts, &manifest).ok();
+            let keys = keys.unwrap_or_default();
+            previous.carried = Carried::read(&parts, &manifest, keys).ok();
             previous.parts = Some(parts);
         }
         previous.manifest = Some(manifest);
@@ -291,20 +321,6 @@ impl Previous {
             .is_some_and(|parts| index < parts.base().file_count())
     }
 
-    /// The previous live file at `path`, by index.
-    pub(super) fn file_at(&self, path: &str) -> Option<usize> {
-        Some(self.parts.as_ref()?.file_index(path)? as usize)
-    }
-
-    /// The previous entry for `path` when its stamp says the content is the
-    /// same. (An entry that does not decode is damage the run reports when
-    /// it takes the file.)
-    fn unchanged(&self, path: &str, matches: impl Fn(&FileStamp) -> bool) -> Option<usize> {
-        let index = self.file_at(path)?;
-        let entry = self.parts.as_ref()?.file(index as u32).ok()?;
-        matches(&entry.stamp).then_some(index)
-    }
-
     /// The previous entry of live file `index`, which the new table takes
     /// over (each file is taken once).
     pub(super) fn take_entry(&mut self, index: usize) -> Result<FileEntry> {
@@ -364,8 +380,12 @@ pub(super) enum FileState {
     Changed,
 }
 
-/// Compares every walked file with the previous index ([`check`]), in
-/// parallel, reporting each to `progress`.
+/// Walked files looked up in the previous index together: one merge with
+/// its sorted file tables per this many ([`Parts::live_file_indices`]).
+const CHECK_BATCH: usize = 4096;
+
+/// Compares every walked file (sorted by path) with the previous index
+/// ([`check`]), in parallel, reporting each to `progress`.
 pub(super) fn check_all(
     files: &[SourceFile],
     options: &IndexOptions,
@@ -374,24 +394,41 @@ pub(super) fn check_all(
 ) -> Vec<FileState> {
     progress.stage("checking", files.len(), "files");
     let states = files
-        .par_iter()
-        .map(|file| {
-            let state = check(file, options, previous);
-            progress.advance(1);
-            state
+        .par_chunks(CHECK_BATCH)
+        .flat_map_iter(|files| {
+            let paths: Vec<&str> = files.iter().map(|f| f.rel_path.as_str()).collect();
+            // A lookup that fails (damage) finds nothing: the file is read anew.
+            let found = (previous.parts.as_ref())
+                .and_then(|parts| parts.live_file_indices(&paths).ok())
+                .unwrap_or_else(|| vec![None; files.len()]);
+            let states: Vec<FileState> = (files.iter().zip(found))
+                .map(|(file, found)| check(file, found.map(|f| f as usize), options, previous))
+                .collect();
+            progress.advance(files.len());
+            states
         })
         .collect();
     progress.finish();
     states
 }
 
-/// Compares one file with the previous index: by size and modification
-/// time, and when those differ for a file the index holds, by content hash
-/// (a file only touched is unchanged). Reads nothing for a new file.
-fn check(file: &SourceFile, options: &IndexOptions, previous: &Previous) -> FileState {
-    if let Some(previous_file) =
-        previous.unchanged(&file.rel_path, |s| s.matches(file.size, file.mtime_ns))
-    {
+/// Compares one file with the previous index, where it is the live file
+/// `found`, if any: by size and modification time, and when those differ,
+/// by content hash (a file only touched is unchanged). Reads nothing for a
+/// new file.
+fn check(
+    file: &SourceFile,
+    found: Option<usize>,
+    options: &IndexOptions,
+    previous: &Previous,
+) -> FileState {
+    let Some((index, parts)) = found.zip(previous.parts.as_ref()) else {
+        return FileState::Changed;
+    };
+    let Ok(entry) = parts.file(index as u32) else {
+        return FileState::Changed;
+    };
+    if entry.stamp.matches(file.size, file.mtime_ns) {
         let stamp = FileStamp {
             size: file.size,
             mtime_ns: file.mtime_ns,
@@ -399,24 +436,24 @@ fn check(file: &SourceFile, options: &IndexOptions, previous: &Previous) -> File
         };
         return FileState::Unchanged {
             stamp,
-            previous_file,
+            previous_file: index,
             touched: false,
         };
     }
-    if previous.file_at(&file.rel_path).is_none() || file.size > options.max_file_size {
+    if file.size > options.max_file_size {
         return FileState::Changed;
     }
     let Ok(bytes) = read_walked(file, options.max_file_size) else {
         return FileState::Changed;
     };
     let stamp = stamp_of(file, &bytes);
-    match previous.unchanged(&file.rel_path, |s| s.hash == stamp.hash) {
-        Some(previous_file) => FileState::Unchanged {
+    match entry.stamp.hash == stamp.hash {
+        true => FileState::Unchanged {
             stamp,
-            previous_file,
+            previous_file: index,
             touched: true,
         },
-        None => FileState::Changed,
+        false => FileState::Changed,
     }
 }
 
@@ -442,13 +479,24 @@ const REBUILT_FILES: [&str; 5] = [
 
 /// Files of a base that a run reads without checking them as it reads:
 /// a delta's run re-reads them whole ([`Verify::Appended`]).
-const UNCHECKED_READS: [&str; 2] = [KEYS_FILE, TEXT_INDEX_FILE];
+const UNCHECKED_READS: [&str; 1] = [TEXT_INDEX_FILE];
+
+/// Every part's vector keys, read whole and checked as they are read
+/// (so [`check_carried_files`] leaves them out).
+fn read_keys(parts: &Parts, manifest: &Manifest) -> Result<Vec<Arc<[u64]>>> {
+    (parts.parts().iter().zip(manifest.parts()))
+        .map(|(part, (_, checks))| {
+            Ok(dense::read_keys_checked(part.generation().dir(), Some(checks))?.into())
+        })
+        .collect()
+}
 
 /// Re-reads every file of the previous parts that a run may carry over
 /// (all but the sparse folders, whose segments are linked with the checks
 /// they had, so damage in them stays visible to `status --verify`, and
-/// whose other files are rebuilt, and the [`REBUILT_FILES`]; of the base
-/// under [`Verify::Appended`], only the [`UNCHECKED_READS`]) and fails on
+/// whose other files are rebuilt, the [`REBUILT_FILES`], and the vector
+/// keys, checked as they are read; of the base under [`Verify::Appended`],
+/// only the [`UNCHECKED_READS`]) and fails on
 /// the first whose CRC-32 no longer matches: carried data is written with
 /// new checksums, so damage must be caught before, not laundered into a
 /// generation that looks intact.
@@ -461,7 +509,7 @@ fn check_carried_files(parts: &Parts, manifest: &Manifest, verify: Verify) -> Re
         let whole = at > 0 || verify == Verify::Carried;
         let problems =
             checks::verify_matching(part.generation().dir(), checksums, |name| match whole {
-                true => !in_sparse(name) && !REBUILT_FILES.contains(&name),
+                true => !in_sparse(name) && !REBUILT_FILES.contains(&name) && name != KEYS_FILE,
                 false => UNCHECKED_READS.contains(&name),
             });
         if let Some(problem) = problems.into_iter().next() {

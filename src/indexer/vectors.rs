@@ -52,24 +52,21 @@ pub(super) fn embed_batch<'p>(
     embedder: &dyn Embedder,
 ) -> Result<BatchVectors<'p>> {
     let dim = embedder.info().dim;
-    let old_keys = previous.carried.as_ref().map(|c| &c.keys);
+    let old_keys = previous.carried.as_ref().zip(previous.parts.as_ref());
     let keys: Vec<u64> = sources
         .par_iter()
         .map(
             |source| match (source.previous, old_keys, &source.searchable) {
-                (Some(old), Some(keys), _) if (old as usize) < keys.len() => Ok(keys[old as usize]),
+                (Some(old), Some((carried, parts)), _) => carried.key(parts, old),
                 (_, _, Some(text)) => Ok(dense::vector_key(text)),
                 _ => bail!("a carried chunk has neither a vector key nor a text"),
             },
         )
         .collect::<Result<_>>()?;
-    let reused: Vec<Option<(&[i8], f32)>> = keys
-        .iter()
-        .map(|key| match &previous.vectors {
-            Some(reusable) => reusable.get(*key),
-            None => Ok(None),
-        })
-        .collect::<Result<_>>()?;
+    let reused: Vec<Option<(&[i8], f32)>> = match &previous.vectors {
+        Some(reusable) => reusable.find(&keys)?,
+        None => vec![None; keys.len()],
+    };
     let todo: Vec<usize> = (0..keys.len())
         .filter(|&row| reused[row].is_none())
         .collect();

@@ -21,6 +21,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use anyhow::{Context, Result, anyhow, ensure};
 use rustc_hash::FxHashMap;
@@ -62,43 +63,91 @@ struct CacheMeta {
 pub struct ReusableVectors {
     /// The vectors of each folder they were opened from.
     stores: Vec<StoredVectors>,
-    /// Folder and row by key; the keys are already hashes (xxh3), so
-    /// `rustc-hash`'s cheap hasher spreads them as well as the default
-    /// one, faster.
-    by_key: FxHashMap<u64, (u32, ChunkOrd)>,
+    /// Each folder's keys, by row.
+    keys: Vec<Arc<[u64]>>,
+    /// Folder and row by key, made the first time a lookup asks for many
+    /// keys ([`ReusableVectors::find`]). The keys are already hashes
+    /// (xxh3), so `rustc-hash`'s cheap hasher spreads them as well as the
+    /// default one, faster.
+    by_key: OnceLock<FxHashMap<u64, (u32, ChunkOrd)>>,
 }
 
+/// A stored vector: its int8 values and its scale.
+pub type StoredRow<'a> = (&'a [i8], f32);
+
+/// A lookup of at most one key per this many stored rows scans the keys
+/// rather than making the map: a run told one path reuses a few rows out
+/// of hundreds of thousands, and one pass over their keys costs a small
+/// part of what hashing them all does.
+const SCAN_SHARE: usize = 64;
+
 impl ReusableVectors {
-    /// Opens the vectors of dimension `dim` in `dirs` (an index's parts,
-    /// or a cache folder) with their keys. A folder given with its checks
-    /// is mapped lazily and each row read is checked by its blocks (a
-    /// run that reuses a few rows reads only theirs); one given without
-    /// was re-read whole against its checks, and is read in at once.
-    fn open(dirs: &[(&Path, Option<&Checksums>)], dim: usize) -> Result<Self> {
-        let mut stores = Vec::with_capacity(dirs.len());
-        let mut by_key = FxHashMap::default();
-        for (at, (dir, checks)) in dirs.iter().enumerate() {
-            let keys = dense::read_keys(dir)?;
-            stores.push(match checks {
-                Some(checks) => {
-                    StoredVectors::open_lazily(dir, keys.len(), dim)?.checked(checks)?
-                }
-                None => StoredVectors::open(dir, keys.len(), dim)?,
+    /// Opens the vectors of dimension `dim` of `parts` (an index's, or a
+    /// cache folder's). A part given with its checks is mapped lazily and
+    /// each row read is checked by its blocks (a run that reuses a few rows
+    /// reads only theirs); one given without was re-read whole against its
+    /// checks, and is read in at once.
+    fn open(parts: &[PartVectors], dim: usize) -> Result<Self> {
+        let mut stores = Vec::with_capacity(parts.len());
+        for part in parts {
+            let rows = part.keys.len();
+            stores.push(match part.checks {
+                Some(checks) => StoredVectors::open_lazily(part.dir, rows, dim)?.checked(checks)?,
+                None => StoredVectors::open(part.dir, rows, dim)?,
             });
-            by_key.reserve(keys.len());
+        }
+        Ok(Self {
+            stores,
+            keys: parts.iter().map(|part| part.keys.clone()).collect(),
+            by_key: OnceLock::new(),
+        })
+    }
+
+    /// The vectors stored under `keys`, each as stored (int8 values and
+    /// scale) or `None`; where a key is stored twice, the last folder's
+    /// last row.
+    pub fn find(&self, keys: &[u64]) -> Result<Vec<Option<StoredRow<'_>>>> {
+        let rows: usize = self.keys.iter().map(|keys| keys.len()).sum();
+        let found: Vec<Option<(u32, ChunkOrd)>> =
+            match self.by_key.get().is_none() && keys.len() * SCAN_SHARE <= rows {
+                true => self.scan(keys),
+                false => {
+                    let by_key = self.by_key.get_or_init(|| self.map());
+                    keys.iter().map(|key| by_key.get(key).copied()).collect()
+                }
+            };
+        (found.into_iter())
+            .map(|at| {
+                at.map(|(store, row)| self.stores[store as usize].quantized_row(row))
+                    .transpose()
+            })
+            .collect()
+    }
+
+    /// Every stored key's folder and row (later ones win).
+    fn map(&self) -> FxHashMap<u64, (u32, ChunkOrd)> {
+        let mut by_key = FxHashMap::default();
+        by_key.reserve(self.keys.iter().map(|keys| keys.len()).sum());
+        for (at, keys) in self.keys.iter().enumerate() {
             for (row, key) in keys.iter().enumerate() {
                 by_key.insert(*key, (at as u32, row as ChunkOrd));
             }
         }
-        Ok(Self { stores, by_key })
+        by_key
     }
 
-    /// The vector stored under `key`, if any, as stored: int8 values and scale.
-    pub fn get(&self, key: u64) -> Result<Option<(&[i8], f32)>> {
-        self.by_key
-            .get(&key)
-            .map(|(at, row)| self.stores[*at as usize].quantized_row(*row))
-            .transpose()
+    /// Where each of `wanted` is stored, by one pass over every key.
+    fn scan(&self, wanted: &[u64]) -> Vec<Option<(u32, ChunkOrd)>> {
+        let mut found: FxHashMap<u64, Option<(u32, ChunkOrd)>> =
+            wanted.iter().map(|key| (*key, None)).collect();
+        for (at, keys) in self.keys.iter().enumerate() {
+            for (row, key) in keys.iter().enumerate() {
+                if let Some(slot) = found.get_mut(key) {
+                    *slot = Some((at as u32, row as ChunkOrd));
+                }
+            }
+        }
+        wanted.iter().map(|key| found[key]).collect()
     }
 }
 
@@ -111,30 +160,46 @@ fn model_dir(index_dir: &Path, fingerprint: &str) -> PathBuf {
     index_dir.join(CACHE_DIR).join(name)
 }
 
-/// The vectors a run with `embedder` may reuse: the live parts' in
-/// `gen_dirs` when `live` (the model that made them) is the same model,
-/// else that model's cache. A part given with its checks is read row by
-/// row, checked ([`ReusableVectors::open`]). Problems become warnings and
-/// mean embedding.
+/// One folder's vectors a run may reuse.
+pub struct PartVectors<'a> {
+    /// The folder (a generation's).
+    pub dir: &'a Path,
+    /// Its keys, by row, already read (and checked).
+    pub keys: Arc<[u64]>,
+    /// Its generation's checks, when each row is to be checked as it is
+    /// read; `None` when the folder was re-read whole against them.
+    pub checks: Option<&'a Checksums>,
+}
+
+/// The vectors a run with `embedder` may reuse: the live parts' `parts`
+/// when `live` (the model that made them) is the same model, else that
+/// model's cache. Problems become warnings and mean embedding.
 pub fn reusable(
     index_dir: &Path,
-    gen_dirs: &[(&Path, Option<&Checksums>)],
+    parts: &[PartVectors],
     live: Option<&EmbedderInfo>,
     embedder: &EmbedderInfo,
     warnings: &mut Vec<String>,
 ) -> Option<ReusableVectors> {
-    let (dir, opened) = match gen_dirs.first() {
-        Some((base, _)) if live == Some(embedder) => (
-            base.to_path_buf(),
-            ReusableVectors::open(gen_dirs, embedder.dim),
+    let (dir, opened) = match parts.first() {
+        Some(base) if live == Some(embedder) => (
+            base.dir.to_path_buf(),
+            ReusableVectors::open(parts, embedder.dim),
         ),
         _ => {
             let dir = model_dir(index_dir, &embedder.fingerprint);
             if !dir.join(CACHE_META).exists() {
                 return None;
             }
-            let opened = check_cached(&dir, embedder)
-                .and_then(|()| ReusableVectors::open(&[(&dir, None)], embedder.dim));
+            let opened = check_cached(&dir, embedder).and_then(|()| {
+                let keys = dense::read_keys(&dir)?.into();
+                let part = PartVectors {
+                    dir: &dir,
+                    keys,
+                    checks: None,
+                };
+                ReusableVectors::open(&[part], embedder.dim)
+            });
             (dir, opened)
         }
     };
@@ -293,15 +358,43 @@ mod tests {
 
         let mut warnings = Vec::new();
         let cached = reusable(index.path(), &[], None, &old, &mut warnings).unwrap();
-        let (values, scale) = cached.get(dense::vector_key("beta")).unwrap().unwrap();
+        let found = cached.find(&[dense::vector_key("beta"), dense::vector_key("gamma")]);
+        let found = found.unwrap();
+        let (values, scale) = found[0].unwrap();
         assert_eq!(values, [0, 127]);
         assert_eq!(scale, 1.0 / 127.0);
-        assert_eq!(cached.get(dense::vector_key("gamma")).unwrap(), None);
+        assert_eq!(found[1], None);
         assert!(reusable(index.path(), &[], None, &info("xxh3:0002"), &mut warnings).is_none());
         assert!(warnings.is_empty(), "{warnings:?}");
 
         forget(index.path(), &old);
         assert!(reusable(index.path(), &[], None, &old, &mut warnings).is_none());
+    }
+
+    #[test]
+    fn a_scan_of_the_keys_finds_what_the_map_finds() {
+        let (one, two) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let checks = [vectors_in(one.path()), vectors_in(two.path())];
+        let parts: Vec<PartVectors> = [one.path(), two.path()]
+            .iter()
+            .zip(&checks)
+            .map(|(dir, checks)| PartVectors {
+                dir,
+                keys: dense::read_keys(dir).unwrap().into(),
+                checks: Some(checks),
+            })
+            .collect();
+        let vectors = ReusableVectors::open(&parts, 2).unwrap();
+        let wanted = [dense::vector_key("beta"), 7, dense::vector_key("alpha")];
+        // Few keys for the rows: scanned; the same key stored twice is the
+        // last folder's.
+        assert!(vectors.by_key.get().is_none());
+        let scanned = vectors.scan(&wanted);
+        assert_eq!(scanned, [Some((1, 1)), None, Some((1, 0))]);
+        let mapped = vectors.map();
+        let mapped: Vec<_> = wanted.iter().map(|key| mapped.get(key).copied()).collect();
+        assert_eq!(scanned, mapped);
+        assert_eq!(vectors.find(&wanted).unwrap()[0].unwrap().0, [0, 127]);
     }
 
     #[test]

@@ -172,6 +172,24 @@ fn verify_one(path: &Path, check: &FileCheck) -> Option<IndexError> {
     }
 }
 
+/// Checks `bytes`, read whole from the file at `path`, against the file's
+/// `check`: a file a run reads whole anyway is checked as it is read, not
+/// read twice.
+pub fn verify_bytes(path: &Path, bytes: &[u8], check: &FileCheck) -> Result<(), IndexError> {
+    let size = bytes.len() as u64;
+    if size > check.size {
+        return Err(too_large(path, check));
+    }
+    if size != check.size {
+        let what = format!("has {size} bytes, expected {}", check.size);
+        return Err(damaged(path, &what));
+    }
+    match crc32fast::hash(bytes) == check.crc32 {
+        true => Ok(()),
+        false => Err(damaged(path, "checksum mismatch")),
+    }
+}
+
 /// The damage of a file that grew past its recorded size.
 fn too_large(path: &Path, check: &FileCheck) -> IndexError {
     damaged(

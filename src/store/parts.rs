@@ -474,6 +474,39 @@ impl Parts {
         Some(self.global(at, self.parts[at].generation.find(id)?))
     }
 
+    /// The live file at each of `paths` (sorted, relative to the root), as
+    /// [`Parts::file_index`] finds it, by one merge of the paths with each
+    /// part's sorted file table from the first path's place: a walk's
+    /// every file costs a path comparison, not a binary search.
+    pub fn live_file_indices(&self, paths: &[&str]) -> Result<Vec<Option<u32>>> {
+        let mut found: Vec<Option<u32>> = vec![None; paths.len()];
+        for part in self.parts.iter().rev() {
+            let generation = &part.generation;
+            let Some(first) = paths.first() else { break };
+            let count = generation.file_count() as u32;
+            let mut file = generation.files_before(first)?;
+            for (at, path) in paths.iter().enumerate() {
+                while file < count && generation.file_path(file)? < *path {
+                    file += 1;
+                }
+                if file == count {
+                    break;
+                }
+                // The newest part holding a path decides, live or buried.
+                if found[at].is_none() && generation.file_path(file)? == *path {
+                    found[at] = Some(match part.file_is_live(file) {
+                        true => part.file_base + file,
+                        false => u32::MAX,
+                    });
+                }
+            }
+        }
+        Ok(found
+            .into_iter()
+            .map(|file| file.filter(|&file| file != u32::MAX))
+            .collect())
+    }
+
     /// The live file at `path` (relative to the root).
     pub fn file_index(&self, path: &str) -> Option<u32> {
         let (at, local) = self.live_file(path)?;

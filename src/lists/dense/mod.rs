@@ -55,7 +55,7 @@ use crate::store::parts::PartOrder;
 use codes::{DenseIndexSetting, SignCodes};
 pub use vectors::{
     KEYS_FILE, QuantizedVectors, SCALES_FILE, StoredVectors, VECTORS_FILE, VectorWriter, quantize,
-    read_keys, vector_key,
+    read_keys, read_keys_checked, vector_key,
 };
 
 /// A cosine with a dequantized row may exceed 1 by this much: rounding

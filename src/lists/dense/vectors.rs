@@ -12,7 +12,7 @@
 //! and rescales. `ndarray` provides the row views of the mapped file.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, ensure};
@@ -22,7 +22,7 @@ use rayon::prelude::*;
 
 use super::prefetch::prefetch;
 use crate::store::checked::{BlockChecks, BlockHasher, sidecar_path};
-use crate::store::checks::Checksums;
+use crate::store::checks::{self, Checksums};
 use crate::store::generation::ChunkOrd;
 use crate::store::{atomic, damaged};
 
@@ -64,13 +64,31 @@ pub fn vector_key(embedded_text: &str) -> u64 {
 
 /// Reads the keys of the vectors in `dir`, one per row.
 pub fn read_keys(dir: &Path) -> Result<Vec<u64>> {
+    read_keys_checked(dir, None)
+}
+
+/// [`read_keys`], checked against `checks` (a generation's) as they are
+/// read when given: the keys are read whole, so this costs no second read.
+pub fn read_keys_checked(dir: &Path, checks: Option<&Checksums>) -> Result<Vec<u64>> {
+    ensure!(
+        cfg!(target_endian = "little"),
+        "memidx reads vectors on little-endian machines only"
+    );
     let path = dir.join(KEYS_FILE);
-    let bytes = std::fs::read(&path).with_context(|| damaged(&path, "cannot be read"))?;
-    ensure!(bytes.len() % 8 == 0, damaged(&path, "has a bad length"));
-    Ok(bytes
-        .chunks_exact(8)
-        .map(|b| u64::from_le_bytes(b.try_into().expect("8-byte chunks")))
-        .collect())
+    let cannot = || damaged(&path, "cannot be read");
+    let mut file = File::open(&path).with_context(cannot)?;
+    let len = file.metadata().with_context(cannot)?.len();
+    ensure!(len % 8 == 0, damaged(&path, "has a bad length"));
+    // Read straight into the keys: they are little-endian, as is the machine.
+    let mut keys = vec![0u64; usize::try_from(len / 8)?];
+    file.read_exact(bytemuck::cast_slice_mut(&mut keys))
+        .with_context(cannot)?;
+    if let Some(checks) = checks {
+        let check =
+            (checks.get(KEYS_FILE)).with_context(|| damaged(&path, "is not in the manifest"))?;
+        checks::verify_bytes(&path, bytemuck::cast_slice(&keys), check)?;
+    }
+    Ok(keys)
 }
 
 /// Vectors quantized as they are produced, so an index run holds a quarter
