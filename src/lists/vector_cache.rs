@@ -83,17 +83,17 @@ const SCAN_SHARE: usize = 64;
 
 impl ReusableVectors {
     /// Opens the vectors of dimension `dim` of `parts` (an index's, or a
-    /// cache folder's). A part given with its checks is mapped lazily and
-    /// each row read is checked by its blocks (a run that reuses a few rows
-    /// reads only theirs); one given without was re-read whole against its
-    /// checks, and is read in at once.
+    /// cache folder's), mapped lazily: a run that reuses a few rows reads
+    /// only their pages. A part given with its checks has each row read
+    /// checked by its blocks; one given without was re-read whole against
+    /// its checks.
     fn open(parts: &[PartVectors], dim: usize) -> Result<Self> {
         let mut stores = Vec::with_capacity(parts.len());
         for part in parts {
-            let rows = part.keys.len();
+            let store = StoredVectors::open_lazily(part.dir, part.keys.len(), dim)?;
             stores.push(match part.checks {
-                Some(checks) => StoredVectors::open_lazily(part.dir, rows, dim)?.checked(checks)?,
-                None => StoredVectors::open(part.dir, rows, dim)?,
+                Some(checks) => store.checked(checks)?,
+                None => store,
             });
         }
         Ok(Self {
