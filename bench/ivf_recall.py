@@ -4,8 +4,8 @@ dense list find its window by probing the k-means cells nearest the query
 instead of reading every row's sign code?
 
     bench/ivf_recall.py INDEX --headings CORPUS [--count 200] [--seed 7]
-        [--cells 512,2048] [--probe 0.01,0.02,0.05,0.1,0.2,0.3]
-        [--window 50] [--binary B]
+        [--cells 512,2048] [--two-level 64x64:4] [--window 50] [--binary B]
+        [--probe 0.01,0.02,0.05,0.1,0.2,0.3]
 
 INDEX is an index folder (or the folder holding `.memidx`); its base
 generation's vectors (`vectors.i8` × `scales.f32`) are read. CORPUS gives the
@@ -23,7 +23,9 @@ count, spherical k-means (cells seeded from the rows, a sample of 64 rows per
 cell, 8 rounds) assigns every row to its nearest cell; a query probes cells
 nearest first until the probed cells hold the given share of the rows, and
 its recall is the share of its window those cells hold (capped at the
-window). Prints the mean recall per probed share, and the seconds the
+window). `--two-level TOPxSUB:PROBE` also trains cells cheaply: TOP coarse
+cells, each split into SUB trained on its own rows, every row assigned to
+the nearest fine cell among the children of its PROBE nearest coarse cells. Prints the mean recall per probed share, and the seconds the
 training and assignment took (numpy, all cores).
 
 Needs numpy (`bench/run.sh`'s venv has it:
@@ -102,6 +104,37 @@ def assign(units, centroids, step=20000):
     )
 
 
+def two_level(units, top, sub, probe, rng, step=20000):
+    """Cells trained cheaply: `top` coarse cells, each split into `sub`
+    cells trained on its own rows; a row goes to the nearest fine cell among
+    the children of its `probe` nearest coarse cells."""
+    coarse = kmeans(units, top, rng)
+    coarse_of = assign(units, coarse)
+    children = []
+    for cell in range(top):
+        rows = units[coarse_of == cell]
+        count = min(sub, len(rows))
+        children.append(kmeans(rows, count, rng) if count else np.zeros((0, units.shape[1])))
+    starts = np.cumsum([0] + [len(c) for c in children])
+    cell_of = np.empty(len(units), dtype=np.int64)
+    for first in range(0, len(units), step):
+        batch = units[first:first + step]
+        nearest = np.argpartition(-(batch @ coarse.T), probe, axis=1)[:, :probe]
+        best = np.full(len(batch), -np.inf)
+        for column in nearest.T:
+            for cell in np.unique(column):
+                rows = np.nonzero(column == cell)[0]
+                if not len(children[cell]):
+                    continue
+                scores = batch[rows] @ children[cell].T
+                fine = np.argmax(scores, axis=1)
+                value = scores[np.arange(len(rows)), fine]
+                better = value > best[rows]
+                best[rows[better]] = value[better]
+                cell_of[first + rows[better]] = starts[cell] + fine[better]
+    return np.concatenate(children), cell_of
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("index")
@@ -109,6 +142,8 @@ def main():
     parser.add_argument("--count", type=int, default=200)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--cells", default="512,2048")
+    parser.add_argument("--two-level", default="", metavar="TOPxSUB:PROBE,...",
+                        help="also cells trained in two levels, e.g. 64x64:4")
     parser.add_argument("--probe", default="0.01,0.02,0.05,0.1,0.2,0.3")
     parser.add_argument("--window", type=int, default=50)
     parser.add_argument("--binary", default="target/release/memidx")
@@ -129,11 +164,20 @@ def main():
     print("| cells | train + assign | " + " | ".join(f"{p:.0%} probed" for p in probes) + " |")
     print("| --- | --- | " + " | ".join("---" for _ in probes) + " |")
     rng = np.random.default_rng(1)
-    for cells in (int(c) for c in args.cells.split(",")):
+    layouts = [(f"{int(c):,}", int(c), None) for c in args.cells.split(",") if c]
+    for spec in filter(None, args.two_level.split(",")):
+        shape, probe = spec.split(":")
+        top, sub = (int(n) for n in shape.split("x"))
+        layouts.append((f"{top}×{sub} in two levels, {probe} probed", top, (sub, int(probe))))
+    for name, cells, split in layouts:
         started = time.perf_counter()
-        centroids = kmeans(units, cells, rng)
-        cell_of = assign(units, centroids)
+        if split is None:
+            centroids = kmeans(units, cells, rng)
+            cell_of = assign(units, centroids)
+        else:
+            centroids, cell_of = two_level(units, cells, split[0], split[1], rng)
         took = time.perf_counter() - started
+        cells = len(centroids)
         sizes = np.bincount(cell_of, minlength=cells)
         recalls = {p: [] for p in probes}
         for query, window in zip(vectors, windows):
@@ -146,7 +190,7 @@ def main():
                 found = (rank[cell_of[window]] < probed).sum()
                 recalls[share].append(min(found, args.window) / args.window)
         cells_recall = " | ".join(f"{np.mean(recalls[p]):.4f}" for p in probes)
-        print(f"| {cells:,} | {took:.1f} s | {cells_recall} |")
+        print(f"| {name} | {took:.1f} s | {cells_recall} |")
 
 
 if __name__ == "__main__":
