@@ -59,7 +59,7 @@ work, times = sys.argv[1], sys.argv[2].split(",")
 def ms(s):
     return "n/a" if s is None else f"{s * 1000:.1f} ms"
 def sec(s):
-    return "n/a" if s is None else f"{s:.1f} s"
+    return "n/a" if s is None else f"{s:.2f} s"
 rows = {}
 for n in times:
     run = json.load(open(os.path.join(work, f"run-{n}.json")))
@@ -75,12 +75,17 @@ for n in times:
         "n/a" if rss is None else f"{float(rss) / 1024:.0f} MiB",
         "n/a" if m.get("index_over_markdown") is None else f"{m['index_over_markdown']:.2f}x",
         sec(m.get("reindex_modify_s")),
+        "n/a" if m.get("reindex_modify_peak_rss_kb") is None
+        else f"{float(m['reindex_modify_peak_rss_kb']) / 1024:.0f} MiB",
+        sec(m.get("reindex_remember_s")),
     ] + [
         f"{ms(s[mode]['median_s'])} / {ms(s[mode]['p90_s'])}" if mode in s else "n/a"
         for mode in ("hybrid", "sparse", "dense")
     ] + [f"{ms(mcp['mcp']['median_s'])} / {ms(mcp['mcp']['p90_s'])}"]
 labels = ["corpus", "full index (vs bm25s)", "full index peak RSS", "index / markdown",
-          "one-file re-index", "hybrid search, whole process (median / p90)",
+          "one-file re-index", "one-file re-index peak RSS",
+          "remember of one note (a run told its path)",
+          "hybrid search, whole process (median / p90)",
           "sparse search, whole process", "dense search, whole process",
           "warm hybrid search, MCP server (median / p90)"]
 print()

@@ -83,8 +83,9 @@ pub fn local_sparse(index: &Index) -> Result<SparseList> {
         lists.push((list, parts.order_of(at)));
     }
     let mut list = SparseList::of_parts(lists)?;
-    if let Some(live) = parts.live_chunks() {
-        list.bury(&live)?;
+    let dead = parts.dead_chunks();
+    if dead.iter().any(|ranges| !ranges.is_empty()) {
+        list.bury(&dead)?;
     }
     Ok(list)
 }

@@ -298,12 +298,16 @@ impl Parts {
         last.file_base as usize + last.generation.file_count()
     }
 
-    /// Number of live chunks.
+    /// Number of live chunks: all less the buried files' (a few ranges,
+    /// not a count of every chunk's flag).
     pub fn live_len(&self) -> usize {
-        match self.live_chunks() {
-            None => self.len(),
-            Some(live) => live.iter().filter(|l| **l).count(),
-        }
+        let buried: usize = (self.parts.iter())
+            .flat_map(|part| {
+                (part.dead_files.iter())
+                    .map(|&file| part.generation.chunks_of_file(file).map_or(0, |c| c.len()))
+            })
+            .sum();
+        self.len().saturating_sub(buried)
     }
 
     /// Per chunk ordinal, whether it is live; `None` when every one is.
@@ -330,6 +334,19 @@ impl Parts {
                 Some(live.into())
             })
             .clone()
+    }
+
+    /// Per part, the ordinals (its own) of its buried chunks, as ascending
+    /// ranges: one per buried file.
+    pub fn dead_chunks(&self) -> Vec<Vec<Range<ChunkOrd>>> {
+        (self.parts.iter())
+            .map(|part| {
+                (part.dead_files.iter())
+                    .filter_map(|&file| part.generation.chunks_of_file(file).ok())
+                    .filter(|chunks| !chunks.is_empty())
+                    .collect()
+            })
+            .collect()
     }
 
     /// Whether chunk `chunk` is live.

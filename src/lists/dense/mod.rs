@@ -40,7 +40,7 @@ mod vectors;
 
 use std::collections::VecDeque;
 use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Instant;
 
 use anyhow::{Result, bail, ensure};
@@ -108,6 +108,20 @@ struct Rows {
     /// the index's order, and which part it is (`None`: its rows follow
     /// `base` in order).
     order: Option<PartOrder>,
+    /// The last set of flags over the list's ordinals this part's rows
+    /// were picked from, with the rows it allows and how many
+    /// ([`Rows::allowed`]): an index with a delta gives every unfiltered
+    /// search the same set (its live chunks), which a search would
+    /// otherwise copy and count row by row, twice.
+    last_allowed: Mutex<Option<LastAllowed>>,
+}
+
+/// A set of flags over a list's ordinals, what it allows of one part's
+/// rows, and how many (counted when first asked).
+struct LastAllowed {
+    flags: Arc<[bool]>,
+    rows: Arc<[bool]>,
+    count: OnceLock<usize>,
 }
 
 /// How a search goes through the sign codes ([`DenseList::rescore_depth`]).
@@ -182,6 +196,7 @@ impl DenseList {
                 setting,
                 base: 0,
                 order: None,
+                last_allowed: Mutex::new(None),
             }],
             embedder,
             feedback: options.feedback,
@@ -344,7 +359,7 @@ impl DenseList {
         }
         let (mut allowed, mut coded_allowed) = (0, 0);
         for (part, allow) in self.parts.iter().zip(allows) {
-            let count = allow.count(part.has_vector.len());
+            let count = part.count_allowed(allow);
             allowed += count;
             if part.codes.is_some() {
                 coded_allowed += count;
@@ -466,15 +481,53 @@ impl Rows {
         self.base + self.order.as_ref().map_or(row, |order| order.global(row))
     }
 
-    /// What `allow` (over the list's ordinals) allows of these rows, by row.
+    /// What `allow` (over the list's ordinals) allows of these rows, by
+    /// row. The same flags as the last search's give its answer again.
     fn allowed(&self, allow: &AllowSet) -> AllowSet {
-        match (&self.order, allow) {
-            (None, _) | (_, AllowSet::All) => allow.part(self.base, self.has_vector.len()),
-            (Some(order), AllowSet::Only(flags)) => {
+        let rows = self.has_vector.len();
+        let AllowSet::Only(flags) = allow else {
+            return allow.part(self.base, rows);
+        };
+        let mut last = self
+            .last_allowed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(last) = last.as_ref().filter(|last| Arc::ptr_eq(&last.flags, flags)) {
+            return AllowSet::Only(last.rows.clone());
+        }
+        let local: Arc<[bool]> = match &self.order {
+            None => match allow.part(self.base, rows) {
+                AllowSet::Only(local) => local,
+                AllowSet::All => return AllowSet::All,
+            },
+            Some(order) => {
                 let mut local = order.flags(flags, self.base as usize);
-                local.resize(self.has_vector.len(), false);
-                AllowSet::Only(local.into())
+                local.resize(rows, false);
+                local.into()
             }
+        };
+        *last = Some(LastAllowed {
+            flags: flags.clone(),
+            rows: local.clone(),
+            count: OnceLock::new(),
+        });
+        AllowSet::Only(local)
+    }
+
+    /// How many of these rows `allowed` (from [`Rows::allowed`]) allows:
+    /// counted once for the last search's flags.
+    fn count_allowed(&self, allowed: &AllowSet) -> usize {
+        let rows = self.has_vector.len();
+        let AllowSet::Only(local) = allowed else {
+            return rows;
+        };
+        let last = self
+            .last_allowed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match last.as_ref().filter(|last| Arc::ptr_eq(&last.rows, local)) {
+            Some(last) => *last.count.get_or_init(|| allowed.count(rows)),
+            None => allowed.count(rows),
         }
     }
 

@@ -643,32 +643,27 @@ impl SparseList {
         Ok(merged)
     }
 
-    /// Counts the documents of the chunks `live` marks as not live (by
-    /// the list's ordinals: an index's parts, merged) as dead, as a
-    /// removed chunk's are: a later part replaced or deleted their files.
-    /// The list's statistics must already be the live documents'.
-    pub fn bury(&mut self, live: &[bool]) -> Result<()> {
-        // Each part's flags in its own order, made once (a copy of each of
-        // its runs), so a document is checked by its ordinal as stored.
-        let mut by_part: Vec<Option<Vec<bool>>> = vec![None; self.parts.len()];
+    /// Marks dead the documents of the chunks `dead` names: per part of
+    /// the index, ascending ranges of its own chunk ordinals (its buried
+    /// files', [`Parts::dead_chunks`](crate::store::parts::Parts::dead_chunks)).
+    /// They are skipped and left out of document frequencies, as in an
+    /// index without them. The list's statistics must already be the live
+    /// documents'.
+    pub fn bury(&mut self, dead: &[Vec<Range<ChunkOrd>>]) -> Result<()> {
         for at in 0..self.segments.len() {
             let segment = &self.segments[at];
-            let part = segment.part;
-            let local = by_part[part].get_or_insert_with(|| {
-                let base = segment.base as usize;
-                match &segment.order {
-                    Some(order) => order.flags(live, base),
-                    None => {
-                        let end = (base + segment.chunks as usize).min(live.len());
-                        live.get(base..end).unwrap_or_default().to_vec()
-                    }
-                }
-            });
+            let Some(ranges) = dead.get(segment.part).filter(|ranges| !ranges.is_empty()) else {
+                continue;
+            };
+            let is_dead = |ord: u32| {
+                let at = ranges.partition_point(|range| range.end <= ord);
+                ranges.get(at).is_some_and(|range| range.start <= ord)
+            };
             let ords = self.ords_of(segment)?;
             let buried: Vec<u32> = (0..ords.len() as u32)
                 .filter(|&doc| {
                     let ord = ords[doc as usize];
-                    ord != DEAD && !local.get(ord as usize).copied().unwrap_or(true)
+                    ord != DEAD && is_dead(ord)
                 })
                 .collect();
             if buried.is_empty() {
