@@ -2,6 +2,7 @@
 //! walked files are unchanged, and whether anything must be written at all.
 
 use std::collections::HashSet;
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail, ensure};
@@ -133,35 +134,26 @@ impl Previous {
             previous.manifest = Some(manifest);
             return previous;
         }
-        let parts = match Parts::open(&options.index_dir, &manifest.parts()).and_then(|parts| {
-            check_carried_files(&parts, &manifest, verify)?;
-            Ok(parts)
-        }) {
-            Ok(parts) => Some(parts),
-            Err(err) => {
-                warnings.push(format!(
-                    "previous index unusable, rebuilding it whole: {err:#}"
-                ));
-                None
-            }
-        };
         // The keys are read whole, and checked as they are.
-        let keys = parts.as_ref().map(|parts| read_keys(parts, &manifest));
-        let keys = match keys.transpose() {
-            Ok(keys) => keys,
+        let opened = Parts::open(&options.index_dir, &manifest.parts()).and_then(|parts| {
+            check_carried_files(&parts, &manifest, verify)?;
+            let keys = read_keys(&parts, &manifest)?;
+            Ok((parts, keys))
+        });
+        let (parts, keys) = match opened {
+            Ok((parts, keys)) => (Some(parts), keys),
             Err(err) => {
                 warnings.push(format!(
                     "previous index unusable, rebuilding it whole: {err:#}"
                 ));
-                None
+                (None, Vec::new())
             }
         };
-        let parts = parts.filter(|_| keys.is_some());
         // Rows are checked as they are read where the files were not.
         let vectors: Vec<PartVectors> = (parts.iter())
             .flat_map(Parts::parts)
             .zip(manifest.parts())
-            .zip(keys.iter().flatten())
+            .zip(&keys)
             .map(|((part, (_, checks)), keys)| PartVectors {
                 dir: part.generation().dir(),
                 keys: keys.clone(),
@@ -180,7 +172,6 @@ impl Previous {
             && manifest.chunker == options.chunker
             && manifest.format_version >= CHUNKS_FORMAT_VERSION;
         if let Some(parts) = parts.filter(|_| same_chunks) {
-            let keys = keys.unwrap_or_default();
             previous.carried = Carried::read(&parts, &manifest, keys).ok();
             previous.parts = Some(parts);
         }
@@ -202,13 +193,7 @@ impl Previous {
         let mut known = Walk::default();
         let live = self.parts.as_ref()?.live_files().ok()?;
         for (_, entry) in live {
-            known.files.push(SourceFile {
-                rel_path: entry.path.clone(),
-                abs_path: options.root.join(&entry.path),
-                size: entry.stamp.size,
-                mtime_ns: entry.stamp.mtime_ns,
-                identity: (0, 0),
-            });
+            known.files.push(recorded_file(&options.root, entry));
         }
         for skip in &manifest.skipped {
             match skip.stamp {
@@ -362,6 +347,18 @@ fn same_skips(recorded: &[SkippedFile], walked: &Walk, states: &[FileState]) -> 
         still_skipped += 1;
     }
     walk_skips == recorded_walk_skips && still_skipped == file_skips.len()
+}
+
+/// A file as the previous index recorded it (`entry`, under `root`): as
+/// a walk would list it with the stamp it had then.
+pub(super) fn recorded_file(root: &Path, entry: FileEntry) -> SourceFile {
+    SourceFile {
+        abs_path: root.join(&entry.path),
+        rel_path: entry.path,
+        size: entry.stamp.size,
+        mtime_ns: entry.stamp.mtime_ns,
+        identity: (0, 0),
+    }
 }
 
 /// What the first pass finds about one walked file.

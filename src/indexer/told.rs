@@ -13,9 +13,9 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use super::IndexOptions;
-use super::previous::Previous;
+use super::previous::{Previous, recorded_file};
 use crate::corpus::Skipped;
-use crate::corpus::walk::{SourceFile, Walk, look_at_told, stated};
+use crate::corpus::walk::{Walk, look_at_told, stated};
 use crate::index::manifest::SkippedFile;
 
 /// What a told run looks at, and what it keeps unlooked.
@@ -64,13 +64,7 @@ pub(super) fn look(
     for &file in &delta_files {
         let entry = parts.file(file)?;
         if !found.covers(&entry.path) {
-            files.push(SourceFile {
-                abs_path: options.root.join(&entry.path),
-                rel_path: entry.path,
-                size: entry.stamp.size,
-                mtime_ns: entry.stamp.mtime_ns,
-                identity: (0, 0),
-            });
+            files.push(recorded_file(&options.root, entry));
         }
     }
     // A skipped file is read again, as after a walk.

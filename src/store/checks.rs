@@ -161,14 +161,23 @@ fn verify_one(path: &Path, check: &FileCheck) -> Option<IndexError> {
     });
     match read {
         Err(ReadError::TooLarge(_)) => Some(too_large(path, check)),
-        Ok((size, _)) if size > check.size => Some(too_large(path, check)),
         Err(err) => Some(damaged(path, &err.to_string())),
-        Ok((size, _)) if size != check.size => Some(damaged(
-            path,
-            &format!("has {size} bytes, expected {}", check.size),
-        )),
-        Ok((_, crc32)) if crc32 != check.crc32 => Some(damaged(path, "checksum mismatch")),
-        Ok(_) => None,
+        Ok((size, crc32)) => judged(path, size, crc32, check),
+    }
+}
+
+/// The damage of the file at `path`, read whole as `size` bytes of CRC-32
+/// `crc32`, against its `check`, if any.
+fn judged(path: &Path, size: u64, crc32: u32, check: &FileCheck) -> Option<IndexError> {
+    if size > check.size {
+        Some(too_large(path, check))
+    } else if size != check.size {
+        let what = format!("has {size} bytes, expected {}", check.size);
+        Some(damaged(path, &what))
+    } else if crc32 != check.crc32 {
+        Some(damaged(path, "checksum mismatch"))
+    } else {
+        None
     }
 }
 
@@ -177,16 +186,9 @@ fn verify_one(path: &Path, check: &FileCheck) -> Option<IndexError> {
 /// read twice.
 pub fn verify_bytes(path: &Path, bytes: &[u8], check: &FileCheck) -> Result<(), IndexError> {
     let size = bytes.len() as u64;
-    if size > check.size {
-        return Err(too_large(path, check));
-    }
-    if size != check.size {
-        let what = format!("has {size} bytes, expected {}", check.size);
-        return Err(damaged(path, &what));
-    }
-    match crc32fast::hash(bytes) == check.crc32 {
-        true => Ok(()),
-        false => Err(damaged(path, "checksum mismatch")),
+    match judged(path, size, crc32fast::hash(bytes), check) {
+        Some(damage) => Err(damage),
+        None => Ok(()),
     }
 }
 

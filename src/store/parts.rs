@@ -301,12 +301,7 @@ impl Parts {
     /// Number of live chunks: all less the buried files' (a few ranges,
     /// not a count of every chunk's flag).
     pub fn live_len(&self) -> usize {
-        let buried: usize = (self.parts.iter())
-            .flat_map(|part| {
-                (part.dead_files.iter())
-                    .map(|&file| part.generation.chunks_of_file(file).map_or(0, |c| c.len()))
-            })
-            .sum();
+        let buried: usize = self.dead_chunks().iter().flatten().map(Range::len).sum();
         self.len().saturating_sub(buried)
     }
 
@@ -318,12 +313,8 @@ impl Parts {
                     return None;
                 }
                 let mut live = vec![true; self.len()];
-                for (at, part) in self.parts.iter().enumerate() {
-                    for &file in &part.dead_files {
-                        let chunks = part.generation.chunks_of_file(file).unwrap_or(0..0);
-                        if chunks.is_empty() {
-                            continue;
-                        }
+                for (at, dead) in self.dead_chunks().into_iter().enumerate() {
+                    for chunks in dead {
                         // A file's chunks are consecutive in the index too.
                         let start = self.global(at, chunks.start) as usize;
                         if let Some(flags) = live.get_mut(start..start + chunks.len()) {
@@ -496,7 +487,8 @@ impl Parts {
     /// part's sorted file table from the first path's place: a walk's
     /// every file costs a path comparison, not a binary search.
     pub fn live_file_indices(&self, paths: &[&str]) -> Result<Vec<Option<u32>>> {
-        let mut found: Vec<Option<u32>> = vec![None; paths.len()];
+        // Per path, the newest part's verdict: `Some(None)` for a buried file.
+        let mut found: Vec<Option<Option<u32>>> = vec![None; paths.len()];
         for part in self.parts.iter().rev() {
             let generation = &part.generation;
             let Some(first) = paths.first() else { break };
@@ -511,17 +503,12 @@ impl Parts {
                 }
                 // The newest part holding a path decides, live or buried.
                 if found[at].is_none() && generation.file_path(file)? == *path {
-                    found[at] = Some(match part.file_is_live(file) {
-                        true => part.file_base + file,
-                        false => u32::MAX,
-                    });
+                    let live = part.file_is_live(file).then_some(part.file_base + file);
+                    found[at] = Some(live);
                 }
             }
         }
-        Ok(found
-            .into_iter()
-            .map(|file| file.filter(|&file| file != u32::MAX))
-            .collect())
+        Ok(found.into_iter().map(Option::flatten).collect())
     }
 
     /// The live file at `path` (relative to the root).
