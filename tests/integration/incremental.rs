@@ -36,18 +36,7 @@ fn uids_and_chunks(corpus: &Corpus) -> (u64, usize) {
 }
 
 fn assert_matches_a_fresh_index(corpus: &Corpus, after: &str) {
-    let answers = common::answers(corpus, &QUERIES, &MODES);
-    let fresh = common::fresh_answers(corpus, &QUERIES, &MODES);
-    for (i, (ours, theirs)) in answers.iter().zip(&fresh).enumerate() {
-        assert!(
-            ours == theirs,
-            "after {after}, {} --mode {} differs from a fresh index:\n{}\n---\n{}",
-            QUERIES[i % QUERIES.len()],
-            MODES[i / QUERIES.len()],
-            String::from_utf8_lossy(ours),
-            String::from_utf8_lossy(theirs)
-        );
-    }
+    common::assert_answers_as_a_fresh_index(corpus, &QUERIES, &MODES, after);
 }
 
 fn reindex(corpus: &Corpus) {

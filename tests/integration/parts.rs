@@ -81,18 +81,7 @@ fn run(corpus: &Corpus, args: &[&str]) {
 }
 
 fn assert_matches_a_fresh_index(corpus: &Corpus, after: &[Step]) {
-    let ours = common::answers(corpus, &QUERIES, &MODES);
-    let fresh = common::fresh_answers(corpus, &QUERIES, &MODES);
-    for (i, (ours, theirs)) in ours.iter().zip(&fresh).enumerate() {
-        assert!(
-            ours == theirs,
-            "after {after:?}, {} --mode {} differs from a fresh index:\n{}\n---\n{}",
-            QUERIES[i % QUERIES.len()],
-            MODES[i / QUERIES.len()],
-            String::from_utf8_lossy(ours),
-            String::from_utf8_lossy(theirs)
-        );
-    }
+    common::assert_answers_as_a_fresh_index(corpus, &QUERIES, &MODES, &format!("{after:?}"));
 }
 
 /// How each step's run learns what changed.

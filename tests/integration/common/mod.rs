@@ -117,6 +117,29 @@ pub fn fresh_answers(corpus: &Corpus, queries: &[&str], modes: &[&str]) -> Vec<V
     answers(&fresh, queries, modes)
 }
 
+/// Asserts that `corpus`'s index answers `queries` in every one of `modes`
+/// byte for byte as a fresh full index of a copy of it does; `after` says
+/// what changed the index, for the message.
+pub fn assert_answers_as_a_fresh_index(
+    corpus: &Corpus,
+    queries: &[&str],
+    modes: &[&str],
+    after: &str,
+) {
+    let ours = answers(corpus, queries, modes);
+    let fresh = fresh_answers(corpus, queries, modes);
+    for (i, (ours, theirs)) in ours.iter().zip(&fresh).enumerate() {
+        assert!(
+            ours == theirs,
+            "after {after}, {} --mode {} differs from a fresh index:\n{}\n---\n{}",
+            queries[i % queries.len()],
+            modes[i / queries.len()],
+            String::from_utf8_lossy(ours),
+            String::from_utf8_lossy(theirs)
+        );
+    }
+}
+
 /// How many chunks `fixtures/corpus` (18 files) is cut into with the
 /// default chunk options: tests that count embedded or indexed chunks say
 /// so through this one number.
