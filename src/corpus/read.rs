@@ -14,14 +14,15 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::Read;
+use std::path::Path;
 
 use super::Metadata;
 use super::walk::SourceFile;
 
-/// Reads `file` as walked, refusing more than `limit` bytes; the error is the
-/// reason to give in a skip warning (lowercase, no path).
-pub fn read_walked(file: &SourceFile, limit: u64) -> Result<Vec<u8>, String> {
-    let opened = open_walked(file)?;
+/// Reads `file` as walked under `root`, refusing more than `limit` bytes;
+/// the error is the reason to give in a skip warning (lowercase, no path).
+pub fn read_walked(root: &Path, file: &SourceFile, limit: u64) -> Result<Vec<u8>, String> {
+    let opened = open_walked(root, file)?;
     let mut bytes = Vec::new();
     opened
         .take(limit + 1)
@@ -36,8 +37,8 @@ pub fn read_walked(file: &SourceFile, limit: u64) -> Result<Vec<u8>, String> {
 /// Reads `file` as walked ([`read_walked`]) and checks that it is text:
 /// no NUL byte, valid UTF-8. The error is the reason to give in a skip
 /// warning.
-pub fn read_markdown(file: &SourceFile, limit: u64) -> Result<String, String> {
-    let bytes = read_walked(file, limit)?;
+pub fn read_markdown(root: &Path, file: &SourceFile, limit: u64) -> Result<String, String> {
+    let bytes = read_walked(root, file, limit)?;
     if bytes.contains(&0) {
         return Err("looks binary (contains NUL bytes)".into());
     }
@@ -80,9 +81,9 @@ pub fn add_path_metadata(metadata: &mut Metadata, rel_path: &str) {
     metadata.insert(DIR_KEY.into(), vec![dir.to_string()]);
 }
 
-/// Opens `file` without following a final symlink or blocking, and checks
-/// the descriptor is the regular file the walk found.
-fn open_walked(file: &SourceFile) -> Result<File, String> {
+/// Opens `file` (under `root`) without following a final symlink or
+/// blocking, and checks the descriptor is the regular file the walk found.
+fn open_walked(root: &Path, file: &SourceFile) -> Result<File, String> {
     let mut options = OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -90,7 +91,7 @@ fn open_walked(file: &SourceFile) -> Result<File, String> {
         use std::os::unix::fs::OpenOptionsExt;
         options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY);
     }
-    let opened = options.open(&file.abs_path).map_err(|e| {
+    let opened = options.open(file.abs_path(root)).map_err(|e| {
         #[cfg(unix)]
         if e.raw_os_error() == Some(libc::ELOOP) {
             return "became a symbolic link after the walk; not followed".to_string();
@@ -143,7 +144,6 @@ mod tests {
     use super::*;
     use crate::corpus::walk::{WalkOptions, walk};
     use std::fs;
-    use std::path::Path;
     use std::sync::mpsc;
     use std::time::Duration;
 
@@ -153,9 +153,10 @@ mod tests {
         let walked = walk(root, &WalkOptions::default()).unwrap();
         assert_eq!(walked.files.len(), 1);
         let file = walked.files.into_iter().next().unwrap();
-        swap(&file.abs_path);
+        swap(&file.abs_path(root));
         let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || tx.send(read_walked(&file, 1 << 20)));
+        let root = root.to_path_buf();
+        std::thread::spawn(move || tx.send(read_walked(&root, &file, 1 << 20)));
         rx.recv_timeout(Duration::from_secs(5))
             .expect("reading a swapped file must not block")
     }
@@ -222,7 +223,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("a.md"), "# A\n").unwrap();
         let walked = walk(dir.path(), &WalkOptions::default()).unwrap();
-        let err = read_walked(&walked.files[0], 2).unwrap_err();
+        let err = read_walked(dir.path(), &walked.files[0], 2).unwrap_err();
         assert_eq!(err, "grew over the 2-byte limit while being read");
     }
 }

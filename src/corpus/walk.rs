@@ -55,8 +55,6 @@ pub struct SourceFile {
     /// Path relative to the root, with `/` separators on every platform; this
     /// is the `path` of chunk ids and of the `path` metadata key.
     pub rel_path: String,
-    /// Path to open.
-    pub abs_path: PathBuf,
     /// Size in bytes when walked.
     pub size: u64,
     /// Modification time in nanoseconds since the Unix epoch (0 if unknown).
@@ -66,12 +64,37 @@ pub struct SourceFile {
     pub identity: (u64, u64),
 }
 
+impl SourceFile {
+    /// The file at `rel_path`, its stamp not yet known (zero).
+    pub fn unstated(rel_path: String) -> Self {
+        Self {
+            rel_path,
+            size: 0,
+            mtime_ns: 0,
+            identity: (0, 0),
+        }
+    }
+
+    /// The path to open under `root`, the folder walked. (Not kept per
+    /// file: a walk of a large tree would hold every path twice.)
+    pub fn abs_path(&self, root: &Path) -> PathBuf {
+        root.join(&self.rel_path)
+    }
+
+    /// Records the stamp and identity `stat` gave.
+    fn stamp_from(&mut self, meta: &std::fs::Metadata) {
+        self.size = meta.len();
+        self.mtime_ns = mtime_ns(meta);
+        self.identity = identity(meta);
+    }
+}
+
 /// Everything the walk found: the files to read, and what it could not enter.
 #[derive(Debug, Default)]
 pub struct Walk {
     /// Markdown files, sorted by `rel_path`.
     pub files: Vec<SourceFile>,
-    /// Unreadable folders or entries, named for a warning.
+    /// Unreadable folders or entries, named for a warning, sorted by path.
     pub skipped: Vec<Skipped>,
 }
 
@@ -109,9 +132,10 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<Walk> {
             }
             keep
         });
-    // In walk order, each markdown file to stat or a skip; the stat calls
-    // (most of a walk's time: a path lookup each) then run in parallel.
-    let mut found: Vec<Result<(String, walkdir::DirEntry), Skipped>> = Vec::new();
+    // The markdown files in walk order, each with its path alone: their
+    // stat calls (most of a walk's time, a path lookup each) then run in
+    // parallel, filling the stamps in place, so a walk of a large tree
+    // holds one small entry and one path per file (not the walker's).
     for entry in entries {
         let entry = match entry {
             Ok(entry) => entry,
@@ -124,7 +148,7 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<Walk> {
                     .io_error()
                     .map(|e| e.to_string().to_lowercase())
                     .unwrap_or_else(|| err.to_string());
-                found.push(Err(Skipped { path, reason }));
+                out.skipped.push(Skipped { path, reason });
                 continue;
             }
         };
@@ -140,10 +164,10 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<Walk> {
         let rel_path = rel_path_of(root, entry.path());
         let hidden = is_hidden(entry.file_name());
         match rel_path {
-            Some(rel_path) if !hidden => found.push(Ok((rel_path, entry))),
+            Some(rel_path) if !hidden => out.files.push(SourceFile::unstated(rel_path)),
             // Lossy decoding would give two names that are not UTF-8 one
             // path and one id.
-            _ => found.push(Err(Skipped {
+            _ => out.skipped.push(Skipped {
                 path: rel_path.unwrap_or_else(|| display_rel(root, entry.path())),
                 reason: match hidden {
                     true => "hidden (its name starts with '.'); rename it to index it",
@@ -152,29 +176,38 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<Walk> {
                     }
                 }
                 .into(),
-            })),
+            }),
         }
     }
-    let stated: Vec<Result<SourceFile, Skipped>> = found
-        .into_par_iter()
-        .map(|candidate| {
-            let (rel_path, entry) = candidate?;
-            match entry.metadata() {
-                Ok(meta) => Ok(source_file(rel_path, entry.into_path(), &meta)),
-                Err(err) => Err(Skipped {
-                    path: rel_path,
-                    reason: err.to_string().to_lowercase(),
-                }),
-            }
-        })
+    out.files.shrink_to_fit();
+    let unstated: Vec<(usize, String)> = (out.files.par_iter_mut().enumerate())
+        .filter_map(
+            |(at, file)| match std::fs::symlink_metadata(file.abs_path(root)) {
+                Ok(meta) => {
+                    file.stamp_from(&meta);
+                    None
+                }
+                Err(err) => Some((at, err.to_string().to_lowercase())),
+            },
+        )
         .collect();
-    for result in stated {
-        match result {
-            Ok(file) => out.files.push(file),
-            Err(skip) => out.skipped.push(skip),
+    if !unstated.is_empty() {
+        let mut unstated = unstated.into_iter().peekable();
+        let files = std::mem::take(&mut out.files);
+        out.files.reserve_exact(files.len() - unstated.len());
+        for (at, file) in files.into_iter().enumerate() {
+            match unstated.next_if(|(failed, _)| *failed == at) {
+                Some((_, reason)) => out.skipped.push(Skipped {
+                    path: file.rel_path,
+                    reason,
+                }),
+                None => out.files.push(file),
+            }
         }
     }
-    out.files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
+    out.files
+        .sort_unstable_by(|a, b| a.rel_path.cmp(&b.rel_path));
+    out.skipped.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(out)
 }
 
@@ -268,9 +301,7 @@ pub fn look_at_told(
             _ => false,
         };
         if let (true, Some(meta)) = (kept, meta) {
-            found
-                .files
-                .push(source_file(rel_str.clone(), abs_path, &meta));
+            found.files.push(source_file(rel_str.clone(), &meta));
         }
         found.paths.push(rel_str);
     }
@@ -309,18 +340,14 @@ pub fn stated(root: &Path, rel_path: &str) -> Option<SourceFile> {
     let abs_path = root.join(rel_path);
     let meta = std::fs::symlink_metadata(&abs_path).ok()?;
     meta.is_file()
-        .then(|| source_file(rel_path.to_string(), abs_path, &meta))
+        .then(|| source_file(rel_path.to_string(), &meta))
 }
 
-/// A listed file from its paths and what `stat` said of it.
-fn source_file(rel_path: String, abs_path: PathBuf, meta: &std::fs::Metadata) -> SourceFile {
-    SourceFile {
-        rel_path,
-        abs_path,
-        size: meta.len(),
-        mtime_ns: mtime_ns(meta),
-        identity: identity(meta),
-    }
+/// A listed file from its path and what `stat` said of it.
+fn source_file(rel_path: String, meta: &std::fs::Metadata) -> SourceFile {
+    let mut file = SourceFile::unstated(rel_path);
+    file.stamp_from(meta);
+    file
 }
 
 /// Whether every folder on the way from `root` to `rel` is a folder, not a

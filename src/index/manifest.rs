@@ -56,8 +56,10 @@ use crate::store::{MANIFEST_FILE, atomic, bounded, damaged};
 /// and chunks cut by [`CHUNKS_FORMAT_VERSION`]'s rules; 25 the sparse
 /// list's term dictionaries as sorted string tables, see
 /// [`SPARSE_FORMAT_VERSION`]; 26 the delta part, `delta`, appended after
-/// the base generation with the tombstones of the files it replaces).
-pub const FORMAT_VERSION: u32 = 26;
+/// the base generation with the tombstones of the files it replaces; 27
+/// the files' paths and stamps in columns of their own, `paths.bin` and
+/// `stamps.bin`, which older generations lack and read from `files.bin`).
+pub const FORMAT_VERSION: u32 = 27;
 
 /// The first format whose chunks are cut the way this build cuts them
 /// (headings without body kept, merged chunks labelled by every section):
@@ -73,7 +75,7 @@ pub const SPARSE_FORMAT_VERSION: u32 = 25;
 
 /// The on-disk formats this build can read (searched from
 /// [`SPARSE_FORMAT_VERSION`] on; older ones only upgraded).
-pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 16..=26;
+pub const SUPPORTED_FORMAT_VERSIONS: RangeInclusive<u32> = 16..=FORMAT_VERSION;
 
 /// The last format without `fusion_source`.
 const UNSOURCED_FORMAT_VERSION: u32 = 17;

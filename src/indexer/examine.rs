@@ -56,12 +56,14 @@ pub(super) fn examine(file: &SourceFile, options: &IndexOptions, state: FileStat
             reason,
         })
     };
-    if let FileState::Unchanged {
-        stamp,
-        previous_file,
-        ..
-    } = state
-    {
+    if let FileState::Unchanged { previous_file, .. } = state {
+        // (A touched file read since its walk keeps the walked stamp: were
+        // it changed again since, the next run finds it so and hashes it.)
+        let stamp = FileStamp {
+            size: file.size,
+            mtime_ns: file.mtime_ns,
+            hash: String::new(),
+        };
         return FileOutcome::Reused {
             stamp,
             previous_file,
@@ -73,7 +75,7 @@ pub(super) fn examine(file: &SourceFile, options: &IndexOptions, state: FileStat
             file.size, options.max_file_size
         ));
     }
-    let source = match read_markdown(file, options.max_file_size) {
+    let source = match read_markdown(&options.root, file, options.max_file_size) {
         Ok(source) => source,
         Err(reason) => return skip(reason),
     };

@@ -2,7 +2,6 @@
 //! walked files are unchanged, and whether anything must be written at all.
 
 use std::collections::HashSet;
-use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail, ensure};
@@ -23,7 +22,10 @@ use crate::lists::graph::GRAPH_FILE;
 use crate::lists::vector_cache::{self, PartVectors, ReusableVectors};
 use crate::progress::Progress;
 use crate::store::checks;
-use crate::store::generation::{ChunkOrd, DATES_FILE, FileEntry, FileStamp, SPARSE_DIR};
+use crate::store::generation::{
+    ChunkOrd, DATES_FILE, FileEntry, FileStamp, PATH_INDEX_FILE, PATHS_FILE, SPARSE_DIR,
+    STAMPS_FILE,
+};
 use crate::store::metadata_index::METADATA_INDEX_FILE;
 use crate::store::parts::{DELTA_FILE, Parts};
 use crate::store::texts::TEXT_INDEX_FILE;
@@ -193,7 +195,7 @@ impl Previous {
         let mut known = Walk::default();
         let live = self.parts.as_ref()?.live_files().ok()?;
         for (_, entry) in live {
-            known.files.push(recorded_file(&options.root, entry));
+            known.files.push(recorded_file(entry));
         }
         for skip in &manifest.skipped {
             match skip.stamp {
@@ -349,11 +351,10 @@ fn same_skips(recorded: &[SkippedFile], walked: &Walk, states: &[FileState]) -> 
     walk_skips == recorded_walk_skips && still_skipped == file_skips.len()
 }
 
-/// A file as the previous index recorded it (`entry`, under `root`): as
-/// a walk would list it with the stamp it had then.
-pub(super) fn recorded_file(root: &Path, entry: FileEntry) -> SourceFile {
+/// A file as the previous index recorded it (`entry`): as a walk would
+/// list it with the stamp it had then.
+pub(super) fn recorded_file(entry: FileEntry) -> SourceFile {
     SourceFile {
-        abs_path: root.join(&entry.path),
         rel_path: entry.path,
         size: entry.stamp.size,
         mtime_ns: entry.stamp.mtime_ns,
@@ -364,9 +365,9 @@ pub(super) fn recorded_file(root: &Path, entry: FileEntry) -> SourceFile {
 /// What the first pass finds about one walked file.
 #[derive(Clone)]
 pub(super) enum FileState {
-    /// Same content as in the previous index.
+    /// Same content as in the previous index (its new stamp is the walked
+    /// file's: a state per walked file stays small at a million files).
     Unchanged {
-        stamp: FileStamp,
         previous_file: usize,
         /// Only the content hash matched (the file was touched, or its
         /// size and time otherwise moved): its new stamp must be recorded,
@@ -422,17 +423,12 @@ fn check(
     let Some((index, parts)) = found.zip(previous.parts.as_ref()) else {
         return FileState::Changed;
     };
-    let Ok(entry) = parts.file(index as u32) else {
+    // The quick check reads the stamps column alone, not the entry.
+    let Ok(recorded) = parts.file_size_and_time(index as u32) else {
         return FileState::Changed;
     };
-    if entry.stamp.matches(file.size, file.mtime_ns) {
-        let stamp = FileStamp {
-            size: file.size,
-            mtime_ns: file.mtime_ns,
-            hash: String::new(),
-        };
+    if recorded == (file.size, file.mtime_ns) {
         return FileState::Unchanged {
-            stamp,
             previous_file: index,
             touched: false,
         };
@@ -440,13 +436,14 @@ fn check(
     if file.size > options.max_file_size {
         return FileState::Changed;
     }
-    let Ok(bytes) = read_walked(file, options.max_file_size) else {
+    let Ok(bytes) = read_walked(&options.root, file, options.max_file_size) else {
         return FileState::Changed;
     };
-    let stamp = stamp_of(file, &bytes);
-    match entry.stamp.hash == stamp.hash {
+    let Ok(entry) = parts.file(index as u32) else {
+        return FileState::Changed;
+    };
+    match entry.stamp.hash == stamp_of(file, &bytes).hash {
         true => FileState::Unchanged {
-            stamp,
             previous_file: index,
             touched: true,
         },
@@ -466,9 +463,12 @@ pub(super) fn stamp_of(file: &SourceFile, bytes: &[u8]) -> FileStamp {
 /// Files of a generation that a run writes anew from the table and the
 /// vectors, never carrying their bytes over: damage in them cannot spread
 /// into the next generation, so a run need not re-read them.
-const REBUILT_FILES: [&str; 5] = [
+const REBUILT_FILES: [&str; 8] = [
     METADATA_INDEX_FILE,
     DATES_FILE,
+    PATH_INDEX_FILE,
+    PATHS_FILE,
+    STAMPS_FILE,
     CODES_FILE,
     GRAPH_FILE,
     DELTA_FILE,

@@ -64,7 +64,7 @@ pub(super) fn look(
     for &file in &delta_files {
         let entry = parts.file(file)?;
         if !found.covers(&entry.path) {
-            files.push(recorded_file(&options.root, entry));
+            files.push(recorded_file(entry));
         }
     }
     // A skipped file is read again, as after a walk.

@@ -9,6 +9,13 @@
 //! files.idx     u64 offsets into files.bin, one per file plus the end
 //! files.bin     one postcard-encoded FileEntry per file (decoded on demand),
 //!               without the metadata keys its path gives (from format 21)
+//! paths.idx     u64 offsets into paths.bin, one per file plus the end
+//! paths.bin     every file's path, UTF-8, one after another
+//! stamps.bin    one fixed-size record per file: its size and modification
+//!               time (RawStamp). These three repeat what files.bin holds,
+//!               in columns a walk's change check reads alone (a tenth of
+//!               the entries' bytes); absent before format 27, when the
+//!               paths and stamps are read from files.bin
 //! dates.bin     one little-endian i64 per file: its document date, seconds
 //!               since the epoch (see [`crate::corpus::date`]); absent
 //!               before format 19, when dates are worked out from files.bin
@@ -58,6 +65,13 @@ pub const HEADINGS_FILE: &str = "headings.bin";
 pub const FILE_INDEX_FILE: &str = "files.idx";
 /// File holding the postcard-encoded file entries.
 pub const FILES_FILE: &str = "files.bin";
+/// File holding the offsets of the file paths (absent before format 27).
+pub const PATH_INDEX_FILE: &str = "paths.idx";
+/// File holding every file's path (absent before format 27).
+pub const PATHS_FILE: &str = "paths.bin";
+/// File holding each file's size and modification time (absent before
+/// format 27).
+pub const STAMPS_FILE: &str = "stamps.bin";
 /// File holding each file's document date.
 pub const DATES_FILE: &str = "dates.bin";
 /// File holding each file's first chunk ordinal (absent before format 24).
@@ -203,6 +217,31 @@ pub struct RawChunk {
     uid: u32,
 }
 
+/// A file's size and modification time as `stamps.bin` stores them.
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
+#[repr(C)]
+struct RawStamp {
+    size: u64,
+    /// The low and high 64 bits of the modification time, nanoseconds
+    /// since the Unix epoch.
+    mtime_low: u64,
+    mtime_high: i64,
+}
+
+impl RawStamp {
+    fn of(stamp: &FileStamp) -> Self {
+        Self {
+            size: stamp.size,
+            mtime_low: stamp.mtime_ns as u64,
+            mtime_high: (stamp.mtime_ns >> 64) as i64,
+        }
+    }
+
+    fn mtime_ns(&self) -> i128 {
+        (i128::from(self.mtime_high) << 64) | i128::from(self.mtime_low)
+    }
+}
+
 /// A [`FileEntry`] as `files.bin` stores it (the same postcard shape):
 /// its metadata without the [`PATH_KEYS`], which repeat the path and
 /// which decoding puts back. Before format 21 they were stored.
@@ -304,17 +343,28 @@ fn write_chunks(gen_dir: &Path, table: &ChunkTable) -> Result<()> {
     write_with_blocks(&gen_dir.join(HEADINGS_FILE), headings.as_bytes())
 }
 
-/// Writes `table`'s file entries and their offsets.
+/// Writes `table`'s file entries and their offsets, the paths and stamps
+/// columns, and each file's chunks.
 fn write_files(gen_dir: &Path, table: &ChunkTable) -> Result<()> {
     let mut files = Vec::new();
     let mut offsets: Vec<u64> = vec![0];
+    let mut paths = String::new();
+    let mut path_offsets: Vec<u64> = vec![0];
+    let mut stamps = Vec::with_capacity(table.files.len());
     for entry in &table.files {
         files.extend(encode_entry(entry).context("cannot encode a file entry")?);
         offsets.push(files.len() as u64);
+        paths.push_str(&entry.path);
+        path_offsets.push(paths.len() as u64);
+        stamps.push(RawStamp::of(&entry.stamp));
     }
-    let offsets: Vec<u8> = offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
-    write_with_blocks(&gen_dir.join(FILE_INDEX_FILE), &offsets)?;
+    let le =
+        |offsets: &[u64]| -> Vec<u8> { offsets.iter().flat_map(|o| o.to_le_bytes()).collect() };
+    write_with_blocks(&gen_dir.join(FILE_INDEX_FILE), &le(&offsets))?;
     write_with_blocks(&gen_dir.join(FILES_FILE), &files)?;
+    write_with_blocks(&gen_dir.join(PATH_INDEX_FILE), &le(&path_offsets))?;
+    write_with_blocks(&gen_dir.join(PATHS_FILE), paths.as_bytes())?;
+    write_with_blocks(&gen_dir.join(STAMPS_FILE), bytemuck::cast_slice(&stamps))?;
     let starts = chunk_starts(table.files.len(), table.chunks.iter().map(|c| c.file));
     write_with_blocks(
         &gen_dir.join(FILE_CHUNKS_FILE),
@@ -401,6 +451,10 @@ pub struct Generation {
     headings: CheckedMap,
     file_index: CheckedMap,
     files: CheckedMap,
+    /// The paths column and its offsets, when written (format 27).
+    paths: Option<(CheckedMap, CheckedMap)>,
+    /// The stamps column, when written (format 27).
+    stamps: Option<CheckedMap>,
     dates: Option<CheckedMap>,
     file_chunks: Option<CheckedMap>,
     metadata: Option<MetadataIndex>,
@@ -458,6 +512,14 @@ impl Generation {
             headings: table(HEADINGS_FILE)?,
             file_index: table(FILE_INDEX_FILE)?,
             files: table(FILES_FILE)?,
+            paths: match checksums.contains_key(PATHS_FILE) {
+                true => Some((table(PATH_INDEX_FILE)?, table(PATHS_FILE)?)),
+                false => None,
+            },
+            stamps: match checksums.contains_key(STAMPS_FILE) {
+                true => Some(table(STAMPS_FILE)?),
+                false => None,
+            },
             dates: match checksums.contains_key(DATES_FILE) {
                 true => Some(table(DATES_FILE)?),
                 false => None,
@@ -616,19 +678,7 @@ impl Generation {
 
     /// Where file `index`'s entry lies in `files.bin`.
     fn file_range(&self, index: u32) -> Result<Range<usize>> {
-        let start = index as usize * 8;
-        let bounds = match start + 16 <= self.file_index.len() {
-            true => self.file_index.bytes(start..start + 16)?,
-            false => &[],
-        };
-        let offset = |i: usize| u64::from_le_bytes(bounds[i..i + 8].try_into().unwrap_or_default());
-        match bounds.len() {
-            16 if offset(0) <= offset(8) => Ok(offset(0) as usize..offset(8) as usize),
-            _ => bail!(damaged(
-                &self.dir.join(FILE_INDEX_FILE),
-                "names a file it does not hold"
-            )),
-        }
+        span(&self.file_index, index, || self.dir.join(FILE_INDEX_FILE))
     }
 
     /// The bytes of file `index`'s entry in `files.bin`.
@@ -640,6 +690,23 @@ impl Generation {
     pub fn file(&self, index: u32) -> Result<FileEntry> {
         decode_entry(self.entry_bytes(index)?)
             .with_context(|| damaged(&self.dir.join(FILES_FILE), "does not decode"))
+    }
+
+    /// The size and modification time file `index` had when indexed: from
+    /// the stamps column, or its decoded entry.
+    pub fn file_size_and_time(&self, index: u32) -> Result<(u64, i128)> {
+        let Some(stamps) = &self.stamps else {
+            let stamp = self.file(index)?.stamp;
+            return Ok((stamp.size, stamp.mtime_ns));
+        };
+        let size = std::mem::size_of::<RawStamp>();
+        let start = index as usize * size;
+        ensure!(
+            start + size <= stamps.len(),
+            damaged(&self.dir.join(STAMPS_FILE), "names a file it does not hold")
+        );
+        let stamp: RawStamp = bytemuck::pod_read_unaligned(stamps.bytes(start..start + size)?);
+        Ok((stamp.size, stamp.mtime_ns()))
     }
 
     /// Every file's document date in seconds, in file order: viewed in
@@ -766,12 +833,32 @@ impl Generation {
         partition(files, |index| Ok(before(self.file_path(index)?)))
     }
 
-    /// The path of file `index`, read without decoding the rest of its
-    /// entry (the path is the entry's first field).
+    /// The path of file `index`: from the paths column, or read from its
+    /// entry without decoding the rest (the path is its first field).
     pub fn file_path(&self, index: u32) -> Result<&str> {
+        if let Some((offsets, paths)) = &self.paths {
+            let range = span(offsets, index, || self.dir.join(PATH_INDEX_FILE))?;
+            return std::str::from_utf8(paths.bytes(range)?)
+                .map_err(|_| anyhow::anyhow!(damaged(&self.dir.join(PATHS_FILE), "is not UTF-8")));
+        }
         let (file_path, _) = postcard::take_from_bytes::<&str>(self.entry_bytes(index)?)
             .with_context(|| damaged(&self.dir.join(FILES_FILE), "does not decode"))?;
         Ok(file_path)
+    }
+}
+
+/// Where item `index` lies in the table that `offsets` (one little-endian
+/// u64 per item, plus the end; the file at `path`) cuts.
+fn span(offsets: &CheckedMap, index: u32, path: impl Fn() -> PathBuf) -> Result<Range<usize>> {
+    let start = index as usize * 8;
+    let bounds = match start + 16 <= offsets.len() {
+        true => offsets.bytes(start..start + 16)?,
+        false => &[],
+    };
+    let offset = |i: usize| u64::from_le_bytes(bounds[i..i + 8].try_into().unwrap_or_default());
+    match bounds.len() {
+        16 if offset(0) <= offset(8) => Ok(offset(0) as usize..offset(8) as usize),
+        _ => bail!(damaged(&path(), "names a file it does not hold")),
     }
 }
 
@@ -954,6 +1041,37 @@ mod tests {
             .map(|c| c.heading_path.clone())
             .collect();
         assert_eq!(paths, expected);
+    }
+
+    #[test]
+    fn paths_and_stamps_read_alike_from_their_columns_or_the_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut table, texts) = sample_table();
+        table.files[0].stamp.size = 7;
+        table.files[0].stamp.mtime_ns = 1_700_000_000_123_456_789;
+        table.files[1].stamp.size = u64::MAX;
+        table.files[1].stamp.mtime_ns = -(1 << 70) - 3;
+        let mut manifest = write_generation(dir.path(), &table, &texts);
+        let read = |checksums: &Checksums| {
+            let generation = Generation::open(dir.path(), 1, checksums).unwrap();
+            (0..2)
+                .map(|file| {
+                    let path = generation.file_path(file).unwrap().to_string();
+                    (path, generation.file_size_and_time(file).unwrap())
+                })
+                .collect::<Vec<_>>()
+        };
+        let expected: Vec<_> = (table.files.iter())
+            .map(|f| (f.path.clone(), (f.stamp.size, f.stamp.mtime_ns)))
+            .collect();
+        assert_eq!(read(&manifest.checksums), expected);
+        // A generation written before format 27 has no columns.
+        let gen_dir = crate::store::generation_dir(dir.path(), 1);
+        for name in [PATH_INDEX_FILE, PATHS_FILE, STAMPS_FILE] {
+            fs::remove_file(gen_dir.join(name)).unwrap();
+            manifest.checksums.retain(|file, _| !file.starts_with(name));
+        }
+        assert_eq!(read(&manifest.checksums), expected);
     }
 
     #[test]

@@ -410,6 +410,12 @@ impl Parts {
         self.parts[at].generation.file(local)
     }
 
+    /// The size and modification time file `file` had when indexed.
+    pub fn file_size_and_time(&self, file: u32) -> Result<(u64, i128)> {
+        let (at, local) = self.locate_file(file)?;
+        self.parts[at].generation.file_size_and_time(local)
+    }
+
     /// The path of file `file`.
     pub fn file_path(&self, file: u32) -> Result<&str> {
         let (at, local) = self.locate_file(file)?;
