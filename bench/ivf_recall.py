@@ -25,8 +25,11 @@ nearest first until the probed cells hold the given share of the rows, and
 its recall is the share of its window those cells hold (capped at the
 window). `--two-level TOPxSUB:PROBE` also trains cells cheaply: TOP coarse
 cells, each split into SUB trained on its own rows, every row assigned to
-the nearest fine cell among the children of its PROBE nearest coarse cells. Prints the mean recall per probed share, and the seconds the
-training and assignment took (numpy, all cores).
+the nearest fine cell among the children of its PROBE nearest coarse cells. `--by-codes` compares rows
+with cells by their sign codes (`sign(x) · c`, what memidx's code scan
+computes, so its kernels could do the assignment) instead of their vectors.
+Prints the mean recall per probed share, and the seconds the training and
+assignment took (numpy, all cores).
 
 Needs numpy (`bench/run.sh`'s venv has it:
 `/tmp/memidx-bench-venv/bin/python bench/ivf_recall.py ...`).
@@ -85,11 +88,15 @@ def moved(rows, units, query, seeds=3):
     return moved / np.linalg.norm(moved)
 
 
-def kmeans(units, cells, rng, rounds=8, per_cell=64):
-    sample = units[rng.choice(len(units), min(len(units), per_cell * cells), replace=False)]
+def kmeans(units, cells, rng, rounds=8, per_cell=64, keys=None):
+    """Spherical k-means; `keys` (default `units`) are what each row is
+    compared with the cells by (`--by-codes`: its signs)."""
+    keys = units if keys is None else keys
+    picked = rng.choice(len(units), min(len(units), per_cell * cells), replace=False)
+    sample, sample_keys = units[picked], keys[picked]
     centroids = sample[rng.choice(len(sample), cells, replace=False)].copy()
     for _ in range(rounds):
-        nearest = assign(sample, centroids)
+        nearest = assign(sample_keys, centroids)
         sums = np.zeros_like(centroids)
         np.add.at(sums, nearest, sample)
         empty = ~sums.any(axis=1)
@@ -104,21 +111,26 @@ def assign(units, centroids, step=20000):
     )
 
 
-def two_level(units, top, sub, probe, rng, step=20000):
+def two_level(units, top, sub, probe, rng, step=20000, keys=None):
     """Cells trained cheaply: `top` coarse cells, each split into `sub`
     cells trained on its own rows; a row goes to the nearest fine cell among
-    the children of its `probe` nearest coarse cells."""
-    coarse = kmeans(units, top, rng)
-    coarse_of = assign(units, coarse)
+    the children of its `probe` nearest coarse cells (compared by `keys`,
+    as in `kmeans`)."""
+    keys = units if keys is None else keys
+    coarse = kmeans(units, top, rng, keys=keys)
+    coarse_of = assign(keys, coarse)
     children = []
     for cell in range(top):
-        rows = units[coarse_of == cell]
-        count = min(sub, len(rows))
-        children.append(kmeans(rows, count, rng) if count else np.zeros((0, units.shape[1])))
+        mine = coarse_of == cell
+        count = min(sub, int(mine.sum()))
+        children.append(
+            kmeans(units[mine], count, rng, keys=keys[mine]) if count
+            else np.zeros((0, units.shape[1]))
+        )
     starts = np.cumsum([0] + [len(c) for c in children])
     cell_of = np.empty(len(units), dtype=np.int64)
     for first in range(0, len(units), step):
-        batch = units[first:first + step]
+        batch = keys[first:first + step]
         nearest = np.argpartition(-(batch @ coarse.T), probe, axis=1)[:, :probe]
         best = np.full(len(batch), -np.inf)
         for column in nearest.T:
@@ -146,12 +158,16 @@ def main():
                         help="also cells trained in two levels, e.g. 64x64:4")
     parser.add_argument("--probe", default="0.01,0.02,0.05,0.1,0.2,0.3")
     parser.add_argument("--window", type=int, default=50)
+    parser.add_argument("--by-codes", action="store_true",
+                        help="compare rows with cells by their sign codes, as memidx's code scan "
+                        "would assign them, not by their vectors")
     parser.add_argument("--binary", default="target/release/memidx")
     args = parser.parse_args()
 
     rows, meta = base_vectors(index_dir(args.index))
     norms = np.linalg.norm(rows, axis=1)
     units = rows / np.maximum(norms, 1e-12)[:, None]
+    keys = np.where(rows >= 0, 1.0, -1.0).astype(np.float32) if args.by_codes else units
     queries = heading_queries(args.headings, args.count, args.seed)
     vectors = [moved(rows, units, q) for q in query_vectors(args.binary, queries, meta)]
     windows = []
@@ -172,10 +188,10 @@ def main():
     for name, cells, split in layouts:
         started = time.perf_counter()
         if split is None:
-            centroids = kmeans(units, cells, rng)
-            cell_of = assign(units, centroids)
+            centroids = kmeans(units, cells, rng, keys=keys)
+            cell_of = assign(keys, centroids)
         else:
-            centroids, cell_of = two_level(units, cells, split[0], split[1], rng)
+            centroids, cell_of = two_level(units, cells, split[0], split[1], rng, keys=keys)
         took = time.perf_counter() - started
         cells = len(centroids)
         sizes = np.bincount(cell_of, minlength=cells)
