@@ -369,8 +369,9 @@ impl Manifest {
 
     /// Atomically replaces `index_dir/meta.json` with this manifest, sealed
     /// with the CRC-32 of its bytes (see the module doc) and so recorded as
-    /// [`FORMAT_VERSION`] (a format 16 index read and written again, as
-    /// `eval --save` does, has the generation files of the current format).
+    /// [`FORMAT_VERSION`] (an older index read and written again, as `eval
+    /// --save` does, is read as before: a generation by the files its
+    /// checksums list, the optional ones worked out when absent).
     pub fn write(&self, index_dir: &Path) -> Result<()> {
         let current = Self {
             format_version: FORMAT_VERSION,

@@ -775,6 +775,23 @@ fn an_index_from_a_future_format_version_is_refused_with_the_supported_range() {
     }
 }
 
+/// Rewrites the manifest in `dir` as a build of format `version` wrote it:
+/// that version, sealed with the CRC-32 of the bytes before its seal field.
+fn record_format(dir: &Path, version: u32) {
+    let path = dir.join("meta.json");
+    let text = fs::read_to_string(&path).unwrap();
+    let (head, _) = text.rsplit_once(",\n  \"meta_crc32\"").unwrap();
+    let head = head.replace(
+        &format!(
+            "\"format_version\": {}",
+            memidx::index::manifest::FORMAT_VERSION
+        ),
+        &format!("\"format_version\": {version}"),
+    );
+    let crc = crc32fast::hash(head.as_bytes());
+    fs::write(&path, format!("{head},\n  \"meta_crc32\": {crc}\n}}\n")).unwrap();
+}
+
 #[test]
 fn an_index_of_an_older_sparse_format_is_refused_by_search_and_upgraded_by_index() {
     use memidx::index::manifest::{Manifest, SPARSE_FORMAT_VERSION};
@@ -792,20 +809,7 @@ fn an_index_of_an_older_sparse_format_is_refused_by_search_and_upgraded_by_index
         names
     };
     let old_terms = sparse_files(Manifest::read(&dir).unwrap().unwrap().generation);
-    // The manifest as the build before wrote it: the older version, sealed
-    // with the CRC-32 of the bytes before its seal field.
-    let path = dir.join("meta.json");
-    let text = fs::read_to_string(&path).unwrap();
-    let (head, _) = text.rsplit_once(",\n  \"meta_crc32\"").unwrap();
-    let head = head.replace(
-        &format!(
-            "\"format_version\": {}",
-            memidx::index::manifest::FORMAT_VERSION
-        ),
-        &format!("\"format_version\": {}", SPARSE_FORMAT_VERSION - 1),
-    );
-    let crc = crc32fast::hash(head.as_bytes());
-    fs::write(&path, format!("{head},\n  \"meta_crc32\": {crc}\n}}\n")).unwrap();
+    record_format(&dir, SPARSE_FORMAT_VERSION - 1);
 
     let output = corpus
         .memidx()
@@ -1564,4 +1568,59 @@ fn a_read_only_corpus_is_indexed_elsewhere_and_left_untouched() {
         "search --index failed: {}",
         String::from_utf8_lossy(&found.stderr)
     );
+}
+
+#[test]
+fn an_index_without_the_paths_and_stamps_columns_is_read_and_upgraded_by_its_next_change() {
+    use memidx::index::manifest::Manifest;
+    use memidx::store::generation::{PATH_INDEX_FILE, PATHS_FILE, STAMPS_FILE};
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let dir = corpus.path().join(".memidx");
+    let before = corpus.search_json("connection pool exhausted", &[]);
+    // The index as format 26 wrote it: no columns, and a manifest without them.
+    let mut manifest = Manifest::read(&dir).unwrap().unwrap();
+    let gen_dir = dir.join(format!("gen-{}", manifest.generation));
+    let columns = [PATH_INDEX_FILE, PATHS_FILE, STAMPS_FILE];
+    for name in columns {
+        for file in [name.to_string(), format!("{name}.blocks")] {
+            fs::remove_file(gen_dir.join(&file)).unwrap();
+            assert!(manifest.checksums.remove(&file).is_some(), "{file}");
+        }
+    }
+    manifest.write(&dir).unwrap();
+    record_format(&dir, 26);
+
+    assert_eq!(
+        corpus.search_json("connection pool exhausted", &[]),
+        before,
+        "an index without the columns answers as it did"
+    );
+    let output = corpus.memidx().args(["index", "."]).output().unwrap();
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && said.contains("up to date"),
+        "the stamps in the file entries should find nothing changed: {said}"
+    );
+    let edited = corpus.path().join("services/billing-service.md");
+    let text = fs::read_to_string(&edited).unwrap();
+    fs::write(&edited, format!("{text}\nOne more line.\n")).unwrap();
+    let output = corpus.memidx().args(["index", "."]).output().unwrap();
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && said.contains("(17 unchanged)"),
+        "one edit should re-read one file: {said}"
+    );
+    let upgraded = Manifest::read(&dir).unwrap().unwrap();
+    assert_eq!(
+        upgraded.format_version,
+        memidx::index::manifest::FORMAT_VERSION
+    );
+    assert!(
+        upgraded.delta.is_none(),
+        "an index of an older format is written whole, not appended to"
+    );
+    for name in columns {
+        assert!(upgraded.checksums.contains_key(name), "{name} written");
+    }
 }
