@@ -78,7 +78,7 @@ impl SourceFile {
     /// The path to open under `root`, the folder walked. (Not kept per
     /// file: a walk of a large tree would hold every path twice.)
     pub fn abs_path(&self, root: &Path) -> PathBuf {
-        root.join(&self.rel_path)
+        under(root, &self.rel_path)
     }
 
     /// Records the stamp and identity `stat` gave.
@@ -284,7 +284,7 @@ pub fn look_at_told(
         if rel_str.is_empty() || is_ignore_file || under_skip || !real_folders(root, &rel_str) {
             return Ok(None);
         }
-        let abs_path = root.join(&rel_str);
+        let abs_path = under(root, &rel_str);
         let meta = match std::fs::symlink_metadata(&abs_path) {
             Ok(meta) if meta.is_dir() || !named_exactly(&abs_path) => return Ok(None),
             Ok(meta) => Some(meta),
@@ -337,10 +337,18 @@ pub fn walk_told(
 /// The file `rel_path` under `root` as a walk would list it now (its
 /// stamp and identity), or `None` when it is gone or not a plain file.
 pub fn stated(root: &Path, rel_path: &str) -> Option<SourceFile> {
-    let abs_path = root.join(rel_path);
+    let abs_path = under(root, rel_path);
     let meta = std::fs::symlink_metadata(&abs_path).ok()?;
     meta.is_file()
         .then(|| source_file(rel_path.to_string(), &meta))
+}
+
+/// The path of `rel_path` (`/`-separated) under `root`, joined a component
+/// at a time: a Windows root spelled `\\?\C:\…` takes no `/`.
+fn under(root: &Path, rel_path: &str) -> PathBuf {
+    let mut path = root.to_path_buf();
+    path.extend(rel_path.split('/'));
+    path
 }
 
 /// A listed file from its path and what `stat` said of it.

@@ -325,16 +325,20 @@ impl Previous {
 /// the index is a recorded skip with the same size and modification time
 /// (so it would be skipped again, for the same reason).
 fn same_skips(recorded: &[SkippedFile], walked: &Walk, states: &[FileState]) -> bool {
-    let walk_skips: Vec<(&str, &str)> = walked
+    // Compared sorted: an index written before the walk sorted its skips
+    // recorded them in walk order.
+    let mut walk_skips: Vec<(&str, &str)> = walked
         .skipped
         .iter()
         .map(|s| (s.path.as_str(), s.reason.as_str()))
         .collect();
-    let recorded_walk_skips: Vec<(&str, &str)> = recorded
+    let mut recorded_walk_skips: Vec<(&str, &str)> = recorded
         .iter()
         .filter(|s| s.stamp.is_none())
         .map(|s| (s.path.as_str(), s.reason.as_str()))
         .collect();
+    walk_skips.sort_unstable();
+    recorded_walk_skips.sort_unstable();
     let file_skips = skipped_stamps(recorded);
     let new_files = walked
         .files
@@ -436,8 +440,11 @@ fn check(
     if file.size > options.max_file_size {
         return FileState::Changed;
     }
-    let Ok(bytes) = read_walked(&options.root, file, options.max_file_size) else {
-        return FileState::Changed;
+    // (Bytes of another length than the walk saw: the file changed since,
+    // and its walked stamp, which a reused file records, is not theirs.)
+    let bytes = match read_walked(&options.root, file, options.max_file_size) {
+        Ok(bytes) if bytes.len() as u64 == file.size => bytes,
+        _ => return FileState::Changed,
     };
     let Ok(entry) = parts.file(index as u32) else {
         return FileState::Changed;
@@ -553,5 +560,34 @@ impl FusionChoice {
         manifest.fusion == self.defaults
             && manifest.fusion_source == self.source
             && manifest.graph.is_none_or(|g| g.weight == self.graph_weight)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::corpus::Skipped;
+
+    #[test]
+    fn skips_recorded_in_another_order_are_the_same_skips() {
+        let skip = |path: &str| Skipped {
+            path: path.into(),
+            reason: "hidden".into(),
+        };
+        let recorded = |path: &str| SkippedFile {
+            path: path.into(),
+            reason: "hidden".into(),
+            stamp: None,
+        };
+        // A walk sorts "notes-old/…" before "notes/…"; an index written
+        // before the walk sorted its skips recorded them in walk order.
+        let walked = Walk {
+            files: Vec::new(),
+            skipped: vec![skip("notes-old/.a.md"), skip("notes/.b.md")],
+        };
+        let in_walk_order = [recorded("notes/.b.md"), recorded("notes-old/.a.md")];
+        assert!(same_skips(&in_walk_order, &walked, &[]));
+        let other = [recorded("notes/.b.md"), recorded("notes-old/.c.md")];
+        assert!(!same_skips(&other, &walked, &[]));
     }
 }
