@@ -406,15 +406,15 @@ fn raw_records(bytes: &[u8]) -> Result<&[RawChunk], bytemuck::PodCastError> {
     }
 }
 
-/// Reads chunk record `ord` of the `chunks.bin` table `chunks`, its
-/// bytes checked (`None` past the end).
-fn checked_record(chunks: &CheckedMap, ord: ChunkOrd) -> Result<Option<&RawChunk>> {
-    let size = std::mem::size_of::<RawChunk>();
-    let start = ord as usize * size;
-    if start + size > chunks.len() {
+/// Reads record `index` of a table of fixed-size records (`chunks.bin`'s
+/// chunks, `stamps.bin`'s stamps), its bytes checked (`None` past the end).
+fn checked_record<T: Pod>(table: &CheckedMap, index: u32) -> Result<Option<&T>> {
+    let size = std::mem::size_of::<T>();
+    let start = index as usize * size;
+    if start + size > table.len() {
         return Ok(None);
     }
-    let bytes = chunks.bytes(start..start + size)?;
+    let bytes = table.bytes(start..start + size)?;
     Ok(Some(bytemuck::from_bytes(bytes)))
 }
 
@@ -439,7 +439,7 @@ impl VectorFlags {
     /// Whether chunk `ord` has a non-zero vector (`None` past the end); an
     /// error when its record is damaged.
     pub fn get(&self, ord: ChunkOrd) -> Result<Option<bool>> {
-        Ok(checked_record(&self.chunks, ord)?.map(|c| c.flags & HAS_VECTOR != 0))
+        Ok(checked_record::<RawChunk>(&self.chunks, ord)?.map(|c| c.flags & HAS_VECTOR != 0))
     }
 }
 
@@ -699,13 +699,9 @@ impl Generation {
             let stamp = self.file(index)?.stamp;
             return Ok((stamp.size, stamp.mtime_ns));
         };
-        let size = std::mem::size_of::<RawStamp>();
-        let start = index as usize * size;
-        ensure!(
-            start + size <= stamps.len(),
+        let stamp: &RawStamp = checked_record(stamps, index)?.with_context(|| {
             damaged(&self.dir.join(STAMPS_FILE), "names a file it does not hold")
-        );
-        let stamp: RawStamp = bytemuck::pod_read_unaligned(stamps.bytes(start..start + size)?);
+        })?;
         Ok((stamp.size, stamp.mtime_ns()))
     }
 
