@@ -4,7 +4,7 @@ index against the exact scan (`--exact`), query by query.
 
     bench/dense_recall.py INDEX QUERIES [--binary B] [--window N] [--limit N]
     bench/dense_recall.py INDEX --headings CORPUS [--count 200] [--seed 7] ...
-        [--rescore N] [--feedback N]
+        [--rescore N] [--feedback N] [--probe 0.1,0.2,1]
 
 QUERIES is a `../shared/eval` queries.jsonl (one {"id", "text"} per line) or a
 text file of one query per line. `--headings CORPUS` draws `--count` queries
@@ -17,7 +17,9 @@ approximate window's chunks whose score reaches the exact window's last
 score (so a tie at the boundary is no miss), over the exact window's size.
 Prints the mean, the worst query and the share of queries at recall 1, and,
 from `explain --json` on the first `--work` queries, how many of those the
-codes served and the rows they rescored.
+codes served and the rows they rescored. `--probe` runs the approximate
+window once per share given (`--dense-probe`: the share of the rows whose
+cells are probed) against the one exact window, and reports each.
 """
 
 import argparse
@@ -103,6 +105,7 @@ def main():
     parser.add_argument("--limit", type=int)
     parser.add_argument("--rescore", type=int, help="--dense-rescore for the approximate runs")
     parser.add_argument("--feedback", type=int, help="--dense-feedback for both runs")
+    parser.add_argument("--probe", help="--dense-probe shares for the approximate runs, by commas")
     parser.add_argument("--work", type=int, default=10,
                         help="queries explained for the rows rescored (default 10)")
     args = parser.parse_args()
@@ -114,26 +117,35 @@ def main():
         parser.error("give QUERIES or --headings CORPUS")
     queries = queries[: args.limit]
     both = ["--dense-feedback", str(args.feedback)] if args.feedback is not None else []
-    probed = both + (["--dense-rescore", str(args.rescore)] if args.rescore else [])
-    recalls, scored = [], []
+    rescored = both + (["--dense-rescore", str(args.rescore)] if args.rescore else [])
+    shares = args.probe.split(",") if args.probe else [None]
+    runs = {share: rescored + (["--dense-probe", share] if share else []) for share in shares}
+    recalls = {share: [] for share in shares}
+    scored = {share: [] for share in shares}
     for i, query in enumerate(queries):
         exact = dense_window(args.binary, args.index, query, args.window, True, both)
-        approximate = dense_window(args.binary, args.index, query, args.window, False, probed)
-        recalls.append(recall(approximate, exact))
-        if i < args.work:
-            work, _ = dense_work(args.binary, args.index, query, args.window, probed)
-            if work:
-                scored.append(work["rescored"])
-    worst = min(range(len(recalls)), key=recalls.__getitem__)
-    print(json.dumps({
-        "queries": len(queries),
-        "window": args.window,
-        "mean_recall": round(statistics.mean(recalls), 4),
-        "at_recall_1": round(sum(r == 1.0 for r in recalls) / len(recalls), 4),
-        "worst": {"recall": round(recalls[worst], 4), "query": queries[worst]},
-        "rows_rescored_median": statistics.median(scored) if scored else None,
-        "approximate_of_explained": f"{len(scored)} of {min(args.work, len(queries))}",
-    }, indent=1))
+        for share, extra in runs.items():
+            approximate = dense_window(args.binary, args.index, query, args.window, False, extra)
+            recalls[share].append(recall(approximate, exact))
+            if i < args.work:
+                work, _ = dense_work(args.binary, args.index, query, args.window, extra)
+                if work:
+                    scored[share].append(work["rescored"])
+    reports = []
+    for share in shares:
+        found = recalls[share]
+        worst = min(range(len(found)), key=found.__getitem__)
+        reports.append({
+            "queries": len(queries),
+            "window": args.window,
+            **({"probe": float(share)} if share else {}),
+            "mean_recall": round(statistics.mean(found), 4),
+            "at_recall_1": round(sum(r == 1.0 for r in found) / len(found), 4),
+            "worst": {"recall": round(found[worst], 4), "query": queries[worst]},
+            "rows_rescored_median": statistics.median(scored[share]) if scored[share] else None,
+            "approximate_of_explained": f"{len(scored[share])} of {min(args.work, len(queries))}",
+        })
+    print(json.dumps(reports[0] if len(reports) == 1 else reports, indent=1))
 
 
 if __name__ == "__main__":

@@ -104,7 +104,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__eval)
-            opts="-q -h -V --queries --qrels --json --run-out --sweep --save --ignore-identical --strict --quiet --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --recency-weight --window --dense-feedback --exact --dense-rescore --index --color --help --version"
+            opts="-q -h -V --queries --qrels --json --run-out --sweep --save --ignore-identical --strict --quiet --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --recency-weight --window --dense-feedback --exact --dense-rescore --dense-probe --index --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -158,6 +158,10 @@ _memidx() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --dense-probe)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --index)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -174,7 +178,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__explain)
-            opts="-k -f -h -V --top-k --chunk --json --filter --mode --here --backend --since --until --recent --per-file --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --recency-weight --window --dense-feedback --exact --dense-rescore --index --skip-missing --color --help --version"
+            opts="-k -f -h -V --top-k --chunk --json --filter --mode --here --backend --since --until --recent --per-file --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --recency-weight --window --dense-feedback --exact --dense-rescore --dense-probe --index --skip-missing --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -253,6 +257,10 @@ _memidx() {
                     return 0
                     ;;
                 --dense-rescore)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dense-probe)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -572,7 +580,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__search)
-            opts="-k -f -h -V --request --top-k --json --jsonl --max-chars --no-text --keep-all --filter --mode --here --backend --since --until --recent --per-file --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --recency-weight --window --dense-feedback --exact --dense-rescore --index --skip-missing --color --help --version"
+            opts="-k -f -h -V --request --top-k --json --jsonl --max-chars --no-text --keep-all --filter --mode --here --backend --since --until --recent --per-file --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --recency-weight --window --dense-feedback --exact --dense-rescore --dense-probe --index --skip-missing --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -655,6 +663,10 @@ _memidx() {
                     return 0
                     ;;
                 --dense-rescore)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dense-probe)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -378,6 +378,12 @@ pub struct FusionArgs {
     /// max(20 × window, 9 × √chunks)].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub dense_rescore: Option<u32>,
+    /// Share of the rows, above 0 and at most 1, whose cells the dense
+    /// list's sign codes are scored in (the cells nearest the query): less
+    /// reads fewer codes and may miss more of what an exact scan finds
+    /// [default: 1, every cell].
+    #[arg(long, value_name = "SHARE", conflicts_with = "exact", value_parser = parse_share)]
+    pub dense_probe: Option<f64>,
 }
 
 /// Where to find the index.
@@ -646,6 +652,16 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("'{text}' is not a size (examples: 500000, 512K, 10M, 1G)"))
 }
 
+/// Parses a share: a number above 0 and at most 1.
+pub fn parse_share(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(share) if share > 0.0 && share <= 1.0 => Ok(share),
+        _ => Err(format!(
+            "'{text}' is not a share above 0 and at most 1 (examples: 0.2, 1)"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -665,5 +681,14 @@ mod tests {
         assert!(parse_size("ten").is_err());
         assert!(parse_size("").is_err());
         assert!(parse_size("99999999999G").is_err());
+    }
+
+    #[test]
+    fn shares_are_above_zero_and_at_most_one() {
+        assert_eq!(parse_share("0.2"), Ok(0.2));
+        assert_eq!(parse_share("1"), Ok(1.0));
+        for bad in ["0", "-0.1", "1.5", "NaN", "inf", "a fifth"] {
+            assert!(parse_share(bad).is_err(), "{bad}");
+        }
     }
 }

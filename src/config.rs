@@ -189,6 +189,7 @@ impl SearchConfig {
                     dense_feedback: dense_feedback.map(check_dense_feedback).transpose()?,
                     dense_exact: fusion.exact,
                     dense_rescore: fusion.dense_rescore.map(|n| n as usize),
+                    dense_probe: fusion.dense_probe,
                     ..selected_lists(&retrieval.mode, retrieval.recent, recency_weight)
                 },
                 [sparse_weight, dense_weight, graph_weight, recency_weight],
@@ -283,6 +284,7 @@ impl EvalConfig {
                         .transpose()?,
                     dense_exact: fusion.exact,
                     dense_rescore: fusion.dense_rescore.map(|n| n as usize),
+                    dense_probe: fusion.dense_probe,
                     recency: fusion.recency_weight.is_some_and(|w| w > 0.0),
                     ..ListSelection::default()
                 },

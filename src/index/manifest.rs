@@ -58,8 +58,10 @@ use crate::store::{MANIFEST_FILE, atomic, bounded, damaged};
 /// [`SPARSE_FORMAT_VERSION`]; 26 the delta part, `delta`, appended after
 /// the base generation with the tombstones of the files it replaces; 27
 /// the files' paths and stamps in columns of their own, `paths.bin` and
-/// `stamps.bin`, which older generations lack and read from `files.bin`).
-pub const FORMAT_VERSION: u32 = 27;
+/// `stamps.bin`, which older generations lack and read from `files.bin`;
+/// 28 the dense list's cells, `cells.bin`, with the codes in their order,
+/// which older generations lack and keep in row order).
+pub const FORMAT_VERSION: u32 = 28;
 
 /// The first format whose chunks are cut the way this build cuts them
 /// (headings without body kept, merged chunks labelled by every section):

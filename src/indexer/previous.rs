@@ -15,6 +15,7 @@ use crate::fusion::{FusionDefaults, FusionSource};
 use crate::index::manifest::{
     CHUNKS_FORMAT_VERSION, Manifest, SPARSE_FORMAT_VERSION, SkippedFile, skipped_stamps,
 };
+use crate::lists::dense::cells::CELLS_FILE;
 use crate::lists::dense::codes::CODES_FILE;
 use crate::lists::dense::{self, KEYS_FILE};
 use crate::lists::graph;
@@ -470,13 +471,14 @@ pub(super) fn stamp_of(file: &SourceFile, bytes: &[u8]) -> FileStamp {
 /// Files of a generation that a run writes anew from the table and the
 /// vectors, never carrying their bytes over: damage in them cannot spread
 /// into the next generation, so a run need not re-read them.
-const REBUILT_FILES: [&str; 8] = [
+const REBUILT_FILES: [&str; 9] = [
     METADATA_INDEX_FILE,
     DATES_FILE,
     PATH_INDEX_FILE,
     PATHS_FILE,
     STAMPS_FILE,
     CODES_FILE,
+    CELLS_FILE,
     GRAPH_FILE,
     DELTA_FILE,
 ];

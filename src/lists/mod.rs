@@ -150,15 +150,29 @@ pub struct PostingCounts {
 }
 
 /// The work of a dense search through the sign codes: how many allowed
-/// rows' codes were scored, and how many rows were rescored exactly (the
-/// codes' best, and every allowed row of a generation without codes
-/// searched with others that have them).
+/// rows' codes were scored, in how many of the cells when they were
+/// probed, and how many rows were rescored exactly (the codes' best, and
+/// every allowed row of a generation without codes searched with others
+/// that have them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Approximate {
-    /// Rows whose codes were scored (every allowed row that has a code).
+    /// Rows whose codes were scored: every allowed row that has a code, or
+    /// every row of the probed cells' blocks.
     pub scanned: usize,
+    /// The cells probed, when the search read only the nearest; `None`
+    /// when it scored every allowed row's code.
+    pub cells: Option<CellsProbed>,
     /// Rows rescored with their int8 vectors.
     pub rescored: usize,
+}
+
+/// How many of the dense list's cells a search probed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct CellsProbed {
+    /// Cells whose codes were scored.
+    pub probed: usize,
+    /// Cells of the generations probed.
+    pub of: usize,
 }
 
 /// Which list a ranking comes from: fusion, eval and the printers name

@@ -269,10 +269,15 @@ pub fn print_explain(out: &mut dyn Write, report: &ExplainReport, here: &Here) -
             };
             let postings = match (l.postings, l.approximate) {
                 (Some(p), _) => format!(", {} of {} postings scored", p.scored, p.total),
-                (None, Some(a)) => format!(
-                    ", {} codes scanned, {} rescored",
-                    a.scanned, a.rescored
-                ),
+                (None, Some(a)) => {
+                    let cells = a.cells.map_or(String::new(), |c| {
+                        format!(" in {} of {} cells", c.probed, c.of)
+                    });
+                    format!(
+                        ", {} codes scanned{cells}, {} rescored",
+                        a.scanned, a.rescored
+                    )
+                }
                 (None, None) => String::new(),
             };
             format!(

@@ -289,6 +289,7 @@ fn dense_options(selection: &ListSelection, manifest: &Manifest) -> DenseOptions
         feedback: (selection.dense_feedback).unwrap_or(manifest.fusion.dense_feedback),
         exact: selection.dense_exact,
         rescore: selection.dense_rescore,
+        probe: selection.dense_probe,
     }
 }
 

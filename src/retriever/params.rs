@@ -83,6 +83,9 @@ pub struct ListSelection {
     /// Rows the dense list's sign codes choose for exact rescoring
     /// (`--dense-rescore`); `None` uses the default.
     pub dense_rescore: Option<usize>,
+    /// The share of the rows whose cells the dense list probes
+    /// (`--dense-probe`); `None` uses the default.
+    pub dense_probe: Option<f64>,
     /// Run the recency list.
     pub recency: bool,
     /// Weight of the recency list; `None` uses
@@ -111,6 +114,7 @@ impl Default for ListSelection {
             dense_feedback: None,
             dense_exact: false,
             dense_rescore: None,
+            dense_probe: None,
             recency: false,
             recency_weight: None,
         }

@@ -439,3 +439,141 @@ fn an_index_without_codes_searched_with_one_that_has_them_has_every_row_rescored
         );
     }
 }
+
+#[test]
+fn probing_the_nearest_cells_scores_fewer_codes_and_returns_exact_scores() {
+    let corpus = Corpus::fixtures();
+    corpus.index_with(&["--dense-index", "always"]);
+    let status = corpus.json(&["status", "--json"]);
+    let chunks = status["counts"]["chunks"].as_u64().unwrap() as usize;
+    let mut fewer = 0;
+    for query in QUERIES {
+        let exact = exact_scores(&corpus, query, chunks, &[]);
+        let args = [
+            "-k",
+            "10",
+            "--window",
+            "10",
+            "--dense-rescore",
+            "20",
+            "--dense-feedback",
+            "0",
+            "--dense-probe",
+            "0.3",
+        ];
+        let probed = explain_dense(&corpus, query, &args);
+        let list = &probed["lists"][0];
+        let approximate = &list["approximate"];
+        let scanned = approximate["scanned"].as_u64().unwrap() as usize;
+        // Whole blocks of 32 codes are scored, so a probe of a third of
+        // the rows may score them all in a small index.
+        assert!((32..=chunks).contains(&scanned), "{list}");
+        fewer += usize::from(scanned < chunks);
+        let cells = &approximate["cells"];
+        let of = cells["of"].as_u64().unwrap();
+        assert!(
+            (1..=of).contains(&cells["probed"].as_u64().unwrap()),
+            "{list}"
+        );
+        assert!(approximate["rescored"].as_u64().unwrap() <= 20, "{list}");
+        // Each chunk found scores as the exact scan scores it.
+        for result in probed["results"].as_array().unwrap() {
+            let id = result["chunk_id"].as_str().unwrap();
+            let score = result["lists"][0]["score"].as_f64().unwrap();
+            assert_eq!(exact.get(id), Some(&score), "{query:?}: {id}");
+        }
+        // Probing every cell scores every code, as without cells.
+        let whole = explain_dense(
+            &corpus,
+            query,
+            &[&args[..8], &["--dense-probe", "1"]].concat(),
+        );
+        let approximate = &whole["lists"][0]["approximate"];
+        assert_eq!(approximate["scanned"].as_u64(), Some(chunks as u64));
+        assert!(approximate["cells"].is_null(), "{whole}");
+    }
+    assert!(fewer > 0, "no probe scored fewer codes than all");
+    let human = corpus
+        .memidx()
+        .args([
+            "explain",
+            QUERIES[0],
+            "--mode",
+            "dense",
+            "--dense-rescore",
+            "20",
+        ])
+        .args(["--window", "50", "--dense-probe", "0.3"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(text.contains(" cells, 50 rescored)"), "{text}");
+    for (args, message) in [
+        (
+            &["--dense-probe", "0"][..],
+            "not a share above 0 and at most 1",
+        ),
+        (
+            &["--dense-probe", "1.5"][..],
+            "not a share above 0 and at most 1",
+        ),
+        (
+            &["--dense-probe", "0.5", "--exact"][..],
+            "cannot be used with",
+        ),
+    ] {
+        let output = corpus
+            .memidx()
+            .args(["search", QUERIES[0]])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn a_damaged_cells_file_is_named_and_exact_searches_skip_it() {
+    let corpus = Corpus::fixtures();
+    corpus.index_with(&["--dense-index", "always"]);
+    let gen_dir = fs::read_dir(corpus.path().join(".memidx"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("gen-"))
+        .unwrap();
+    let path = gen_dir.join("cells.bin");
+    // Another layout's magic, at the same length and modification time (so
+    // only a checksum would tell).
+    let mut bytes = fs::read(&path).unwrap();
+    bytes[0] ^= 1;
+    let mtime = fs::metadata(&path).unwrap().modified().unwrap();
+    fs::write(&path, &bytes).unwrap();
+    crate::common::set_mtime(&path, mtime);
+    let search = [
+        "search",
+        QUERIES[0],
+        "--mode",
+        "dense",
+        "--dense-rescore",
+        "20",
+    ];
+    let output = corpus.memidx().args(search).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("cells.bin"), "{stderr}");
+    let exact = corpus
+        .memidx()
+        .args(["search", QUERIES[0], "--mode", "dense", "--exact"])
+        .output()
+        .unwrap();
+    assert_eq!(exact.status.code(), Some(0), "{exact:?}");
+    let verify = corpus
+        .memidx()
+        .args(["status", "--verify"])
+        .output()
+        .unwrap();
+    assert_eq!(verify.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&verify.stderr).contains("cells.bin"));
+}

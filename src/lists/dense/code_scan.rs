@@ -15,6 +15,12 @@
 /// Rows whose codes are stored together, byte by byte.
 pub(super) const BLOCK_ROWS: usize = 32;
 
+/// Where byte `byte` of the code at position `ord` lies in the file.
+pub(super) fn byte_offset(ord: u32, byte: usize, len: usize) -> usize {
+    let ord = ord as usize;
+    (ord / BLOCK_ROWS) * BLOCK_ROWS * len + byte * BLOCK_ROWS + ord % BLOCK_ROWS
+}
+
 /// Longest code (bytes) the AVX2 kernel sums in 16-bit lanes: its low
 /// half-sums reach 120 per code byte, its high ones −64.
 #[cfg(target_arch = "x86_64")]

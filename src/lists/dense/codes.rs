@@ -33,7 +33,8 @@ use memmap2::Mmap;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::code_scan::{BLOCK_ROWS, QueryTables};
+use super::cells::{self, Cells, Probe};
+use super::code_scan::{BLOCK_ROWS, QueryTables, byte_offset};
 use super::prefetch::prefetch;
 use super::vectors::{VECTORS_FILE, map_exact};
 use crate::lists::AllowSet;
@@ -118,6 +119,11 @@ impl DenseIndexSetting {
     }
 }
 
+/// The share of the rows whose cells ([`cells`]) a search probes by
+/// default: all of them, every code scored, until a smaller share is
+/// measured to keep the exact scan's window on every collection.
+pub const DEFAULT_PROBE: f64 = 1.0;
+
 /// Rows a search of `window` chunks over `rows` rows rescores by default.
 pub fn default_rescored(window: usize, rows: usize) -> usize {
     (RESCORE_PER_WINDOW * window).max(RESCORE_PER_ROOT * rows.isqrt())
@@ -132,12 +138,6 @@ fn code_len(dim: usize) -> usize {
 /// past the end are zeros).
 fn file_len(rows: usize, len: usize) -> usize {
     rows.div_ceil(BLOCK_ROWS) * BLOCK_ROWS * len
-}
-
-/// Where byte `byte` of row `ord`'s code lies in the file.
-fn byte_offset(ord: ChunkOrd, byte: usize, len: usize) -> usize {
-    let ord = ord as usize;
-    (ord / BLOCK_ROWS) * BLOCK_ROWS * len + byte * BLOCK_ROWS + ord % BLOCK_ROWS
 }
 
 /// The codes of up to [`BLOCK_ROWS`] rows of `dim` int8 `values` into
@@ -164,37 +164,89 @@ fn code_byte(values: &[i8]) -> u8 {
 const WRITE_BLOCK: usize = 1 << 16;
 const _: () = assert!(WRITE_BLOCK.is_multiple_of(BLOCK_ROWS));
 
-/// Writes the codes of the `rows` int8 vectors of dimension `dim` in `dir`
-/// (durably), reading the vector file a block at a time rather than mapping
-/// it, so an index run's memory does not grow by the vectors' size.
-pub fn write(dir: &Path, rows: usize, dim: usize) -> Result<()> {
-    let path = dir.join(VECTORS_FILE);
-    let mut file = File::open(&path).with_context(|| damaged(&path, "cannot be opened"))?;
-    let len = code_len(dim);
-    let mut codes = vec![0u8; file_len(rows, len)];
+/// Reads the `rows` int8 vectors of dimension `dim` in `path` in order, a
+/// block of [`WRITE_BLOCK`] rows at a time rather than mapping them, so an
+/// index run's memory does not grow by the vectors' size: `visit` gets each
+/// block's first row and its values.
+fn read_rows(
+    path: &Path,
+    rows: usize,
+    dim: usize,
+    visit: &mut dyn FnMut(usize, &[i8]),
+) -> Result<()> {
+    let mut file = File::open(path).with_context(|| damaged(path, "cannot be opened"))?;
     let mut values = vec![0u8; WRITE_BLOCK * dim];
-    for (first, codes) in (0..rows)
-        .step_by(WRITE_BLOCK)
-        .zip(codes.chunks_mut(WRITE_BLOCK * len))
-    {
+    for first in (0..rows).step_by(WRITE_BLOCK) {
         let values = &mut values[..(rows - first).min(WRITE_BLOCK) * dim];
         file.read_exact(values)
-            .with_context(|| damaged(&path, "is shorter than its rows"))?;
-        let values: &[i8] = bytemuck::cast_slice(values);
-        codes
+            .with_context(|| damaged(path, "is shorter than its rows"))?;
+        visit(first, bytemuck::cast_slice(values));
+    }
+    Ok(())
+}
+
+/// Writes the codes of the `rows` int8 vectors of dimension `dim` in `dir`
+/// (durably), with their cells ([`cells`]): the codes in cell order.
+pub fn write(dir: &Path, rows: usize, dim: usize) -> Result<()> {
+    let path = dir.join(VECTORS_FILE);
+    let len = code_len(dim);
+    let mut codes = vec![0u8; file_len(rows, len)];
+    let stride = cells::sample_stride(rows);
+    let mut sample = Vec::new();
+    let mut unit = vec![0f32; dim];
+    read_rows(&path, rows, dim, &mut |first, values| {
+        let count = values.len() / dim.max(1);
+        codes[first * len..][..count.div_ceil(BLOCK_ROWS) * BLOCK_ROWS * len]
             .par_chunks_mut(BLOCK_ROWS * len)
             .zip(values.par_chunks(BLOCK_ROWS * dim.max(1)))
             .for_each(|(block, values)| encode_block(values, dim, block));
-    }
-    atomic::write_synced(&dir.join(CODES_FILE), &codes)
+        for (row, values) in (first..).zip(values.chunks_exact(dim.max(1))) {
+            if row % stride == 0 {
+                cells::unit(values, &mut unit);
+                sample.extend_from_slice(&unit);
+            }
+        }
+    })?;
+    let layout = cells::train(&codes, len, rows, dim, &sample, &mut |visit| {
+        read_rows(&path, rows, dim, visit)
+    })?;
+    let ordered = cells::gather(&codes, len, layout.order());
+    drop(codes);
+    layout.write(dir)?;
+    atomic::write_synced(&dir.join(CODES_FILE), &ordered)
 }
 
-/// A generation's codes, memory-mapped.
+/// A generation's codes, memory-mapped, with their cells when it has them.
 pub struct SignCodes {
     path: PathBuf,
     map: Option<Mmap>,
     rows: usize,
     len: usize,
+    /// The cells the codes are in the order of; `None`: in row order (a
+    /// generation written before cells).
+    cells: Option<Cells>,
+}
+
+/// One generation's codes as a search reads them: the rows it allows
+/// and the blocks of codes it scores (all of them, or a probe's).
+pub struct CodeSet<'a> {
+    /// The codes.
+    pub codes: &'a SignCodes,
+    /// The rows allowed, by ordinal.
+    pub allow: &'a AllowSet,
+    /// The blocks scored, ascending and disjoint.
+    pub blocks: Vec<Range<usize>>,
+}
+
+impl<'a> CodeSet<'a> {
+    /// Every block of `codes`, the rows `allow` allows.
+    pub fn whole(codes: &'a SignCodes, allow: &'a AllowSet) -> Self {
+        Self {
+            codes,
+            allow,
+            blocks: std::iter::once(0..codes.rows.div_ceil(BLOCK_ROWS)).collect(),
+        }
+    }
 }
 
 /// A row and its code's score, ordered best first (ties: lower row first).
@@ -223,39 +275,46 @@ const SAMPLE_STRIDE: usize = 16;
 /// row's score in a histogram, then a second scoring again the blocks that
 /// reach its floor, cost more: bench/README.md.)
 pub fn best_across(
-    sets: &[(&SignCodes, &AllowSet)],
+    sets: &[CodeSet<'_>],
     query: &[i8],
     depth: usize,
     allowed: usize,
 ) -> Vec<(i32, usize, ChunkOrd)> {
     let tables: Vec<QueryTables> = (sets.iter())
-        .map(|(codes, _)| QueryTables::new(query, codes.len))
+        .map(|set| QueryTables::new(query, set.codes.len))
         .collect();
     // A few tasks per thread: work for a thread whose core is free.
+    let blocks: usize = sets
+        .iter()
+        .flat_map(|set| &set.blocks)
+        .map(Range::len)
+        .sum();
+    let task = blocks
+        .div_ceil(4 * rayon::current_num_threads())
+        .max(TASK_BLOCKS);
     let mut tasks: Vec<(usize, Range<usize>)> = Vec::new();
-    for (set, (codes, _)) in sets.iter().enumerate() {
-        let blocks = codes.rows.div_ceil(BLOCK_ROWS);
-        let task = blocks
-            .div_ceil(4 * rayon::current_num_threads())
-            .max(TASK_BLOCKS);
-        tasks.extend(
-            (0..blocks)
-                .step_by(task)
-                .map(|first| (set, first..blocks.min(first + task))),
-        );
+    for (at, set) in sets.iter().enumerate() {
+        for range in &set.blocks {
+            tasks.extend(
+                range
+                    .clone()
+                    .step_by(task)
+                    .map(|first| (at, first..range.end.min(first + task))),
+            );
+        }
     }
     let sampled: Vec<(usize, usize)> = (sets.iter().enumerate())
-        .flat_map(|(set, (codes, _))| {
-            (0..codes.rows.div_ceil(BLOCK_ROWS))
+        .flat_map(|(at, set)| {
+            (set.blocks.iter().cloned().flatten())
                 .step_by(SAMPLE_STRIDE)
-                .map(move |block| (set, block))
+                .map(move |block| (at, block))
         })
         .collect();
     let mut sample: Vec<i32> = sampled
         .into_par_iter()
-        .flat_map_iter(|(set, block)| {
-            let (codes, allow) = sets[set];
-            codes.rows_reaching(&tables[set], block..block + 1, i32::MIN, allow)
+        .flat_map_iter(|(at, block)| {
+            let set = &sets[at];
+            (set.codes).rows_reaching(&tables[at], block..block + 1, i32::MIN, set.allow)
         })
         .map(|Scored(score, _)| score)
         .collect();
@@ -263,11 +322,12 @@ pub fn best_across(
     let reaching = |floor: i32| -> Vec<(i32, usize, ChunkOrd)> {
         tasks
             .par_iter()
-            .flat_map_iter(|(set, blocks)| {
-                let (codes, allow) = sets[*set];
-                (codes.rows_reaching(&tables[*set], blocks.clone(), floor, allow))
-                    .into_iter()
-                    .map(move |Scored(score, ord)| (score, *set, ord))
+            .flat_map_iter(|(at, blocks)| {
+                let set = &sets[*at];
+                (set.codes
+                    .rows_reaching(&tables[*at], blocks.clone(), floor, set.allow))
+                .into_iter()
+                .map(move |Scored(score, ord)| (score, *at, ord))
             })
             .collect()
     };
@@ -322,19 +382,21 @@ fn rows_below(rows: usize) -> u32 {
     }
 }
 
-/// Calls `visit` with each row of `rows` (a block's, one bit each) that
-/// `allow` lets through, as its ordinal and its place in the block.
+/// Calls `visit` with each row of `rows` (a block's, one bit each, the
+/// block's first at position `first`) that `allow` lets through, as its
+/// ordinal (`row_at` a position's) and its place in the block.
 #[inline]
 fn for_each_allowed(
     mut rows: u32,
     first: usize,
+    row_at: impl Fn(usize) -> ChunkOrd,
     allow: &AllowSet,
     mut visit: impl FnMut(ChunkOrd, usize),
 ) {
     while rows != 0 {
         let row = rows.trailing_zeros() as usize;
         rows &= rows - 1;
-        let ord = (first + row) as ChunkOrd;
+        let ord = row_at(first + row);
         if allow.allows(ord) {
             visit(ord, row);
         }
@@ -359,7 +421,23 @@ impl SignCodes {
             map,
             rows,
             len,
+            cells: Cells::open(dir, rows, dim)?,
         }))
+    }
+
+    /// The blocks of the cells nearest `query` that hold `share` of the
+    /// rows ([`Cells::probe`]); `None` for codes without cells.
+    pub fn probe(&self, query: &[i8], share: f64) -> Option<Probe> {
+        Some(self.cells.as_ref()?.probe(query, share))
+    }
+
+    /// The row whose code is at position `position`.
+    #[inline]
+    fn row_at(&self, position: usize) -> ChunkOrd {
+        match &self.cells {
+            Some(cells) => cells.row_at(position),
+            None => position as ChunkOrd,
+        }
     }
 
     fn bytes(&self) -> &[u8] {
@@ -367,10 +445,14 @@ impl SignCodes {
     }
 
     /// Row `ord`'s code, gathered from its block.
-    fn code(&self, ord: ChunkOrd) -> Vec<u8> {
-        (0..self.len)
-            .map(|byte| self.bytes()[byte_offset(ord, byte, self.len)])
-            .collect()
+    fn code(&self, ord: ChunkOrd) -> Result<Vec<u8>> {
+        let position = match &self.cells {
+            Some(cells) => cells.position(ord)? as ChunkOrd,
+            None => ord,
+        };
+        Ok((0..self.len)
+            .map(|byte| self.bytes()[byte_offset(position, byte, self.len)])
+            .collect())
     }
 
     /// How many rows there are.
@@ -388,9 +470,15 @@ impl SignCodes {
     ) -> Vec<Scored> {
         let mut kept = Vec::new();
         self.score_blocks(tables, blocks, floor, |first, rows, scores| {
-            for_each_allowed(rows, first, allow, |ord, row| {
-                kept.push(Scored(scores[row], ord));
-            });
+            for_each_allowed(
+                rows,
+                first,
+                |at| self.row_at(at),
+                allow,
+                |ord, row| {
+                    kept.push(Scored(scores[row], ord));
+                },
+            );
         });
         kept
     }
@@ -422,7 +510,7 @@ impl SignCodes {
 
     /// Checks that row `ord`'s code is the signs of its int8 `values`.
     pub fn check(&self, ord: ChunkOrd, values: &[i8]) -> Result<()> {
-        let code = self.code(ord);
+        let code = self.code(ord)?;
         ensure!(
             values
                 .chunks(8)
@@ -449,10 +537,11 @@ mod tests {
             allowed: usize,
             allow: &AllowSet,
         ) -> Vec<ChunkOrd> {
-            let mut rows: Vec<ChunkOrd> = (best_across(&[(self, allow)], query, depth, allowed))
-                .into_iter()
-                .map(|(_, _, ord)| ord)
-                .collect();
+            let mut rows: Vec<ChunkOrd> =
+                (best_across(&[CodeSet::whole(self, allow)], query, depth, allowed))
+                    .into_iter()
+                    .map(|(_, _, ord)| ord)
+                    .collect();
             rows.sort_unstable();
             rows
         }
@@ -544,7 +633,7 @@ mod tests {
         let codes = SignCodes::open(dir.path(), rows, DIM).unwrap().unwrap();
         for ord in 0..rows as ChunkOrd {
             let (values, _) = vectors.quantized_row(ord).unwrap();
-            let code = codes.code(ord);
+            let code = codes.code(ord).unwrap();
             let signs: Vec<bool> = (0..DIM).map(|i| code[i / 8] >> (i % 8) & 1 == 1).collect();
             assert_eq!(signs, values.iter().map(|v| *v > 0).collect::<Vec<_>>());
             codes.check(ord, values).unwrap();
@@ -554,7 +643,7 @@ mod tests {
     /// Every row of `codes` by its code's score against `query`, best first.
     fn ranked(codes: &SignCodes, query: &[i8]) -> Vec<Scored> {
         let mut all: Vec<Scored> = (0..codes.rows() as ChunkOrd)
-            .map(|ord| Scored(code_score(query, &codes.code(ord)), ord))
+            .map(|ord| Scored(code_score(query, &codes.code(ord).unwrap()), ord))
             .collect();
         all.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         all
@@ -615,9 +704,14 @@ mod tests {
         let flags: Vec<bool> = (0..rows).map(|i| i % 3 != 0).collect();
         let allow = AllowSet::Only(flags.into());
         let allowed = allow.count(rows);
-        let one = best_across(&[(&all, &allow)], &query, 250, allowed);
+        let one = best_across(&[CodeSet::whole(&all, &allow)], &query, 250, allowed);
         let (allow_a, allow_b) = (allow.part(0, cut), allow.part(cut as ChunkOrd, rows - cut));
-        let two = best_across(&[(&a, &allow_a), (&b, &allow_b)], &query, 250, allowed);
+        let two = best_across(
+            &[CodeSet::whole(&a, &allow_a), CodeSet::whole(&b, &allow_b)],
+            &query,
+            250,
+            allowed,
+        );
         let numbered = |found: Vec<(i32, usize, ChunkOrd)>| -> Vec<(i32, ChunkOrd)> {
             let base = |set| if set == 0 { 0 } else { cut as ChunkOrd };
             found
@@ -656,7 +750,15 @@ mod tests {
         let vectors = written(dir.path(), 100);
         let path = dir.path().join(CODES_FILE);
         let mut bytes = std::fs::read(&path).unwrap();
-        bytes[byte_offset(3, 1, code_len(DIM))] ^= 0xff;
+        // Row 3's code, wherever its cell put it.
+        let position = SignCodes::open(dir.path(), 100, DIM)
+            .unwrap()
+            .unwrap()
+            .cells
+            .unwrap()
+            .position(3)
+            .unwrap();
+        bytes[byte_offset(position as ChunkOrd, 1, code_len(DIM))] ^= 0xff;
         std::fs::write(&path, &bytes).unwrap();
         let codes = SignCodes::open(dir.path(), 100, DIM).unwrap().unwrap();
         let err = codes

@@ -32,6 +32,9 @@
 //! embedding is kept from the first scan for the second (a few recent
 //! queries, for a transformer's forward pass costs more than a scan).
 
+pub mod cells;
+#[cfg(test)]
+mod cells_tests;
 mod code_scan;
 pub mod codes;
 pub mod floor;
@@ -46,13 +49,13 @@ use std::time::Instant;
 use anyhow::{Result, bail, ensure};
 
 use super::AllowSet;
-use super::{Approximate, Candidate, List, ListHit, ListKind, RankedList, TopWindow};
+use super::{Approximate, Candidate, CellsProbed, List, ListHit, ListKind, RankedList, TopWindow};
 use crate::embed::{Embedder, normalize};
 use crate::store::checks::Checksums;
 use crate::store::damaged;
 use crate::store::generation::{ChunkOrd, VectorFlags};
 use crate::store::parts::PartOrder;
-use codes::{DenseIndexSetting, SignCodes};
+use codes::{CodeSet, DenseIndexSetting, SignCodes};
 pub use vectors::{
     KEYS_FILE, QuantizedVectors, SCALES_FILE, StoredVectors, VECTORS_FILE, VectorWriter, quantize,
     read_keys, read_keys_checked, vector_key,
@@ -85,6 +88,9 @@ pub struct DenseList {
     feedback: usize,
     /// Rows to rescore, when not [`codes::default_rescored`].
     rescore: Option<usize>,
+    /// The share of the rows whose cells a search probes, when not
+    /// [`codes::DEFAULT_PROBE`].
+    probe: Option<f64>,
     /// The last few queries embedded, with their vectors (newest last).
     recent: Mutex<VecDeque<(u128, Arc<[f32]>)>>,
     /// The noise floor ([`floor`]), measured the first time a search needs it.
@@ -144,7 +150,7 @@ struct Scan {
 }
 
 /// How a dense list searches, beyond what every list is told.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DenseOptions {
     /// How many seeds move the query (0: one scan, no feedback).
     pub feedback: usize,
@@ -153,6 +159,9 @@ pub struct DenseOptions {
     /// Rows the sign codes choose for exact rescoring; `None`:
     /// [`codes::default_rescored`].
     pub rescore: Option<usize>,
+    /// The share of the rows whose cells are probed, in (0, 1]; `None`:
+    /// [`codes::DEFAULT_PROBE`].
+    pub probe: Option<f64>,
 }
 
 impl DenseList {
@@ -201,6 +210,7 @@ impl DenseList {
             embedder,
             feedback: options.feedback,
             rescore: options.rescore,
+            probe: options.probe,
             recent: Mutex::new(VecDeque::with_capacity(RECENT_QUERIES)),
             floor: OnceLock::new(),
         })
@@ -389,12 +399,32 @@ impl DenseList {
         allows: &[AllowSet],
     ) -> Result<Scan> {
         let (quantized, query_scale) = quantize(query);
-        let (sets, coded): (Vec<(&SignCodes, &AllowSet)>, Vec<usize>) = (self.parts.iter())
-            .zip(allows)
-            .enumerate()
-            .filter_map(|(at, (rows, allow))| Some(((rows.codes.as_ref()?, allow), at)))
-            .unzip();
-        let chosen = codes::best_across(&sets, &quantized, depth.depth, depth.coded_allowed);
+        let share = self.probe.unwrap_or(codes::DEFAULT_PROBE);
+        let (mut scanned, mut competing) = (depth.coded_allowed, depth.coded_allowed);
+        let mut cells: Option<CellsProbed> = None;
+        let mut sets = Vec::new();
+        let mut coded = Vec::new();
+        for (at, (rows, allow)) in self.parts.iter().zip(allows).enumerate() {
+            let Some(codes) = &rows.codes else { continue };
+            let mut set = CodeSet::whole(codes, allow);
+            let allowed = rows.count_allowed(allow);
+            if let Some(probe) = (share < 1.0 && 2 * allowed >= codes.rows())
+                .then(|| codes.probe(&quantized, share))
+                .flatten()
+            {
+                set.blocks = probe.blocks;
+                let probed = cells.get_or_insert(CellsProbed { probed: 0, of: 0 });
+                probed.probed += probe.cells;
+                probed.of += probe.of;
+                // The kernel scores every row of a probed block; of those,
+                // the allowed compete, about as many as they are of all.
+                scanned = scanned - allowed + probe.rows;
+                competing = competing - allowed + probe.rows * allowed / codes.rows().max(1);
+            }
+            sets.push(set);
+            coded.push(at);
+        }
+        let chosen = codes::best_across(&sets, &quantized, depth.depth, competing);
         let mut candidates: Vec<Vec<ChunkOrd>> = vec![Vec::new(); self.parts.len()];
         let mut rescored = chosen.len();
         for (_, set, ord) in chosen {
@@ -432,7 +462,8 @@ impl DenseList {
             matched: depth.allowed,
             filtered_out: self.rows() - depth.allowed,
             approximate: Some(Approximate {
-                scanned: depth.coded_allowed,
+                scanned,
+                cells,
                 rescored,
             }),
         })
