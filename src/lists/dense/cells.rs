@@ -476,18 +476,33 @@ fn move_to(sums: &[f32], dim: usize, centroids: &mut [f32]) {
 }
 
 /// Moves each cell's centroid to the mean of its rows' unit vectors
-/// (`cell_of` each row's cell), read by one `pass` over the rows.
+/// (`cell_of` each row's cell), read by one `pass` over the rows. The
+/// cells are split over the cores, each summing the rows of its own.
 fn means(cell_of: &[u32], dim: usize, pass: &mut RowPass<'_>, centroids: &mut [f32]) -> Result<()> {
+    let dim = dim.max(1);
     let mut sums = vec![0f32; centroids.len()];
-    let mut row_unit = vec![0f32; dim];
+    let share = (centroids.len() / dim)
+        .div_ceil(rayon::current_num_threads())
+        .max(1);
     pass(&mut |first, values| {
-        for (row, values) in (first..).zip(values.chunks_exact(dim.max(1))) {
-            unit(values, &mut row_unit);
-            let cell = cell_of[row] as usize;
-            for (sum, value) in sums[cell * dim..][..dim].iter_mut().zip(&row_unit) {
-                *sum += value;
+        (sums.par_chunks_mut(share * dim).enumerate()).for_each(|(task, sums)| {
+            let own = task * share..(task + 1) * share;
+            for (row, values) in (first..).zip(values.chunks_exact(dim)) {
+                let cell = cell_of[row] as usize;
+                if !own.contains(&cell) {
+                    continue;
+                }
+                let squares: i32 = values.iter().map(|&v| i32::from(v) * i32::from(v)).sum();
+                if squares == 0 {
+                    continue;
+                }
+                let scale = (squares as f32).sqrt().recip();
+                let sum = &mut sums[(cell - own.start) * dim..][..dim];
+                for (sum, &value) in sum.iter_mut().zip(values) {
+                    *sum += f32::from(value) * scale;
+                }
             }
-        }
+        });
     })?;
     move_to(&sums, dim, centroids);
     Ok(())
