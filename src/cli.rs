@@ -381,7 +381,8 @@ pub struct FusionArgs {
     /// Share of the rows, above 0 and at most 1, whose cells the dense
     /// list's sign codes are scored in (the cells nearest the query): less
     /// reads fewer codes and may miss more of what an exact scan finds
-    /// [default: 1, every cell].
+    /// [default: the cells holding 20 × the rows rescored, every cell in
+    /// an index of under 20 × that many chunks].
     #[arg(long, value_name = "SHARE", conflicts_with = "exact", value_parser = parse_share)]
     pub dense_probe: Option<f64>,
 }

@@ -16,6 +16,7 @@ use crate::corpus::date::{DateSource, DocDate};
 use crate::corpus::walk::walk;
 use crate::embed::{EmbedderInfo, ModelKind};
 use crate::fusion::{FusionDefaults, FusionSource};
+use crate::lists::dense::cells::CELLS_FILE;
 use crate::lists::dense::codes::{
     AUTO_MIN_ROWS, AUTO_SEARCH_MIN_ROWS, CODES_FILE, DenseIndexSetting, RESCORE_PER_WINDOW,
     default_rescored,
@@ -148,6 +149,9 @@ pub struct DenseIndexStatus {
     pub rescore_at_least: Option<usize>,
     /// Bytes of the codes' file (0 without codes).
     pub bytes: u64,
+    /// Bytes of the cells' file, which orders the codes (`None` for codes
+    /// in chunk order, or none).
+    pub cells_bytes: Option<u64>,
 }
 
 /// What the index's graph holds.
@@ -308,6 +312,7 @@ impl StatusReport {
                     .sign_code_rows()
                     .map(|rows| default_rescored(0, rows as usize)),
                 bytes: manifest.checksums.get(CODES_FILE).map_or(0, |c| c.size),
+                cells_bytes: manifest.checksums.get(CELLS_FILE).map(|c| c.size),
             },
             bm25: manifest.bm25,
             chunk_tokens: manifest.chunker.budget_tokens,

@@ -496,8 +496,11 @@ pub fn print_status(out: &mut dyn Write, r: &StatusReport) -> Result<()> {
         )?,
         Some(at_least) => writeln!(
             out,
-            "dense      sign codes, 1 bit per dimension ({}): a search scores them, then its best max({} × window, {}) rows exactly (--dense-index {})",
+            "dense      sign codes, 1 bit per dimension ({}{}): a search scores them, then its best max({} × window, {}) rows exactly (--dense-index {})",
             bytes(dense.bytes),
+            dense
+                .cells_bytes
+                .map_or(String::new(), |size| format!(", in cells: {}", bytes(size))),
             dense.rescore_per_window,
             at_least,
             dense.setting.name()

@@ -15,13 +15,14 @@
 //! (bench/README.md). Each returned row's code is checked against its
 //! vector, so a damaged code file is named, not trusted.
 //!
-//! Chosen against an inverted file (k-means cells, probed nearest first)
-//! and an HNSW graph, measured on corpus-big with real queries
-//! (bench/README.md): the cells of short queries' neighbours are too many
-//! for either to reach 0.99 recall cheaply, and a graph took longer to
-//! build than the rest of an index run. Codes cost one pass over the rows
-//! to write and nothing to update, and a filter costs nothing extra: rows
-//! it removes are skipped before their codes compete.
+//! The codes are stored by cell ([`cells`]): a search scores the codes of
+//! the cells nearest its query that hold [`PROBE_PER_RESCORED`] times the
+//! rows it rescores (all of them in an index too small for that to save
+//! anything), or the share `--dense-probe` gives. An HNSW graph was
+//! measured too and took longer to build than the rest of an index run.
+//! A filter costs nothing extra: rows it removes are skipped before their
+//! codes compete; one that allows under half a generation's rows has all
+//! its codes scored.
 
 use std::fs::File;
 use std::io::Read;
@@ -119,10 +120,19 @@ impl DenseIndexSetting {
     }
 }
 
-/// The share of the rows whose cells ([`cells`]) a search probes by
-/// default: all of them, every code scored, until a smaller share is
-/// measured to keep the exact scan's window on every collection.
-pub const DEFAULT_PROBE: f64 = 1.0;
+/// Rows a search probes (in the cells nearest its query, [`cells`]) per
+/// row it rescores, by default: the rows to rescore grow with the square
+/// root of the index (see [`default_rescored`]), so the share probed
+/// falls as the index grows, and a small index, whose window is a large
+/// part of its rows, has every code scored.
+pub const PROBE_PER_RESCORED: usize = 20;
+
+/// The share of `rows` rows with codes whose cells a search that rescores
+/// `depth` rows probes by default ([`PROBE_PER_RESCORED`]); 1: every code
+/// is scored.
+pub fn default_probe(depth: usize, rows: usize) -> f64 {
+    ((PROBE_PER_RESCORED * depth) as f64 / rows.max(1) as f64).min(1.0)
+}
 
 /// Rows a search of `window` chunks over `rows` rows rescores by default.
 pub fn default_rescored(window: usize, rows: usize) -> usize {
@@ -572,6 +582,17 @@ mod tests {
         // A hundred times the rows rescores ten times as many.
         assert_eq!(default_rescored(0, 3_240_000), 9 * 1_800);
         assert_eq!(default_rescored(0, 324_000_000), 9 * 18_000);
+    }
+
+    #[test]
+    fn the_share_probed_falls_as_the_index_grows_and_a_small_one_is_scanned_whole() {
+        // A window of 50 over 2,090 rows rescores 1,000: every code.
+        assert_eq!(default_probe(default_rescored(50, 2_090), 2_090), 1.0);
+        // Corpus-big's 375,868 rows rescore 5,517: 29 % probed; ten times
+        // the rows, 9 %.
+        let share = |rows| default_probe(default_rescored(50, rows), rows);
+        assert!((share(375_868) - 0.2936).abs() < 1e-4);
+        assert!((share(3_634_583) - 0.0944).abs() < 1e-4);
     }
 
     #[test]

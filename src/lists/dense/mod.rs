@@ -89,7 +89,7 @@ pub struct DenseList {
     /// Rows to rescore, when not [`codes::default_rescored`].
     rescore: Option<usize>,
     /// The share of the rows whose cells a search probes, when not
-    /// [`codes::DEFAULT_PROBE`].
+    /// [`codes::default_probe`].
     probe: Option<f64>,
     /// The last few queries embedded, with their vectors (newest last).
     recent: Mutex<VecDeque<(u128, Arc<[f32]>)>>,
@@ -160,7 +160,7 @@ pub struct DenseOptions {
     /// [`codes::default_rescored`].
     pub rescore: Option<usize>,
     /// The share of the rows whose cells are probed, in (0, 1]; `None`:
-    /// [`codes::DEFAULT_PROBE`].
+    /// [`codes::default_probe`].
     pub probe: Option<f64>,
 }
 
@@ -399,7 +399,10 @@ impl DenseList {
         allows: &[AllowSet],
     ) -> Result<Scan> {
         let (quantized, query_scale) = quantize(query);
-        let share = self.probe.unwrap_or(codes::DEFAULT_PROBE);
+        let coded_rows = (self.parts.iter())
+            .filter_map(|rows| Some(rows.codes.as_ref()?.rows()))
+            .sum();
+        let share = (self.probe).unwrap_or_else(|| codes::default_probe(depth.depth, coded_rows));
         let (mut scanned, mut competing) = (depth.coded_allowed, depth.coded_allowed);
         let mut cells: Option<CellsProbed> = None;
         let mut sets = Vec::new();
