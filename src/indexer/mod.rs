@@ -253,6 +253,16 @@ impl Writer {
 fn check_root(options: &IndexOptions) -> Result<()> {
     let root = options.root.display();
     match std::fs::metadata(&options.root) {
+        // An index folder given as the folder to index (one kept apart with
+        // `--index`) would get an index of its own inside it.
+        Ok(meta) if meta.is_dir() && ownership::is_index(&options.root) => {
+            let indexed = Manifest::read(&options.root).ok().flatten();
+            let indexed = indexed.map_or("FOLDER".to_string(), |m| m.root);
+            bail!(
+                "'{root}' is a memidx index, not a folder of markdown; to update it, run: \
+                 memidx index '{indexed}' --index '{root}'"
+            )
+        }
         Ok(meta) if meta.is_dir() => Ok(()),
         Ok(_) => bail!("'{root}' is a file, not a folder; give the folder of markdown to index"),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {

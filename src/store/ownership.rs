@@ -92,6 +92,12 @@ fn claim_folder(index_dir: &Path) -> Result<()> {
     )
 }
 
+/// True when `dir` is an index folder: it carries the tag file, or a
+/// manifest (an index from before the tag).
+pub fn is_index(dir: &Path) -> bool {
+    is_tagged(dir) || holds_a_manifest(dir)
+}
+
 /// True when `index_dir` carries the tag file.
 fn is_tagged(index_dir: &Path) -> bool {
     fs::symlink_metadata(index_dir.join(TAG_FILE)).is_ok_and(|m| m.is_file())

@@ -72,6 +72,42 @@ fn the_indexed_folder_itself_is_never_the_index() {
 }
 
 #[test]
+fn an_index_folder_given_as_the_folder_to_index_is_refused_with_the_command_that_updates_it() {
+    let corpus = Corpus::fixtures();
+    let kept = tempfile::tempdir().unwrap();
+    let index_dir = kept.path().join("notes-index");
+    let index_arg = index_dir.to_str().unwrap();
+    let (code, stderr) = index(&corpus, &[".", "--index", index_arg]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let before: Vec<_> = fs::read_dir(&index_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    let (code, stderr) = index(&corpus, &[index_arg]);
+    assert_eq!(code, Some(2), "{stderr}");
+    let root = fs::canonicalize(corpus.path()).unwrap();
+    assert!(
+        stderr.contains("is a memidx index, not a folder of markdown")
+            && stderr.contains(&format!(
+                "memidx index '{}' --index '{index_arg}'",
+                root.display()
+            )),
+        "{stderr}"
+    );
+    // Nothing was written into it: no index of the index.
+    let after: Vec<_> = fs::read_dir(&index_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(before, after);
+    // An index from before the tag is known by its manifest alike.
+    fs::remove_file(index_dir.join("memidx.tag")).unwrap();
+    let (code, stderr) = index(&corpus, &[index_arg]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(!index_dir.join(".memidx").exists());
+}
+
+#[test]
 fn a_new_or_empty_index_folder_is_tagged_and_an_untagged_old_index_is_adopted() {
     let corpus = Corpus::fixtures();
     fs::create_dir(corpus.path().join("empty")).unwrap();
