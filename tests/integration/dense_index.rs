@@ -23,6 +23,23 @@ fn explain_dense(corpus: &Corpus, query: &str, args: &[&str]) -> Value {
     corpus.json(&[&["explain", query, "--mode", "dense", "--json"][..], args].concat())
 }
 
+/// The generation folder of `corpus`'s index (its only one).
+fn generation_dir(corpus: &Corpus) -> std::path::PathBuf {
+    fs::read_dir(corpus.path().join(".memidx"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("gen-"))
+        .unwrap()
+}
+
+/// Writes `bytes` over `path`, keeping its modification time, so that
+/// only a checksum tells.
+fn rewrite_unnoticed(path: &std::path::Path, bytes: &[u8]) {
+    let mtime = fs::metadata(path).unwrap().modified().unwrap();
+    fs::write(path, bytes).unwrap();
+    crate::common::set_mtime(path, mtime);
+}
+
 /// Every allowed chunk's exact dense score (a window as large as the
 /// allowed chunks scans exactly), by chunk id.
 fn exact_scores(
@@ -226,19 +243,13 @@ fn the_setting_is_kept_and_a_reindex_places_new_chunks_in_the_kept_cells() {
 fn damaged_codes_are_named_and_exact_searches_skip_them() {
     let corpus = Corpus::fixtures();
     corpus.index_with(&["--dense-index", "always"]);
-    let gen_dir = fs::read_dir(corpus.path().join(".memidx"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("gen-"))
-        .unwrap();
+    let gen_dir = generation_dir(&corpus);
     let path = gen_dir.join("codes.b32");
     let bytes = fs::read(&path).unwrap();
     // Zeroed codes of the same length and modification time (so only a
     // checksum would tell): the returned chunks' codes disagree with their
     // vectors.
-    let mtime = fs::metadata(&path).unwrap().modified().unwrap();
-    fs::write(&path, vec![0u8; bytes.len()]).unwrap();
-    crate::common::set_mtime(&path, mtime);
+    rewrite_unnoticed(&path, &vec![0u8; bytes.len()]);
     let search = [
         "search",
         QUERIES[0],
@@ -289,9 +300,7 @@ fn zeroed_vectors_are_named_by_search_and_by_explain() {
     // would tell): every score is 0, within a cosine's range; the rows of
     // the chunks returned fail their block checksums (and, in an index
     // without them, have length 0 where the table says 1).
-    let mtime = fs::metadata(&path).unwrap().modified().unwrap();
-    fs::write(&path, vec![0u8; bytes.len()]).unwrap();
-    crate::common::set_mtime(&path, mtime);
+    rewrite_unnoticed(&path, &vec![0u8; bytes.len()]);
     for args in [
         &["search", QUERIES[0], "--mode", "dense"][..],
         &["explain", QUERIES[0], "--mode", "dense", "-k", "3"],
@@ -548,19 +557,13 @@ fn probing_the_nearest_cells_scores_fewer_codes_and_returns_exact_scores() {
 fn a_damaged_cells_file_is_named_and_exact_searches_skip_it() {
     let corpus = Corpus::fixtures();
     corpus.index_with(&["--dense-index", "always"]);
-    let gen_dir = fs::read_dir(corpus.path().join(".memidx"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("gen-"))
-        .unwrap();
+    let gen_dir = generation_dir(&corpus);
     let path = gen_dir.join("cells.bin");
     // Another layout's magic, at the same length and modification time (so
     // only a checksum would tell).
     let mut bytes = fs::read(&path).unwrap();
     bytes[0] ^= 1;
-    let mtime = fs::metadata(&path).unwrap().modified().unwrap();
-    fs::write(&path, &bytes).unwrap();
-    crate::common::set_mtime(&path, mtime);
+    rewrite_unnoticed(&path, &bytes);
     let search = [
         "search",
         QUERIES[0],

@@ -49,7 +49,7 @@ use rayon::prelude::*;
 
 use super::code_scan::{BLOCK_ROWS, QueryTables, byte_offset};
 use super::quantize;
-use super::vectors::{Rows, map_exact, score_rows};
+use super::vectors::{Rows, map_exact, present, score_rows};
 use crate::embed::normalize;
 use crate::store::generation::ChunkOrd;
 use crate::store::{atomic, damaged};
@@ -546,10 +546,7 @@ impl Cells {
     /// damaged.
     pub fn open(dir: &Path, rows: usize, dim: usize) -> Result<Option<Self>> {
         let path = dir.join(CELLS_FILE);
-        if !path
-            .try_exists()
-            .with_context(|| damaged(&path, "cannot be opened"))?
-        {
+        if !present(&path)? {
             return Ok(None);
         }
         let len = std::fs::metadata(&path)

@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 use super::cells::{self, Cells, Probe};
 use super::code_scan::{BLOCK_ROWS, QueryTables, byte_offset};
 use super::prefetch::prefetch;
-use super::vectors::{VECTORS_FILE, map_exact};
+use super::vectors::{VECTORS_FILE, map_exact, present};
 use crate::lists::AllowSet;
 use crate::store::generation::ChunkOrd;
 use crate::store::{atomic, damaged};
@@ -418,10 +418,7 @@ impl SignCodes {
     /// the generation has none. A file of another length is damaged.
     pub fn open(dir: &Path, rows: usize, dim: usize) -> Result<Option<Self>> {
         let path = dir.join(CODES_FILE);
-        if !path
-            .try_exists()
-            .with_context(|| damaged(&path, "cannot be opened"))?
-        {
+        if !present(&path)? {
             return Ok(None);
         }
         let len = code_len(dim);

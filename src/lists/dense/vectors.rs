@@ -227,6 +227,13 @@ pub struct StoredVectors {
     dim: usize,
 }
 
+/// Whether the optional generation file `path` exists (an error naming it
+/// when that cannot be told).
+pub(super) fn present(path: &Path) -> Result<bool> {
+    path.try_exists()
+        .with_context(|| damaged(path, "cannot be opened"))
+}
+
 /// Maps `path` after checking its length (`None` when empty); `populate`
 /// reads every page in at once (for a reader of every row).
 pub(super) fn map_exact(path: &Path, len: u64, populate: bool) -> Result<Option<Mmap>> {
