@@ -656,6 +656,9 @@ fn a_folder_swapped_for_a_link_while_notes_are_written_never_carries_one_out() {
                 }
                 let _ = fs::rename(&real, &inbox);
                 swaps += 1;
+                // A pause with `inbox` in place, so that a loaded machine
+                // still lets some writes through.
+                std::thread::sleep(std::time::Duration::from_micros(50));
             }
             swaps
         })
@@ -667,8 +670,13 @@ fn a_folder_swapped_for_a_link_while_notes_are_written_never_carries_one_out() {
         max_bytes: 1 << 20,
     };
     let now = jiff::Timestamp::now();
+    // Writes until 100 have landed (or 20,000 were tried): how many are
+    // refused depends on the machine's load, not on the code under test.
     let (mut written, mut refused) = (0, 0);
-    for i in 0..300 {
+    for i in 0..20_000 {
+        if written == 100 {
+            break;
+        }
         let note = Note {
             text: format!("Race note {i}."),
             ..Note::default()
@@ -684,8 +692,8 @@ fn a_folder_swapped_for_a_link_while_notes_are_written_never_carries_one_out() {
     stop.store(true, Ordering::SeqCst);
     let swaps = swapper.join().unwrap();
     eprintln!("{written} written, {refused} refused, {swaps} swaps");
-    assert_eq!(written + refused, 300);
-    assert!(written > 0);
+    assert!(written > 0, "no note landed in {refused} tries");
+    assert!(swaps > 0, "the folder was never swapped");
     let outside_files: Vec<_> = fs::read_dir(outside.path()).unwrap().collect();
     assert!(
         outside_files.is_empty(),
