@@ -4,7 +4,7 @@ index against the exact scan (`--exact`), query by query.
 
     bench/dense_recall.py INDEX QUERIES [--binary B] [--window N] [--limit N]
     bench/dense_recall.py INDEX --headings CORPUS [--count 200] [--seed 7] ...
-        [--rescore N] [--feedback N] [--probe 0.1,0.2,1]
+        [--rescore N] [--feedback N] [--probe 0.1,0.2,1] [--filter KEY=VALUE]
 
 QUERIES is a `../shared/eval` queries.jsonl (one {"id", "text"} per line) or a
 text file of one query per line. `--headings CORPUS` draws `--count` queries
@@ -20,6 +20,9 @@ from `explain --json` on the first `--work` queries, how many of those the
 codes served and the rows they rescored. `--probe` runs the approximate
 window once per share given (`--dense-probe`: the share of the rows whose
 cells are probed) against the one exact window, and reports each.
+`--filter` (repeatable) filters both runs as `memidx search --filter` does;
+the report then says how many chunks the filter allowed and what share of
+them had their codes scored.
 """
 
 import argparse
@@ -82,7 +85,7 @@ def dense_work(binary, index, query, window, extra=()):
     if run.returncode not in (0, 1):
         sys.exit(f"memidx failed on {query!r}: {run.stderr.strip()}")
     dense = next(l for l in json.loads(run.stdout)["lists"] if l["name"] == "dense")
-    return dense["approximate"], dense["total_ms"]
+    return dense["approximate"], dense["matched"]
 
 
 def recall(approximate, exact):
@@ -106,6 +109,8 @@ def main():
     parser.add_argument("--rescore", type=int, help="--dense-rescore for the approximate runs")
     parser.add_argument("--feedback", type=int, help="--dense-feedback for both runs")
     parser.add_argument("--probe", help="--dense-probe shares for the approximate runs, by commas")
+    parser.add_argument("--filter", action="append", default=[], metavar="KEY=VALUE",
+                        help="--filter for both runs (repeatable)")
     parser.add_argument("--work", type=int, default=10,
                         help="queries explained for the rows rescored (default 10)")
     args = parser.parse_args()
@@ -117,20 +122,25 @@ def main():
         parser.error("give QUERIES or --headings CORPUS")
     queries = queries[: args.limit]
     both = ["--dense-feedback", str(args.feedback)] if args.feedback is not None else []
+    both += [arg for pair in args.filter for arg in ("--filter", pair)]
     rescored = both + (["--dense-rescore", str(args.rescore)] if args.rescore else [])
     shares = args.probe.split(",") if args.probe else [None]
     runs = {share: rescored + (["--dense-probe", share] if share else []) for share in shares}
     recalls = {share: [] for share in shares}
     scored = {share: [] for share in shares}
+    shares_scored = {share: [] for share in shares}
+    allowed = []
     for i, query in enumerate(queries):
         exact = dense_window(args.binary, args.index, query, args.window, True, both)
         for share, extra in runs.items():
             approximate = dense_window(args.binary, args.index, query, args.window, False, extra)
             recalls[share].append(recall(approximate, exact))
             if i < args.work:
-                work, _ = dense_work(args.binary, args.index, query, args.window, extra)
+                work, matched = dense_work(args.binary, args.index, query, args.window, extra)
+                allowed.append(matched)
                 if work:
                     scored[share].append(work["rescored"])
+                    shares_scored[share].append(work["scanned"] / max(matched, 1))
     reports = []
     for share in shares:
         found = recalls[share]
@@ -143,6 +153,9 @@ def main():
             "at_recall_1": round(sum(r == 1.0 for r in found) / len(found), 4),
             "worst": {"recall": round(found[worst], 4), "query": queries[worst]},
             "rows_rescored_median": statistics.median(scored[share]) if scored[share] else None,
+            "allowed_median": statistics.median(allowed) if allowed else None,
+            "codes_scored_of_allowed_median": (round(statistics.median(shares_scored[share]), 4)
+                                               if shares_scored[share] else None),
             "approximate_of_explained": f"{len(scored[share])} of {min(args.work, len(queries))}",
         })
     print(json.dumps(reports[0] if len(reports) == 1 else reports, indent=1))

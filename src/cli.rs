@@ -378,11 +378,11 @@ pub struct FusionArgs {
     /// max(20 × window, 9 × √chunks)].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub dense_rescore: Option<u32>,
-    /// Share of the rows, above 0 and at most 1, whose cells the dense
-    /// list's sign codes are scored in (the cells nearest the query): less
-    /// reads fewer codes and may miss more of what an exact scan finds
-    /// [default: the cells holding 20 × the rows rescored, every cell in
-    /// an index of under 20 × that many chunks].
+    /// Share of the rows the filters allow, above 0 and at most 1, whose
+    /// cells the dense list's sign codes are scored in (the cells nearest
+    /// the query): less reads fewer codes and may miss more of what an
+    /// exact scan finds [default: the cells holding 20 × the rows
+    /// rescored; every cell when that is over half the allowed chunks].
     #[arg(long, value_name = "SHARE", conflicts_with = "exact", value_parser = parse_share)]
     pub dense_probe: Option<f64>,
 }

@@ -378,7 +378,18 @@ fn auto_writes_codes_for_a_mid_sized_index_which_a_search_of_it_alone_does_not_u
     }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let query = "socket timeout item3x4";
-    let together = explain_dense(&corpus, query, &args);
+    // By default they rescore 4,000 rows, and cells holding 20 times that
+    // are over half the rows: every code is scored.
+    let whole = explain_dense(&corpus, query, &args);
+    let approximate = &whole["lists"][0]["approximate"];
+    assert_eq!(approximate["scanned"].as_u64(), Some(10 * chunks));
+    assert!(approximate["cells"].is_null(), "{approximate}");
+    // Rescoring 2,000, they probe the cells holding 40 %.
+    let together = explain_dense(
+        &corpus,
+        query,
+        &[&args[..], &["--dense-rescore", "2000"]].concat(),
+    );
     let approximate = &together["lists"][0]["approximate"];
     let rescored = approximate["rescored"].as_u64().unwrap();
     let scanned = approximate["scanned"].as_u64().unwrap();
@@ -500,6 +511,26 @@ fn probing_the_nearest_cells_scores_fewer_codes_and_returns_exact_scores() {
             let id = result["chunk_id"].as_str().unwrap();
             let score = result["lists"][0]["score"].as_f64().unwrap();
             assert_eq!(exact.get(id), Some(&score), "{query:?}: {id}");
+        }
+        // Under a filter only the allowed rows count towards the share:
+        // the probed cells hold at least 30 % of them, or (a probe that
+        // stopped short) every code is scored; scores stay exact.
+        let filter = ["--filter", "environment=production"];
+        let allowed_exact = exact_scores(&corpus, query, chunks, &filter);
+        let filtered = explain_dense(&corpus, query, &[&args[..], &filter[..]].concat());
+        let list = &filtered["lists"][0];
+        let matched = list["matched"].as_u64().unwrap();
+        assert!(matched < chunks as u64, "{list}");
+        let approximate = &list["approximate"];
+        let scanned = approximate["scanned"].as_u64().unwrap();
+        assert!(
+            approximate["cells"].is_null() || 10 * scanned >= 3 * matched,
+            "{list}"
+        );
+        for result in filtered["results"].as_array().unwrap() {
+            let id = result["chunk_id"].as_str().unwrap();
+            let score = result["lists"][0]["score"].as_f64().unwrap();
+            assert_eq!(allowed_exact.get(id), Some(&score), "{query:?}: {id}");
         }
         // Probing every cell scores every code, as without cells.
         let whole = explain_dense(

@@ -84,7 +84,7 @@ fn a_probe_reads_the_nearest_cells_and_finds_the_query_s_cluster_there() {
     for cluster in 0..CLUSTERS {
         let (query, _) = quantize(&centre(cluster));
         // An eighth of the rows: about the cluster's own.
-        let probe = cells.probe(&query, 1.0 / CLUSTERS as f64);
+        let probe = cells.probe(&query, rows / CLUSTERS, &AllowSet::All, rows);
         assert!(
             probe.rows >= rows / CLUSTERS && probe.rows < rows / 2,
             "{probe:?}"
@@ -104,7 +104,7 @@ fn a_probe_reads_the_nearest_cells_and_finds_the_query_s_cluster_there() {
         );
     }
     // The whole share probes every cell.
-    let all = cells.probe(&quantize(&centre(0)).0, 1.0);
+    let all = cells.probe(&quantize(&centre(0)).0, rows, &AllowSet::All, rows);
     assert_eq!(
         (
             all.blocks.len(),
@@ -115,6 +115,44 @@ fn a_probe_reads_the_nearest_cells_and_finds_the_query_s_cluster_there() {
         ),
         (1, 0..rows / 32, cells.len(), cells.len(), rows)
     );
+}
+
+#[test]
+fn a_filtered_probe_counts_only_the_allowed_rows_and_reaches_them_far_from_the_query() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = 8_000;
+    written(dir.path(), rows);
+    let cells = Cells::open(dir.path(), rows, DIM).unwrap().unwrap();
+    let codes = SignCodes::open(dir.path(), rows, DIM).unwrap().unwrap();
+    let (query, _) = quantize(&centre(0));
+    // Only cluster 3's rows, none of them near the query.
+    let flags: Vec<bool> = (0..rows).map(|row| row % CLUSTERS == 3).collect();
+    let allow = AllowSet::Only(flags.into());
+    let allowed = rows / CLUSTERS;
+    let (wanted, depth) = (allowed / 2, 200);
+    let probe = cells.probe(&query, wanted, &allow, allowed);
+    assert!(probe.allowed >= wanted, "{probe:?}");
+    // Cluster 0's cells came first and held none of it: more cells were
+    // probed than the share of all rows would take.
+    assert!(probe.rows > rows / CLUSTERS + wanted, "{probe:?}");
+    let set = CodeSet {
+        codes: &codes,
+        allow: &allow,
+        blocks: probe.blocks.clone(),
+    };
+    let best = best_across(&[set], &query, depth, probe.allowed);
+    assert_eq!(best.len(), depth);
+    assert!(best.iter().all(|(_, _, row)| *row as usize % CLUSTERS == 3));
+    // Fifty of them are expected within 400 rows were they spread
+    // evenly; the query's own cluster holds 1,000 rows and none of them,
+    // so the walk stops there, short.
+    let short = cells.probe(&query, 50, &allow, allowed);
+    assert!(short.allowed < 50, "{short:?}");
+    assert!(short.rows <= 2 * 50 * CLUSTERS + 2 * 64, "{short:?}");
+    // Without a filter the same count is reached in the query's cluster.
+    let unfiltered = cells.probe(&query, wanted, &AllowSet::All, rows);
+    assert!(unfiltered.allowed >= wanted && unfiltered.allowed <= unfiltered.rows);
+    assert!(unfiltered.rows < probe.rows, "{unfiltered:?} {probe:?}");
 }
 
 #[test]

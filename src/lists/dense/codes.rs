@@ -20,9 +20,11 @@
 //! rows it rescores (all of them in an index too small for that to save
 //! anything), or the share `--dense-probe` gives. An HNSW graph was
 //! measured too and took longer to build than the rest of an index run.
-//! A filter costs nothing extra: rows it removes are skipped before their
-//! codes compete; one that allows under half a generation's rows has all
-//! its codes scored.
+//! A filter costs little extra: rows it removes are skipped before their
+//! codes compete, and only the rows it allows count towards the probe, so
+//! a filtered search probes more cells, and one that allows under
+//! [`PROBE_PER_RESCORED`] times the rows it rescores scores every code
+//! (measured: bench/README.md).
 
 use std::fs::File;
 use std::io::Read;
@@ -127,11 +129,22 @@ impl DenseIndexSetting {
 /// part of its rows, has every code scored.
 pub const PROBE_PER_RESCORED: usize = 20;
 
-/// The share of `rows` rows with codes whose cells a search that rescores
-/// `depth` rows probes by default ([`PROBE_PER_RESCORED`]); 1: every code
-/// is scored.
-pub fn default_probe(depth: usize, rows: usize) -> f64 {
-    ((PROBE_PER_RESCORED * depth) as f64 / rows.max(1) as f64).min(1.0)
+/// The largest share of the allowed rows a search probes by default: a
+/// probe of more saves little of the code scan and, under a filter, pays
+/// for counting the allowed rows of the cells it walks.
+pub const MAX_DEFAULT_PROBE: f64 = 0.5;
+
+/// The share of the `allowed` rows with codes (those a search's filter
+/// lets through) whose cells a search that rescores `depth` rows probes by
+/// default ([`PROBE_PER_RESCORED`]); 1, every code scored, when that is
+/// over [`MAX_DEFAULT_PROBE`].
+pub fn default_probe(depth: usize, allowed: usize) -> f64 {
+    let share = (PROBE_PER_RESCORED * depth) as f64 / allowed.max(1) as f64;
+    if share > MAX_DEFAULT_PROBE {
+        1.0
+    } else {
+        share
+    }
 }
 
 /// Rows a search of `window` chunks over `rows` rows rescores by default.
@@ -432,10 +445,17 @@ impl SignCodes {
         }))
     }
 
-    /// The blocks of the cells nearest `query` that hold `share` of the
-    /// rows ([`Cells::probe`]); `None` for codes without cells.
-    pub fn probe(&self, query: &[i8], share: f64) -> Option<Probe> {
-        Some(self.cells.as_ref()?.probe(query, share))
+    /// The blocks of the cells nearest `query` that hold `wanted` of the
+    /// `allowed` rows `allow` lets through ([`Cells::probe`]); `None` for
+    /// codes without cells.
+    pub fn probe(
+        &self,
+        query: &[i8],
+        wanted: usize,
+        allow: &AllowSet,
+        allowed: usize,
+    ) -> Option<Probe> {
+        Some(self.cells.as_ref()?.probe(query, wanted, allow, allowed))
     }
 
     /// The row whose code is at position `position`.

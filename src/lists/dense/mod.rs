@@ -399,10 +399,8 @@ impl DenseList {
         allows: &[AllowSet],
     ) -> Result<Scan> {
         let (quantized, query_scale) = quantize(query);
-        let coded_rows = (self.parts.iter())
-            .filter_map(|rows| Some(rows.codes.as_ref()?.rows()))
-            .sum();
-        let share = (self.probe).unwrap_or_else(|| codes::default_probe(depth.depth, coded_rows));
+        let share =
+            (self.probe).unwrap_or_else(|| codes::default_probe(depth.depth, depth.coded_allowed));
         let (mut scanned, mut competing) = (depth.coded_allowed, depth.coded_allowed);
         let mut cells: Option<CellsProbed> = None;
         let mut sets = Vec::new();
@@ -411,18 +409,24 @@ impl DenseList {
             let Some(codes) = &rows.codes else { continue };
             let mut set = CodeSet::whole(codes, allow);
             let allowed = rows.count_allowed(allow);
-            if let Some(probe) = (share < 1.0 && 2 * allowed >= codes.rows())
-                .then(|| codes.probe(&quantized, share))
+            // The share is of the allowed rows: a filter that lets few
+            // through probes more cells, and every code when they are few.
+            let wanted = (share * allowed as f64).ceil() as usize;
+            // A probe that stopped short found the filter keeping away
+            // from the query: every code is scored instead.
+            if let Some(probe) = (wanted < allowed)
+                .then(|| codes.probe(&quantized, wanted, allow, allowed))
                 .flatten()
+                .filter(|probe| probe.allowed >= wanted)
             {
                 set.blocks = probe.blocks;
                 let probed = cells.get_or_insert(CellsProbed { probed: 0, of: 0 });
                 probed.probed += probe.cells;
                 probed.of += probe.of;
-                // The kernel scores every row of a probed block; of those,
-                // the allowed compete, about as many as they are of all.
+                // The kernel scores every row of a probed block; the
+                // allowed rows of the probed cells compete.
                 scanned = scanned - allowed + probe.rows;
-                competing = competing - allowed + probe.rows * allowed / codes.rows().max(1);
+                competing = competing - allowed + probe.allowed;
             }
             sets.push(set);
             coded.push(at);
