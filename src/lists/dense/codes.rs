@@ -23,8 +23,8 @@
 //! A filter costs little extra: rows it removes are skipped before their
 //! codes compete, and only the rows it allows count towards the probe, so
 //! a filtered search probes more cells, and one that allows under
-//! [`PROBE_PER_RESCORED`] times the rows it rescores scores every code
-//! (measured: bench/README.md).
+//! [`PROBE_PER_RESCORED`] times the rows it rescores over
+//! [`MAX_DEFAULT_PROBE`] scores every code (measured: bench/README.md).
 
 use std::fs::File;
 use std::io::Read;

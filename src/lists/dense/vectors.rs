@@ -410,22 +410,32 @@ impl StoredVectors {
         let values = matrix
             .as_slice()
             .context("the vector matrix is not contiguous")?;
-        let scales = self.scales()?;
-        let dim = self.dim.max(1);
+        let rows = Rows {
+            values,
+            scales: self.scales()?,
+            dim: self.dim.max(1),
+        };
         let mut out = vec![0.0f32; self.rows];
-        out.par_chunks_mut(SCAN_BLOCK)
-            .enumerate()
-            .for_each(|(block, scores)| {
-                let first = block * SCAN_BLOCK;
-                let rows = Rows {
-                    values: &values[first * dim..(first + scores.len()) * dim],
-                    scales: &scales[first..first + scores.len()],
-                    dim,
-                };
-                score_rows(&query, query_scale, rows, scores);
-            });
+        score_rows_split(&query, query_scale, rows, &mut out);
         Ok(out)
     }
+}
+
+/// [`score_rows`] split over the cores, [`SCAN_BLOCK`] rows a task.
+pub(super) fn score_rows_split(query: &[i8], query_scale: f32, rows: Rows<'_>, scores: &mut [f32]) {
+    let dim = rows.dim;
+    scores
+        .par_chunks_mut(SCAN_BLOCK)
+        .enumerate()
+        .for_each(|(block, scores)| {
+            let first = block * SCAN_BLOCK;
+            let block = Rows {
+                values: &rows.values[first * dim..(first + scores.len()) * dim],
+                scales: &rows.scales[first..first + scores.len()],
+                dim,
+            };
+            score_rows(query, query_scale, block, scores);
+        });
 }
 
 /// The bytes of a mapped vector file (none when it is empty).
