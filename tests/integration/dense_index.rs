@@ -367,9 +367,8 @@ fn auto_writes_codes_for_a_mid_sized_index_which_a_search_of_it_alone_does_not_u
     );
 
     // Ten copies of the index searched together cover 100,000 rows: their
-    // codes, in the cells nearest the query that hold 20 times the rows to
-    // rescore, choose the rows to rescore, and the best chunk is the one
-    // the exact scan finds (every copy's, in copy order).
+    // codes choose the rows to rescore, and the best chunk is the one the
+    // exact scan finds (every copy's, in copy order).
     let mut args = vec!["--index".to_string(), ".memidx".to_string()];
     for copy in 1..10 {
         let dir = corpus.path().join(format!("copy{copy}"));

@@ -699,7 +699,7 @@ impl Cells {
         }
         let mut spans: Vec<Range<usize>> = cells[..taken]
             .iter()
-            .map(|&cell| starts[cell] as usize..starts[cell + 1] as usize)
+            .map(|&cell| span(cell))
             .filter(|span| !span.is_empty())
             .map(|span| span.start / BLOCK_ROWS..span.end.div_ceil(BLOCK_ROWS))
             .collect();

@@ -49,6 +49,16 @@ fn written(dir: &Path, rows: usize) {
     codes::write(dir, rows, DIM).unwrap();
 }
 
+/// `rows` rows written into a new folder, and their cells and codes
+/// opened (the folder is removed when the first is dropped).
+fn opened(rows: usize) -> (tempfile::TempDir, Cells, SignCodes) {
+    let dir = tempfile::tempdir().unwrap();
+    written(dir.path(), rows);
+    let cells = Cells::open(dir.path(), rows, DIM).unwrap().unwrap();
+    let codes = SignCodes::open(dir.path(), rows, DIM).unwrap().unwrap();
+    (dir, cells, codes)
+}
+
 #[test]
 fn every_row_has_one_place_in_the_cells_and_its_code_is_there() {
     let dir = tempfile::tempdir().unwrap();
@@ -76,11 +86,8 @@ fn every_row_has_one_place_in_the_cells_and_its_code_is_there() {
 
 #[test]
 fn a_probe_reads_the_nearest_cells_and_finds_the_query_s_cluster_there() {
-    let dir = tempfile::tempdir().unwrap();
     let rows = 8_000;
-    written(dir.path(), rows);
-    let cells = Cells::open(dir.path(), rows, DIM).unwrap().unwrap();
-    let codes = SignCodes::open(dir.path(), rows, DIM).unwrap().unwrap();
+    let (_dir, cells, codes) = opened(rows);
     for cluster in 0..CLUSTERS {
         let (query, _) = quantize(&centre(cluster));
         // An eighth of the rows: about the cluster's own.
@@ -119,11 +126,8 @@ fn a_probe_reads_the_nearest_cells_and_finds_the_query_s_cluster_there() {
 
 #[test]
 fn a_filtered_probe_counts_only_the_allowed_rows_and_reaches_them_far_from_the_query() {
-    let dir = tempfile::tempdir().unwrap();
     let rows = 8_000;
-    written(dir.path(), rows);
-    let cells = Cells::open(dir.path(), rows, DIM).unwrap().unwrap();
-    let codes = SignCodes::open(dir.path(), rows, DIM).unwrap().unwrap();
+    let (_dir, cells, codes) = opened(rows);
     let (query, _) = quantize(&centre(0));
     // Only cluster 3's rows, none of them near the query.
     let flags: Vec<bool> = (0..rows).map(|row| row % CLUSTERS == 3).collect();
