@@ -11,11 +11,11 @@
 //! applied to every match before the top window is taken.
 //!
 //! Text is analyzed once by the identifier-aware [`Analyzer`], in parallel
-//! (`rayon`), and handed to tantivy pre-tokenized in a document type of
-//! memidx's own (`ChunkDoc`, which spares the JSON round trip of tantivy's
-//! default document); the analyzer is also
-//! registered with tantivy as the tokenizer [`TOKENIZER_NAME`], so the index
-//! is self-describing. Queries use the same analyzer.
+//! (`rayon`), and handed to tantivy as its terms, each ended by a NUL, in a
+//! document type of memidx's own (`ChunkDoc`, which spares the JSON round
+//! trip of tantivy's default document); the tokenizer registered as
+//! [`TOKENIZER_NAME`] reads them back into one reused token, so tantivy
+//! copies no term per token. Queries use the same analyzer.
 //!
 //! **Updated, not rebuilt.** A document names its chunk by a *uid* that the
 //! chunk keeps from generation to generation ([`ChunkRecord::uid`]). A
@@ -57,7 +57,7 @@ use tantivy::columnar::Column;
 use tantivy::schema::{
     Document, FAST, Field, IndexRecordOption, OwnedValue, Schema, TextFieldIndexing, TextOptions,
 };
-use tantivy::tokenizer::{PreTokenizedString, Token as TantivyToken, TokenStream, Tokenizer};
+use tantivy::tokenizer::{Token as TantivyToken, TokenStream, Tokenizer};
 use tantivy::{
     DocSet, Index, IndexWriter, InvertedIndexReader, ReloadPolicy, SegmentReader, TERMINATED, Term,
 };
@@ -75,7 +75,8 @@ use crate::text::tokenize::{Analyzer, Token};
 use bounds::SegmentBounds;
 use score::{Bm25, Collected, QueryTerm};
 
-/// Name under which the analyzer is registered with tantivy.
+/// Name under which the tokenizer that reads the analyzed terms back
+/// ([`TermsTokenizer`]) is registered with tantivy.
 pub const TOKENIZER_NAME: &str = "memidx";
 
 const BODY_FIELD: &str = "body";
@@ -301,7 +302,7 @@ impl SparseWriter {
                 (index, Vec::new())
             }
         };
-        register(&index, analyzer);
+        register(&index);
         let schema = index.schema();
         let field = |name| {
             schema
@@ -342,21 +343,15 @@ impl SparseWriter {
         let (body, uid, len) = self.fields;
         let analyzer = self.analyzer;
         for batch in docs.chunks(ANALYZE_BATCH) {
-            let analyzed: Vec<Vec<Token>> = batch
+            let analyzed: Vec<(usize, String)> = batch
                 .par_iter()
-                .map(|(_, text)| analyzer.tokenize(text))
+                .map(|(_, text)| ended_terms(&analyzer.tokenize(text)))
                 .collect();
-            for ((chunk_uid, _), tokens) in batch.iter().zip(analyzed) {
+            for ((chunk_uid, _), (count, terms)) in batch.iter().zip(analyzed) {
                 let added = writer.add_document(ChunkDoc([
                     (uid, OwnedValue::U64(u64::from(*chunk_uid))),
-                    (len, OwnedValue::U64(tokens.len() as u64)),
-                    (
-                        body,
-                        OwnedValue::PreTokStr(PreTokenizedString {
-                            text: String::new(),
-                            tokens: tokens.into_iter().map(to_tantivy).collect(),
-                        }),
-                    ),
+                    (len, OwnedValue::U64(count as u64)),
+                    (body, OwnedValue::Str(terms)),
                 ]));
                 if let Err(err) = added {
                     // tantivy says only that its indexing threads died; the
@@ -517,7 +512,7 @@ fn link_segments(base: &Path, dir: &Path) -> Result<Vec<String>> {
 }
 
 /// One chunk as the sparse list indexes it: its uid, its exact length and
-/// its analyzed tokens.
+/// its analyzed terms ([`ended_terms`]).
 ///
 /// A document type of memidx's own rather than `TantivyDocument`, which
 /// keeps a pre-tokenized value as JSON text: it serialized every token to
@@ -538,14 +533,25 @@ impl Document for ChunkDoc {
     }
 }
 
-fn to_tantivy(t: Token) -> TantivyToken {
-    TantivyToken {
-        offset_from: t.offset_from,
-        offset_to: t.offset_to,
-        position: t.position,
-        text: t.text,
-        position_length: 1,
+/// What ends each term in the text the sparse list hands tantivy: the
+/// analyzer never makes it part of a term (it is no word character).
+const TERM_END: char = '\0';
+
+/// The terms of `tokens` as the text of a chunk's body field, each followed
+/// by [`TERM_END`], with how many there are.
+///
+/// One string a chunk, read back by [`TermsTokenizer`] into one reused
+/// token: a pre-tokenized value, one `String` a term, tantivy clones twice
+/// before it indexes it (once in `OwnedValue::as_value`, once more to
+/// stream it), three allocations a term where this makes none.
+fn ended_terms(tokens: &[Token]) -> (usize, String) {
+    let mut terms = String::with_capacity(tokens.iter().map(|t| t.text.len() + 1).sum());
+    for token in tokens {
+        debug_assert!(!token.text.contains(TERM_END));
+        terms.push_str(&token.text);
+        terms.push(TERM_END);
     }
+    (tokens.len(), terms)
 }
 
 impl SparseList {
@@ -571,7 +577,7 @@ impl SparseList {
         let ords_path = dir.join(ORDS_FILE);
         let maps = segment_ranges(ords.all()?)
             .with_context(|| crate::store::damaged(&ords_path, "is malformed"))?;
-        register(&index, analyzer);
+        register(&index);
         let body = index.schema().get_field(BODY_FIELD).with_context(damaged)?;
         let reader = index
             .reader_builder()
@@ -1081,47 +1087,54 @@ fn schema() -> Schema {
     builder.build()
 }
 
-fn register(index: &Index, analyzer: Analyzer) {
+fn register(index: &Index) {
     index
         .tokenizers()
-        .register(TOKENIZER_NAME, AnalyzerTokenizer(analyzer));
+        .register(TOKENIZER_NAME, TermsTokenizer::default());
 }
 
-/// Adapts [`Analyzer`] to tantivy's tokenizer interface.
-#[derive(Clone)]
-struct AnalyzerTokenizer(Analyzer);
+/// Reads the body field's text back into its terms ([`ended_terms`]),
+/// into one reused token, as tantivy's own tokenizers do.
+#[derive(Clone, Default)]
+struct TermsTokenizer {
+    token: TantivyToken,
+}
 
-impl Tokenizer for AnalyzerTokenizer {
-    type TokenStream<'a> = VecTokenStream;
+impl Tokenizer for TermsTokenizer {
+    type TokenStream<'a> = TermStream<'a>;
 
-    fn token_stream<'a>(&'a mut self, text: &'a str) -> VecTokenStream {
-        let tokens = self.0.tokenize(text).into_iter().map(to_tantivy).collect();
-        VecTokenStream { tokens, next: 0 }
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> TermStream<'a> {
+        self.token.reset();
+        TermStream {
+            terms: text.split_terminator(TERM_END),
+            token: &mut self.token,
+        }
     }
 }
 
-/// A token stream over pre-computed tokens.
-struct VecTokenStream {
-    tokens: Vec<TantivyToken>,
-    next: usize,
+/// The terms of one chunk, one at a time in one token.
+struct TermStream<'a> {
+    terms: std::str::SplitTerminator<'a, char>,
+    token: &'a mut TantivyToken,
 }
 
-impl TokenStream for VecTokenStream {
+impl TokenStream for TermStream<'_> {
     fn advance(&mut self) -> bool {
-        if self.next < self.tokens.len() {
-            self.next += 1;
-            true
-        } else {
-            false
-        }
+        let Some(term) = self.terms.next() else {
+            return false;
+        };
+        self.token.text.clear();
+        self.token.text.push_str(term);
+        self.token.position = self.token.position.wrapping_add(1);
+        true
     }
 
     fn token(&self) -> &TantivyToken {
-        &self.tokens[self.next - 1]
+        self.token
     }
 
     fn token_mut(&mut self) -> &mut TantivyToken {
-        &mut self.tokens[self.next - 1]
+        self.token
     }
 }
 
@@ -1165,6 +1178,36 @@ mod tests {
             ]
         );
         assert_eq!(segment_ranges(&ords_file(&[])).unwrap(), []);
+    }
+
+    /// The terms tantivy's tokenizer reads back from a chunk's body text.
+    fn read_back(text: &str) -> Vec<String> {
+        let mut tokenizer = TermsTokenizer::default();
+        let mut stream = tokenizer.token_stream(text);
+        let mut terms = Vec::new();
+        while stream.advance() {
+            terms.push(stream.token().text.clone());
+        }
+        terms
+    }
+
+    #[test]
+    fn tantivy_reads_back_every_term_the_analyzer_made_and_no_other() {
+        let analyzer = Analyzer::default();
+        for text in [
+            "",
+            "  ,; ",
+            "Set INC-2023-Q4-011 in ERR_CONN_RESET and café naïve",
+            "nul\0inside a\0\0word, and getUserName()",
+            "日本語のテキスト and ﬁle ligatures",
+        ] {
+            let tokens = analyzer.tokenize(text);
+            let (count, body) = ended_terms(&tokens);
+            let made: Vec<String> = tokens.into_iter().map(|t| t.text).collect();
+            assert!(made.iter().all(|term| !term.contains(TERM_END)), "{made:?}");
+            assert_eq!(count, made.len());
+            assert_eq!(read_back(&body), made, "{text:?}");
+        }
     }
 
     #[test]
