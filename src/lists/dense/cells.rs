@@ -18,8 +18,8 @@
 //!    round looks for each row's cell under its three nearest coarse cells.
 //!
 //! Two levels cost `rows × √(rows / CELL_ROWS)` code scores, so the
-//! training grows faster than the rows (2 s at 376,000 rows, about 50 s
-//! at ten times that: bench/README.md). Training the rounds on a sample
+//! training grows faster than the rows (2 s at 376,000 rows, 39 s at ten
+//! times that; a third level costs recall: bench/README.md). Training the rounds on a sample
 //! instead cost recall (0.990 → 0.986 at a third probed).
 //!
 //! Assigning by codes rather than vectors costs little recall (0.002 to
