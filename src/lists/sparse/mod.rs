@@ -122,7 +122,7 @@ const HIT_SCORE_TOLERANCE: f32 = 1e-5;
 const WRITER_MEMORY_BYTES: usize = 256 * 1024 * 1024;
 
 /// Chunks analyzed per parallel batch while building (bounds the memory
-/// held by tokens in flight).
+/// held by analyzed terms in flight).
 const ANALYZE_BATCH: usize = 4096;
 
 /// BM25 parameters; they act at query time, so they can change without
@@ -1180,9 +1180,8 @@ mod tests {
         assert_eq!(segment_ranges(&ords_file(&[])).unwrap(), []);
     }
 
-    /// The terms tantivy's tokenizer reads back from a chunk's body text.
-    fn read_back(text: &str) -> Vec<String> {
-        let mut tokenizer = TermsTokenizer::default();
+    /// The terms `tokenizer` reads back from a chunk's body text.
+    fn read_back(tokenizer: &mut TermsTokenizer, text: &str) -> Vec<String> {
         let mut stream = tokenizer.token_stream(text);
         let mut terms = Vec::new();
         while stream.advance() {
@@ -1194,6 +1193,8 @@ mod tests {
     #[test]
     fn tantivy_reads_back_every_term_the_analyzer_made_and_no_other() {
         let analyzer = Analyzer::default();
+        // One tokenizer for every chunk, as a tantivy indexing thread has.
+        let mut tokenizer = TermsTokenizer::default();
         for text in [
             "",
             "  ,; ",
@@ -1206,8 +1207,19 @@ mod tests {
             let made: Vec<String> = tokens.into_iter().map(|t| t.text).collect();
             assert!(made.iter().all(|term| !term.contains(TERM_END)), "{made:?}");
             assert_eq!(count, made.len());
-            assert_eq!(read_back(&body), made, "{text:?}");
+            assert_eq!(read_back(&mut tokenizer, &body), made, "{text:?}");
         }
+        // An empty term (the analyzer makes none) still comes back as one.
+        let template = analyzer.tokenize("x").remove(0);
+        let odd: Vec<Token> = ["", "x", ""]
+            .map(|text| Token {
+                text: text.to_string(),
+                ..template.clone()
+            })
+            .into();
+        let (count, body) = ended_terms(&odd);
+        assert_eq!(count, 3);
+        assert_eq!(read_back(&mut tokenizer, &body), ["", "x", ""]);
     }
 
     #[test]
