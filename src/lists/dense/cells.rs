@@ -19,8 +19,9 @@
 //!
 //! Two levels cost `rows × √(rows / CELL_ROWS)` code scores, so the
 //! training grows faster than the rows (2 s at 376,000 rows, 39 s at ten
-//! times that; a third level costs recall: bench/README.md). Training the rounds on a sample
-//! instead cost recall (0.990 → 0.986 at a third probed).
+//! times that; a third level costs recall: bench/README.md). Training the
+//! rounds on a sample instead cost recall (0.990 → 0.986 at a third
+//! probed).
 //!
 //! Assigning by codes rather than vectors costs little recall (0.002 to
 //! 0.005 at a tenth of the rows probed: `bench/ivf_recall.py --by-codes`,
