@@ -12,7 +12,10 @@ holds the docs, so collections sharing docs share an index; kept between
 runs: a re-run only checks the files), runs `memidx eval --json` with the
 flags after `--`, and prints nDCG@10 of sparse, dense and hybrid, hybrid's
 gap to the better of the two lists, and per model and group (each eval
-folder) the mean and the worst collection. --hard adds the hard cases
+folder) the mean and the worst collection. A collection whose queries carry
+a `type` (msdocs-howto: paraphrase, deep-section, identifier, keyword) also
+gets a table per query kind, nDCG@10 and MRR@10 of each mode, scored from
+the run files by the collection's own scorer (`score.py` beside it). --hard adds the hard cases
 `bench/hard_cases.py` makes from ../shared/eval (into W/hard) as a group of
 their own. With --compare, every figure is shown against a previous --json
 output, and the rule for defaults (docs/eval.md) is checked per group: the
@@ -29,6 +32,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import hard_cases
@@ -63,8 +67,40 @@ def run(cmd):
     return done.stdout
 
 
+def query_kinds(collection):
+    """Each query's `type`, by id; empty when the collection's queries carry none."""
+    kinds = {}
+    with open(collection / "queries.jsonl", encoding="utf-8") as lines:
+        for line in lines:
+            if line.strip():
+                query = json.loads(line)
+                if "type" in query:
+                    kinds[str(query["id"])] = query["type"]
+    return kinds
+
+
+def by_kind(collection, runs, kinds):
+    """nDCG@10 and MRR@10 per query kind and mode, scored by the scorer beside the collection."""
+    sys.path.insert(0, str(collection.parent))
+    try:
+        import score  # the collection's own scorer: ../shared/eval/score.py
+    finally:
+        sys.path.pop(0)
+    qrels = score.load_qrels(str(collection / "qrels.tsv"))
+    table = {}
+    for mode in MODES:
+        per_query, _, _ = score.evaluate(qrels, score.load_run(str(runs / f"{mode}.trec")))
+        for kind in sorted(set(kinds.values())):
+            chosen = [values for qid, values in per_query.items() if kinds.get(qid) == kind]
+            table.setdefault(kind, {})[mode] = {
+                measure: sum(v[measure] for v in chosen) / len(chosen)
+                for measure in ("nDCG@10", "MRR@10")
+            }
+    return table
+
+
 def measure(binary, collection, model, model_dir, work, eval_flags):
-    """nDCG@10 per mode of one collection under one model."""
+    """nDCG@10 and MRR@10 per mode of one collection under one model (and per query kind)."""
     index = work / f"{(collection / 'docs').resolve().parent.name}-{model}"
     index_cmd = [binary, "index", collection / "docs", "--index", index, "--quiet"]
     if model_dir:
@@ -76,9 +112,18 @@ def measure(binary, collection, model, model_dir, work, eval_flags):
     ]
     if collection.name in IGNORE_IDENTICAL:
         eval_cmd.append("--ignore-identical")
-    report = json.loads(run(eval_cmd + eval_flags))
-    scores = {m["mode"]: m["metrics"]["nDCG@10"] for m in report["modes"]}
-    return {mode: scores[mode] for mode in MODES} | {"seconds": report["elapsed"]}
+    kinds = query_kinds(collection)
+    with tempfile.TemporaryDirectory() as runs:
+        if kinds:
+            eval_cmd += ["--run-out", runs]
+        report = json.loads(run(eval_cmd + eval_flags))
+        kind_table = by_kind(collection, Path(runs), kinds) if kinds else None
+    metrics = {m["mode"]: m["metrics"] for m in report["modes"]}
+    row = {mode: metrics[mode]["nDCG@10"] for mode in MODES}
+    row["mrr"] = {mode: metrics[mode]["MRR@10"] for mode in MODES}
+    if kind_table:
+        row["kinds"] = kind_table
+    return row | {"seconds": report["elapsed"]}
 
 
 def gap(row):
@@ -129,6 +174,30 @@ def print_table(results, old):
                 f"| {model} | {group} | {mean['sparse']:.4f} | {mean['dense']:.4f} | {mean['hybrid']:.4f} "
                 f"| {mean_gap:+.4f} | {gaps[worst]:+.4f} ({worst}) |"
             )
+    print_kinds(results, old)
+
+
+def print_kinds(results, old):
+    """Per collection with query kinds: nDCG@10 / MRR@10 of each mode per kind."""
+    for model, rows in results.items():
+        for name, row in rows.items():
+            if "kinds" not in row:
+                continue
+            before = (old or {}).get(model, {}).get(name, {}).get("kinds", {})
+            print()
+            print(f"{name}, {model}, by query kind (nDCG@10 / MRR@10):")
+            print()
+            print("| kind | sparse | dense | hybrid |")
+            print("| --- | --- | --- | --- |")
+            for kind, modes in row["kinds"].items():
+                def cell(mode):
+                    now = modes[mode]
+                    shown = f"{now['nDCG@10']:.3f} / {now['MRR@10']:.3f}"
+                    was = before.get(kind, {}).get(mode)
+                    if was:
+                        shown = f"{was['nDCG@10']:.3f} / {was['MRR@10']:.3f} → {shown}"
+                    return shown
+                print(f"| {kind} | {' | '.join(cell(mode) for mode in MODES)} |")
 
 
 def check_rule(results, old):
