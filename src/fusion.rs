@@ -20,6 +20,16 @@
 //! exactly: the score *is* the left-to-right sum of the recorded
 //! contributions.
 //!
+//! **Exact terms come first.** When a list says the query names something
+//! exact that it holds ([`Ranking::exact`]: the sparse list, for an
+//! identifier-shaped word the index holds), a chunk that no such list
+//! returned — one holding no word of the query — gets nothing from the
+//! other lists: meaning alone cannot lift it over a chunk that holds the
+//! identifier, however long that chunk is or however small its share of
+//! the keyword list's best score. Such a chunk is still listed (it is
+//! [`Fused::gated`], scored 0), after every chunk the exact list returned,
+//! in the order of its best rank.
+//!
 //! Ties are broken deterministically: higher score, then better best rank in
 //! any list, then chunk ordinal (chunk-id order).
 
@@ -173,6 +183,9 @@ pub struct Ranking<'a> {
     pub hits: &'a [ListHit],
     /// The list's weight `w`.
     pub weight: f64,
+    /// Whether the query names something exact this list holds (see the
+    /// module doc): a chunk it did not return is then [`Fused::gated`].
+    pub exact: bool,
 }
 
 /// What one list added to a fused score.
@@ -201,6 +214,9 @@ pub struct Fused {
     /// Per input list (same order as the input): its contribution, or `None`
     /// when the chunk was not among that list's hits.
     pub contributions: Vec<Option<Contribution>>,
+    /// Whether the query named something exact and no list that holds it
+    /// returned this chunk: its contributions count 0 (see the module doc).
+    pub gated: bool,
 }
 
 impl Fused {
@@ -317,12 +333,24 @@ pub fn fuse_at(lists: &[Ranking<'_>], fusion: Fusion, weights: &[QueryWeight]) -
             }
         }
     }
+    let exact = lists.iter().any(|l| l.exact);
     let mut fused: Vec<Fused> = by_chunk
         .into_iter()
-        .map(|(chunk, contributions)| Fused {
-            chunk,
-            score: contributions.iter().flatten().map(|c| c.value).sum(),
-            contributions,
+        .map(|(chunk, mut contributions)| {
+            let held = (contributions.iter().zip(lists)).any(|(c, l)| l.exact && c.is_some());
+            let gated = exact && !held;
+            if gated {
+                contributions
+                    .iter_mut()
+                    .flatten()
+                    .for_each(|c| c.value = 0.0);
+            }
+            Fused {
+                chunk,
+                score: contributions.iter().flatten().map(|c| c.value).sum(),
+                contributions,
+                gated,
+            }
         })
         .collect();
     fused.sort_by(compare);
@@ -390,10 +418,12 @@ mod tests {
                 Ranking {
                     hits: &a,
                     weight: 1.0,
+                    exact: false,
                 },
                 Ranking {
                     hits: &b,
                     weight: 1.0,
+                    exact: false,
                 },
             ],
             rrf(60.0),
@@ -412,10 +442,12 @@ mod tests {
                 Ranking {
                     hits: &a,
                     weight: 1.0,
+                    exact: false,
                 },
                 Ranking {
                     hits: &b,
                     weight: 1.0,
+                    exact: false,
                 },
             ],
             rrf(1.0),
@@ -437,10 +469,12 @@ mod tests {
                 Ranking {
                     hits: &a,
                     weight: 0.5,
+                    exact: false,
                 },
                 Ranking {
                     hits: &b,
                     weight: 2.0,
+                    exact: false,
                 },
             ],
             rrf(60.0),
@@ -460,10 +494,12 @@ mod tests {
                 Ranking {
                     hits: &a,
                     weight: 1.0,
+                    exact: false,
                 },
                 Ranking {
                     hits: &b,
                     weight: 1.0,
+                    exact: false,
                 },
             ],
             rrf(60.0),
@@ -476,10 +512,12 @@ mod tests {
                 Ranking {
                     hits: &a,
                     weight: 1.0,
+                    exact: false,
                 },
                 Ranking {
                     hits: &b,
                     weight: 2.0,
+                    exact: false,
                 },
             ],
             rrf(0.0),
@@ -506,10 +544,12 @@ mod tests {
             Ranking {
                 hits: &sparse,
                 weight: 0.6,
+                exact: false,
             },
             Ranking {
                 hits: &dense,
                 weight: 0.4,
+                exact: false,
             },
         ];
         let fused = fuse(&lists, relative);
@@ -549,6 +589,65 @@ mod tests {
     }
 
     #[test]
+    fn an_exact_term_puts_every_chunk_holding_it_above_meaning_alone() {
+        // The EADDRINUSE shape: short mentions lead BM25, the long chunk
+        // that defines the code holds a small share of their score, and
+        // many chunks without any query word are near the query in meaning.
+        let sparse = scored(&[(1, 9.0), (2, 8.8), (3, 8.7), (4, 1.2)]);
+        let dense: Vec<ListHit> = (10..40)
+            .map(|c| ListHit {
+                chunk: c,
+                score: 0.8 - c as f32 * 0.001,
+            })
+            .chain(scored(&[(1, 0.5), (2, 0.5), (3, 0.5), (4, 0.3)]))
+            .collect();
+        let holders = [1, 2, 3, 4];
+        for method in [
+            FusionMethod::Relative,
+            FusionMethod::Adaptive,
+            FusionMethod::Rrf,
+        ] {
+            let fusion = Fusion {
+                method,
+                rrf_k: DEFAULT_RRF_K,
+            };
+            let lists = |exact| {
+                [
+                    Ranking {
+                        hits: &sparse,
+                        weight: 0.6,
+                        exact,
+                    },
+                    Ranking {
+                        hits: &dense,
+                        weight: 0.4,
+                        exact: false,
+                    },
+                ]
+            };
+            // Without an exact term, relative scores let meaning alone
+            // outrank the long chunk.
+            let plain = fuse(&lists(false), fusion);
+            let at = |chunk| plain.iter().position(|f| f.chunk == chunk).unwrap();
+            if method == FusionMethod::Relative {
+                assert!(at(10) < at(4));
+            }
+            assert!(plain.iter().all(|f| !f.gated));
+            // With one, every chunk holding it comes first, and the others
+            // follow in their dense order, gated to 0.
+            let fused = fuse(&lists(true), fusion);
+            let (first, rest) = fused.split_at(holders.len());
+            assert!(
+                first.iter().all(|f| holders.contains(&f.chunk) && !f.gated),
+                "{method:?}"
+            );
+            assert!(rest.iter().all(|f| f.gated && f.score == 0.0));
+            let rest: Vec<ChunkOrd> = rest.iter().map(|f| f.chunk).collect();
+            assert_eq!(rest, (10..40).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
     fn adaptive_weights_follow_the_list_that_stands_apart_and_keep_their_sum() {
         // BM25: one chunk holds the query's rare word; the cosines are all
         // alike, and that chunk is not among the dense list's candidates.
@@ -563,10 +662,12 @@ mod tests {
             Ranking {
                 hits: &sparse,
                 weight: 0.3,
+                exact: false,
             },
             Ranking {
                 hits: &dense,
                 weight: 0.7,
+                exact: false,
             },
         ];
         let adaptive = Fusion {
@@ -614,10 +715,12 @@ mod tests {
             Ranking {
                 hits: &none,
                 weight: 0.6,
+                exact: false,
             },
             Ranking {
                 hits: &flat,
                 weight: 0.4,
+                exact: false,
             },
         ];
         let adaptive = Fusion {
@@ -642,10 +745,12 @@ mod tests {
             Ranking {
                 hits: &still,
                 weight: 0.6,
+                exact: false,
             },
             Ranking {
                 hits: &none,
                 weight: 0.4,
+                exact: false,
             },
         ];
         assert_eq!(weights_of(&lists), [0.6, 0.4]);

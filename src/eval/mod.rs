@@ -364,6 +364,7 @@ fn fuse_run(
                     Ranking {
                         hits: &list.hits[..list.hits.len().min(setting.window)],
                         weight: setting.weight(kinds[i]),
+                        exact: list.exact,
                     }
                 })
                 .collect();

@@ -25,6 +25,7 @@ use crate::corpus::walk::WalkOptions;
 use crate::embed::EmbedderInfo;
 use crate::fusion::{FusionDefaults, FusionMethod, FusionSource};
 use crate::lists::graph::GraphOptions;
+use crate::lists::sparse::fields::{Fields, MAX_FIELD_WEIGHT};
 use crate::lists::sparse::{Bm25Params, SparseStats};
 use crate::text::tokenize::Analyzer;
 
@@ -141,6 +142,10 @@ pub struct Manifest {
     pub tokenizer: Analyzer,
     /// BM25 parameters of the sparse list.
     pub bm25: Bm25Params,
+    /// How often each field of a chunk counts in its sparse document
+    /// (absent before they were weighed: the searchable text alone).
+    #[serde(default = "crate::lists::sparse::fields::legacy")]
+    pub sparse_fields: Fields,
     /// Chunker settings (a change forces every file to be re-chunked).
     pub chunker: ChunkOptions,
     /// The model that embedded the chunks (queries must use the same).
@@ -431,6 +436,17 @@ impl Manifest {
             (0.0..=1.0).contains(&b),
             "bm25.b: b must be between 0 and 1, got {b:?}"
         );
+        let Fields {
+            heading,
+            title,
+            file_name,
+        } = self.sparse_fields;
+        ensure!(
+            [heading, title, file_name]
+                .iter()
+                .all(|&w| w <= MAX_FIELD_WEIGHT),
+            "sparse_fields: a field weight must be at most {MAX_FIELD_WEIGHT}, got {heading}, {title}, {file_name}"
+        );
         ensure!(
             self.embedder.dim > 0,
             "embedder.dim: the vector dimension must be at least 1"
@@ -473,6 +489,7 @@ mod tests {
             walk: WalkOptions::default(),
             tokenizer: Analyzer::default(),
             bm25: Bm25Params::default(),
+            sparse_fields: Fields::default(),
             chunker: ChunkOptions::default(),
             embedder: EmbedderInfo {
                 id: "m".into(),
@@ -595,7 +612,7 @@ mod tests {
     #[test]
     fn out_of_bounds_values_are_damage_naming_the_field() {
         let dir = tempfile::tempdir().unwrap();
-        let cases: [(Spoil, &str); 10] = [
+        let cases: [(Spoil, &str); 11] = [
             (
                 |m| m.fusion.window = Some(0),
                 "field fusion.window: window must be between 1 and 100000, got 0",
@@ -619,6 +636,10 @@ mod tests {
             ),
             (|m| m.bm25.k1 = -1.5, "field bm25.k1:"),
             (|m| m.bm25.b = 1.5, "field bm25.b:"),
+            (
+                |m| m.sparse_fields.file_name = 1000,
+                "field sparse_fields: a field weight must be at most 16",
+            ),
             (
                 |m| m.sparse.docs = 3,
                 "field sparse.docs: 3 documents for 2 chunks",

@@ -185,6 +185,22 @@ impl IndexSet {
         Ok(view)
     }
 
+    /// The document the sparse list indexed `chunk` under: its searchable
+    /// text and fields, weighed as its own index records
+    /// ([`crate::lists::sparse::fields`]).
+    pub fn sparse_document(&self, chunk: ChunkOrd) -> Result<String> {
+        let (member, local) = self.locate(chunk)?;
+        let view = self.members[member].index.parts().chunk(local)?;
+        Ok(self.sparse_document_of(member, &view))
+    }
+
+    /// [`Self::sparse_document`] of a chunk of member `member` read as
+    /// `view` (its path as that index holds it, not as the set shows it).
+    pub fn sparse_document_of(&self, member: usize, view: &ChunkView) -> String {
+        let manifest = self.members[member].index.manifest();
+        manifest.sparse_fields.of_view(&manifest.tokenizer, view)
+    }
+
     /// The path of a file of member `member` as the set shows it:
     /// `name:path` when names are shown, else `path`.
     pub fn shown_path(&self, member: usize, path: &str) -> String {

@@ -95,10 +95,22 @@ pub(super) fn stream(
             &mut warnings,
         )?;
         let chunks = &built.table.chunks[first..];
-        let docs: Vec<(u32, &str)> = chunks
+        let documents: Vec<(u32, String)> = chunks
             .iter()
             .zip(&sources)
-            .filter_map(|(chunk, source)| Some((chunk.uid, source.searchable.as_deref()?)))
+            .filter_map(|(chunk, source)| {
+                let file = &built.table.files[chunk.file as usize];
+                let searchable = source.searchable.as_deref()?;
+                let fields = options.sparse_fields;
+                Some((
+                    chunk.uid,
+                    fields.document(&options.analyzer, file, &chunk.heading_path, searchable),
+                ))
+            })
+            .collect();
+        let docs: Vec<(u32, &str)> = documents
+            .iter()
+            .map(|(uid, d)| (*uid, d.as_str()))
             .collect();
         let (added, batch) = std::thread::scope(|scope| {
             let added = scope.spawn(|| sparse.add(&docs));

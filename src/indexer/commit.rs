@@ -82,6 +82,7 @@ pub(super) fn manifest(
         walk: options.walk.clone(),
         tokenizer: options.analyzer,
         bm25: Bm25Params::default(),
+        sparse_fields: options.sparse_fields,
         chunker: options.chunker,
         embedder: embedder.info().clone(),
         model_dir: options.model_dir.as_ref().map(|d| {

@@ -161,11 +161,19 @@ pub(super) fn appended(
         None => (manifest.sparse, 0, 0),
     };
     let base = &parts.parts()[0];
+    // The base's documents were made with the fields it records.
+    let fields = manifest.sparse_fields;
     for &file in buried.iter().filter(|&&f| base.file_is_live(f)) {
         let generation = base.generation();
         for chunk in generation.chunks_of_file(file)? {
             let record = generation.record(chunk)?;
-            let text = searchable_text(&record.heading_path, &generation.text(chunk)?);
+            let searchable = searchable_text(&record.heading_path, &generation.text(chunk)?);
+            let text = fields.document(
+                &analyzer,
+                &generation.file(file)?,
+                &record.heading_path,
+                &searchable,
+            );
             buried_chunks += 1;
             buried_tokens += analyzer.tokenize(&text).len() as u64;
         }

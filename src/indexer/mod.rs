@@ -51,6 +51,7 @@ use crate::index::Index;
 use crate::index::manifest::{Counts, Manifest, SkippedFile};
 use crate::lists::dense::codes::DenseIndexSetting;
 use crate::lists::sparse::SparseStats;
+use crate::lists::sparse::fields::Fields;
 use crate::progress::Progress;
 use crate::store::generation;
 use crate::store::lock::IndexLock;
@@ -78,6 +79,8 @@ pub struct IndexOptions {
     pub chunker: ChunkOptions,
     /// Tokenizer settings for the sparse list.
     pub analyzer: Analyzer,
+    /// How often each field of a chunk counts in its sparse document.
+    pub sparse_fields: Fields,
     /// Ignore rules and globs for the walk.
     pub walk: WalkOptions,
     /// The transformer model folder (`--model`), or `None` for the bundled model.
@@ -107,6 +110,7 @@ impl IndexOptions {
             compact: false,
             chunker: ChunkOptions::default(),
             analyzer: Analyzer::default(),
+            sparse_fields: Fields::default(),
             walk: WalkOptions::default(),
             model_dir: None,
             graph: None,
@@ -125,6 +129,7 @@ impl IndexOptions {
         options.walk = manifest.walk.clone();
         options.chunker = manifest.chunker;
         options.analyzer = manifest.tokenizer;
+        options.sparse_fields = manifest.sparse_fields;
         options.model_dir = manifest.model_dir.as_ref().map(PathBuf::from);
         options
     }

@@ -172,6 +172,7 @@ impl Previous {
         );
         // Chunks are reused only when they would be cut and tokenized the same way.
         let same_chunks = manifest.tokenizer == options.analyzer
+            && manifest.sparse_fields == options.sparse_fields
             && manifest.chunker == options.chunker
             && manifest.format_version >= CHUNKS_FORMAT_VERSION;
         if let Some(parts) = parts.filter(|_| same_chunks) {

@@ -70,6 +70,10 @@ pub struct RankedList {
     /// The search a list running on a remote engine sent it (the last one,
     /// for a list that searched twice); `None` for a local list.
     pub request: Option<RemoteRequest>,
+    /// Whether the query names something exact that this list holds (the
+    /// sparse list: a word of the query shaped like an identifier): fusion then gives nothing to a chunk this list did not
+    /// return (see [`crate::fusion`]).
+    pub exact: bool,
     /// Time spent preparing the query (tokenizing, embedding, and the dense
     /// list's feedback scan).
     pub prepare_time: Duration,
@@ -108,6 +112,7 @@ impl RankedList {
             postings: None,
             approximate: None,
             request: None,
+            exact: false,
             prepare_time: Duration::ZERO,
             elapsed: Duration::ZERO,
         }

@@ -140,6 +140,10 @@ pub struct ExplainedResult {
     pub lines: [u32; 2],
     /// The fused score: the sum of `lists[].contribution`, in order.
     pub rrf_score: f64,
+    /// Whether the query named something exact (a word shaped like an
+    /// identifier) that this chunk does not hold, so meaning alone gave it
+    /// nothing: every contribution is 0.
+    pub gated: bool,
     /// One entry per list, in fusion order.
     pub lists: Vec<ListPart>,
     /// How many more of its file's chunks the search folded away, as the
@@ -247,6 +251,7 @@ impl ExplainReport {
                 heading: chunk.heading(),
                 lines: [chunk.record.lines.0, chunk.record.lines.1],
                 rrf_score: explained.score,
+                gated: explained.gated,
                 lists: parts,
                 more_in_file: outcome
                     .results

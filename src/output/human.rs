@@ -253,6 +253,12 @@ pub fn print_explain(out: &mut dyn Write, report: &ExplainReport, here: &Here) -
             }
         }
         writeln!(out, "      {:<8} {:>36.6}", "sum", result.rrf_score)?;
+        if result.gated {
+            writeln!(
+                out,
+                "      (holds no exact term of the query: meaning alone counts 0)"
+            )?;
+        }
         print_folded(out, "      ", result.more_in_file)?;
     }
     let lists: Vec<String> = report

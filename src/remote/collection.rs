@@ -54,7 +54,7 @@ impl Records {
         let e = &manifest.embedder;
         Self {
             model: format!("{} {} {}", e.id, e.dim, e.fingerprint),
-            sparse: json!({"tokenizer": manifest.tokenizer, "bm25": manifest.bm25}).to_string(),
+            sparse: json!({"tokenizer": manifest.tokenizer, "bm25": manifest.bm25, "fields": manifest.sparse_fields}).to_string(),
         }
     }
 }

@@ -304,6 +304,7 @@ impl List for SparseOnMilvus {
             .map(|t| encode_term(t))
             .collect();
         let mut list = RankedList::empty(self.kind());
+        list.exact = weighed.exact;
         list.prepare_time = started.elapsed();
         if !encoded.is_empty() && window > 0 {
             let (found, request) = self.shared.fetch(

@@ -67,7 +67,7 @@ pub fn push(index: &Index, target: &Target, progress: &dyn Progress) -> Result<P
     let parts = index.parts();
     let mut collection = Collection::open_for_push(Connection::open(target)?, manifest)?;
     let remote = remote_keys(&collection)?;
-    let analyzer = manifest.tokenizer;
+    let (analyzer, fields) = (manifest.tokenizer, manifest.sparse_fields);
     let ords: Vec<ChunkOrd> = (0..parts.len() as ChunkOrd)
         .filter(|&ord| parts.is_live(ord))
         .collect();
@@ -77,7 +77,7 @@ pub fn push(index: &Index, target: &Target, progress: &dyn Progress) -> Result<P
         .map(|batch| {
             let rows = batch
                 .iter()
-                .map(|&ord| Row::of(parts, analyzer, ord).map(|r| (r.id, r.key)))
+                .map(|&ord| Row::of(parts, analyzer, fields, ord).map(|r| (r.id, r.key)))
                 .collect::<Result<Vec<_>>>();
             progress.advance(batch.len());
             rows
@@ -129,7 +129,7 @@ pub fn push(index: &Index, target: &Target, progress: &dyn Progress) -> Result<P
             .par_iter()
             .map(|&ord| {
                 let (at, row) = parts.locate(ord)?;
-                Row::of(parts, analyzer, ord)?.with_vector(&vectors[at], row)
+                Row::of(parts, analyzer, fields, ord)?.with_vector(&vectors[at], row)
             })
             .collect::<Result<_>>()?;
         upsert(&collection, rows)?;

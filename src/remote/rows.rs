@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::lists::dense::StoredVectors;
+use crate::lists::sparse::fields::Fields;
 use crate::store::generation::ChunkOrd;
 use crate::store::parts::Parts;
 use crate::text::tokenize::Analyzer;
@@ -104,11 +105,12 @@ pub struct Row {
 }
 
 impl Row {
-    /// The row of chunk `ord` of `parts`, its terms by `analyzer`.
-    pub fn of(parts: &Parts, analyzer: Analyzer, ord: ChunkOrd) -> Result<Self> {
+    /// The row of chunk `ord` of `parts`, its terms by `analyzer` from its
+    /// sparse document of `fields`.
+    pub fn of(parts: &Parts, analyzer: Analyzer, fields: Fields, ord: ChunkOrd) -> Result<Self> {
         let view = parts.chunk(ord)?;
         let id = view.id();
-        let terms = encode_text(analyzer, &view.searchable_text());
+        let terms = encode_text(analyzer, &fields.of_view(&analyzer, &view));
         ensure!(
             terms.len() <= MAX_VARCHAR,
             "chunk {id} has {} terms, more than a Milvus text field holds ({} bytes of encoded terms); index with a smaller --chunk-tokens",

@@ -9,6 +9,7 @@ use rayon::prelude::*;
 
 use super::{Retriever, SearchOutcome};
 use crate::corpus::walk::mtime_ns;
+use crate::lists::ListKind;
 use crate::store::generation::{ChunkOrd, ChunkView, FileEntry};
 
 /// Chunks decoded for the printers, by ordinal (see [`Retriever::decode`]).
@@ -26,6 +27,9 @@ pub struct DecodedChunk {
     pub changed: bool,
     /// True when its file is gone from disk since indexing.
     pub deleted: bool,
+    /// The document the sparse list indexed it under
+    /// ([`crate::index::set::IndexSet::sparse_document`]).
+    pub sparse_document: String,
 }
 
 /// The files of some chunks that are no longer as indexed, each once, in
@@ -107,6 +111,7 @@ impl Retriever {
                 let root = indexes.members()[member].index().root();
                 changed_on_disk(root, &view.file)
             });
+            let sparse_document = indexes.sparse_document_of(member, &view);
             view.file.path = indexes.shown_path(member, &view.file.path);
             decoded.chunks.insert(
                 ord,
@@ -114,6 +119,7 @@ impl Retriever {
                     view,
                     changed,
                     deleted,
+                    sparse_document,
                 },
             );
         }
@@ -124,18 +130,28 @@ impl Retriever {
     /// ([`Retriever::decode`]), and checks each result against the lists
     /// that ranked it ([`crate::lists::List::check_hits`]): a result whose
     /// text does not give the score a list gave it is damage, named, not an
-    /// answer. The texts are the ones decoded for printing, so the check
-    /// costs a tokenizing of the results.
+    /// answer. The texts are the ones decoded for printing (the sparse
+    /// list's, the sparse documents), so the check costs a tokenizing of
+    /// the results.
     pub fn decode_outcome(&self, query: &str, outcome: &SearchOutcome) -> Result<Decoded> {
         let decoded = self.decode(outcome.shown_chunks())?;
         let texts = (outcome.results.iter())
-            .map(|fused| Ok(decoded.get(fused.chunk)?.view.searchable_text()))
-            .collect::<Result<Vec<String>>>()?;
+            .map(|fused| {
+                let chunk = decoded.get(fused.chunk)?;
+                Ok((chunk.view.searchable_text(), chunk.sparse_document.as_str()))
+            })
+            .collect::<Result<Vec<(String, &str)>>>()?;
         for (i, list) in self.lists.iter().enumerate() {
+            let sparse = list.index.kind() == ListKind::Sparse;
             let hits: Vec<(&str, f32)> = (outcome.results.iter().zip(&texts))
-                .filter_map(|(fused, text)| {
+                .filter_map(|(fused, (searchable, document))| {
                     let contribution = fused.contributions.get(i)?.as_ref()?;
-                    Some((text.as_str(), contribution.raw_score))
+                    let text = if sparse {
+                        document
+                    } else {
+                        searchable.as_str()
+                    };
+                    Some((text, contribution.raw_score))
                 })
                 .collect();
             list.index.check_hits(query, &hits)?;

@@ -6,7 +6,7 @@ use anyhow::Result;
 use super::{Retriever, SearchOutcome, SearchParams};
 use crate::filter::Filter;
 use crate::fusion::{Contribution, Fused};
-use crate::lists::{AllowSet, List, RankedList};
+use crate::lists::{AllowSet, List, ListKind, RankedList};
 use crate::store::generation::ChunkOrd;
 
 /// Why a list did not contribute to a chunk's score.
@@ -60,6 +60,10 @@ pub struct ExplainedChunk {
     pub score: f64,
     /// One standing per list, in fusion order.
     pub standings: Vec<Standing>,
+    /// Whether the query named something exact that no list holding it
+    /// returned for this chunk, so its contributions count 0
+    /// ([`Fused::gated`]).
+    pub gated: bool,
     /// Per list, in fusion order: why it ranks the chunk, for a list that
     /// says (the sparse list: the query terms the chunk holds; the graph
     /// list: the entities it mentions), when it ranks it at all.
@@ -128,6 +132,7 @@ impl Retriever {
                             chunk,
                             score: 0.0,
                             contributions: vec![None; self.lists.len()],
+                            gated: false,
                         },
                     ),
                 },
@@ -166,6 +171,7 @@ impl Retriever {
                     fused_rank,
                     score: fused.score,
                     standings,
+                    gated: fused.gated,
                     reasons,
                 })
             })
@@ -194,7 +200,10 @@ impl Retriever {
         if let Some(reason) = complete.reasons.get(position) {
             return Ok(Some(reason.clone()));
         }
-        let text = self.indexes.chunk(chunk)?.searchable_text();
+        let text = match list.kind() {
+            ListKind::Sparse => self.indexes.sparse_document(chunk)?,
+            _ => self.indexes.chunk(chunk)?.searchable_text(),
+        };
         Ok(list.match_reason(query, &text))
     }
 

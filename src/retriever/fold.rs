@@ -89,6 +89,7 @@ mod tests {
                 chunk: f,
                 score: 0.0,
                 contributions: Vec::new(),
+                gated: false,
             })
             .collect()
     }

@@ -206,6 +206,7 @@ impl Retriever {
             .map(|(r, l)| Ranking {
                 hits: &r.hits,
                 weight: l.weight,
+                exact: r.exact,
             })
             .collect();
         let fusion = self.fusion(params);
@@ -308,6 +309,7 @@ impl Retriever {
             .map(|(r, l)| Ranking {
                 hits: &r.hits[..r.hits.len().min(first_pass.window)],
                 weight: l.weight,
+                exact: r.exact,
             })
             .collect();
         let best: Vec<ChunkOrd> = fusion::fuse(&inputs, first_pass.fusion)

@@ -952,6 +952,7 @@ mod tests {
             walk: Default::default(),
             tokenizer: Default::default(),
             bm25: Default::default(),
+            sparse_fields: Default::default(),
             chunker: Default::default(),
             model_dir: None,
             embedder: crate::embed::EmbedderInfo {

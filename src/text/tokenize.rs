@@ -21,7 +21,10 @@
 //!   stemmed, then its parts, each treated like a plain word except that a
 //!   part is never dropped as a stop word. All of them share one position.
 //! - A **plain word** is lowercased, loses a trailing possessive `'s`
-//!   (whether or not stemming is on, so `user's` finds `user`), is dropped
+//!   (whether or not stemming is on, so `user's` finds `user`) and, with
+//!   [`Analyzer::elisions`], a leading French, Italian or Catalan elided
+//!   article or pronoun (`l'utilisateur` is `utilisateur`, `dell'utente` is
+//!   `utente`, as Lucene's elision filter does), is dropped
 //!   when it is an English stop word (if enabled), and is stemmed with
 //!   Snowball English (if enabled) when it has no digit and no apostrophe.
 //!   Contractions stay whole (`don't`), and the typographic apostrophe `’` is
@@ -164,6 +167,10 @@ pub struct Analyzer {
     /// Also emit the accent-folded form of Latin words and parts.
     #[serde(default)]
     pub fold: bool,
+    /// Split a French, Italian or Catalan elided article or pronoun off the
+    /// word it is joined to (`l'utilisateur` is `utilisateur`).
+    #[serde(default)]
+    pub elisions: bool,
 }
 
 impl Default for Analyzer {
@@ -173,6 +180,7 @@ impl Default for Analyzer {
             stop_words: true,
             normalize: true,
             fold: true,
+            elisions: true,
         }
     }
 }
@@ -264,6 +272,33 @@ fn split_word_segment(start: usize, segment: &str, visit: &mut impl FnMut(Piece)
     } else {
         split_graphemes(start, segment.grapheme_indices(true), visit);
     }
+}
+
+/// Whether a query word as typed (`raw`) is shaped like an identifier: it
+/// mixes letters and digits (`C2664`, `ERR-4471`), joins words with one of
+/// the identifier joiners (`max_connections`, `stdafx.h`), changes case
+/// inside (`getRandomValues`) or is capitals only, two letters or more
+/// (`EADDRINUSE`). What fusion treats as an exact term (see
+/// [`crate::fusion`]); a shape, never a list of words.
+pub fn looks_like_identifier(raw: &str) -> bool {
+    let letters = raw.chars().filter(|c| c.is_alphabetic()).count();
+    let digits = raw.chars().any(char::is_numeric);
+    let joined = raw
+        .char_indices()
+        .any(|(i, c)| JOINERS.contains(&c) && i > 0 && i + c.len_utf8() < raw.len());
+    let mut classes = raw.chars().filter(|c| c.is_alphabetic()).map(CaseClass::of);
+    let mut previous = classes.next();
+    let case_change = classes.any(|class| {
+        let change = previous == Some(CaseClass::Lower) && class == CaseClass::Upper;
+        previous = Some(class);
+        change
+    });
+    let capitals = letters >= 2
+        && raw
+            .chars()
+            .filter(|c| c.is_alphabetic())
+            .all(char::is_uppercase);
+    (letters > 0 && digits) || joined || case_change || capitals
 }
 
 /// Groups the grapheme clusters of one UAX #29 word, given with their byte
@@ -510,6 +545,25 @@ fn strip_possessive(word: &str) -> &str {
     }
 }
 
+/// The elided articles and pronouns of French, Italian and Catalan (the
+/// sets of Lucene's `ElisionFilter` for those languages), lowercase.
+const ELIDED: &[&str] = &[
+    "c", "d", "j", "l", "m", "n", "s", "t", "v", "qu", "jusqu", "quoiqu", "lorsqu", "puisqu",
+    "all", "dall", "dell", "nell", "sull", "coll", "pell", "gl", "agl", "dagl", "degl", "negl",
+    "sugl", "un",
+];
+
+/// The length in bytes of the elided article or pronoun a lowercase word
+/// opens with, apostrophe included (`l'` of `l'utilisateur`, `dell'` of
+/// `dell'applicazione`), or 0: the split Lucene's `ElisionFilter` makes, so
+/// the word after it is found by itself.
+fn elision_len(word: &str) -> usize {
+    match word.split_once('\'') {
+        Some((article, rest)) if !rest.is_empty() && ELIDED.contains(&article) => article.len() + 1,
+        _ => 0,
+    }
+}
+
 /// Whether a normalized word may be stemmed: it has no digit and no
 /// apostrophe, so it is letters (with their combining marks) only.
 fn is_alphabetic_word(word: &str) -> bool {
@@ -561,7 +615,11 @@ impl Normalizer {
         if form == Form::Whole {
             return self.bounded(lower);
         }
-        let word = strip_possessive(&lower);
+        let elided = match self.analyzer.elisions {
+            true => elision_len(&lower),
+            false => 0,
+        };
+        let word = strip_possessive(&lower[elided..]);
         let drop_stop_words = form == Form::Word && self.analyzer.stop_words;
         if (!self.analyzer.normalize && word.len() > MAX_TERM_BYTES)
             || (drop_stop_words && is_stop_word(word))
@@ -571,8 +629,9 @@ impl Normalizer {
         if self.analyzer.stem && is_alphabetic_word(word) {
             return self.bounded(stem(&self.stemmer, word));
         }
-        // The possessive is a suffix: the word is the start of `lower`.
-        lower.truncate(word.len());
+        // The elision is a prefix and the possessive a suffix of `lower`.
+        lower.truncate(elided + word.len());
+        lower.drain(..elided);
         self.bounded(lower)
     }
 
@@ -801,6 +860,7 @@ mod tests {
         stop_words: true,
         normalize: false,
         fold: false,
+        elisions: false,
     };
 
     /// Terms under the default analyzer (stemming and stop words on).
@@ -838,6 +898,7 @@ mod tests {
                 stop_words: true,
                 normalize: true,
                 fold: true,
+                elisions: true,
             }
         );
     }
@@ -849,11 +910,12 @@ mod tests {
             stop_words: true,
             normalize: true,
             fold: false,
+            elisions: false,
         };
         let json = serde_json::to_string(&analyzer).expect("serializes");
         assert_eq!(
             json,
-            r#"{"stem":false,"stop_words":true,"normalize":true,"fold":false}"#
+            r#"{"stem":false,"stop_words":true,"normalize":true,"fold":false,"elisions":false}"#
         );
         assert_eq!(serde_json::from_str::<Analyzer>(&json).ok(), Some(analyzer));
     }
@@ -1043,6 +1105,21 @@ mod tests {
     #[test]
     fn the_typographic_apostrophe_is_the_ascii_one() {
         assert_eq!(terms("don\u{2019}t user\u{2019}s"), ["don't", "user"]);
+    }
+
+    #[test]
+    fn elided_articles_split_off_before_stemming() {
+        assert_eq!(
+            terms("l'utilisateur d’accès qu'il dell'applicazione L'API"),
+            ["utilisateur", "accè", "acc", "il", "applicazion", "api"]
+        );
+        // An apostrophe after any other start is a contraction or a name.
+        assert_eq!(terms("don't O'Neil s'"), ["don't", "o'neil", "s"]);
+        let before = Analyzer {
+            elisions: false,
+            ..Analyzer::default()
+        };
+        assert_eq!(before.terms("l'utilisateur"), ["l'utilisateur"]);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The sparse list checked against an independent BM25: the `bm25` crate's
-//! `Scorer`, fed exactly the same tokens (our analyzer) with the same k1 and
-//! b (memidx's defaults). Both use Lucene's IDF `ln(1 + (N − n + 0.5)/(n + 0.5))` and the
+//! `Scorer`, fed exactly the same tokens (our analyzer, over each chunk's
+//! sparse document with its fields) with the same k1 and b (memidx's
+//! defaults). Both use Lucene's IDF `ln(1 + (N − n + 0.5)/(n + 0.5))` and the
 //! `tf·(k1+1)/(tf + k1·(1 − b + b·dl/avgdl))` term weight.
 //!
 //! Both sides use exact document lengths (memidx stores each chunk's token
@@ -35,12 +36,9 @@ fn sparse_ranking_agrees_with_the_bm25_crate() {
         ..ListSelection::default()
     };
     let retriever = Retriever::open(&corpus.path().join(".memidx"), &sparse_only).unwrap();
-    let generation = retriever.indexes().first().parts();
-    let docs: Vec<String> = (0..generation.len() as u32)
-        .map(|ord| {
-            let chunk = generation.chunk(ord).unwrap();
-            chunk.searchable_text()
-        })
+    let indexes = retriever.indexes();
+    let docs: Vec<String> = (0..indexes.first().parts().len() as u32)
+        .map(|ord| indexes.sparse_document(ord).unwrap())
         .collect();
     let params = Bm25Params::default();
     let doc_refs: Vec<&str> = docs.iter().map(String::as_str).collect();

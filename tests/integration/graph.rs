@@ -55,7 +55,7 @@ fn the_graph_list_lifts_the_right_chunks_into_the_fused_top() {
     // Without the graph (its default weight is 0), the failover procedure
     // leads and ledger-worker's runbook, which pauses its writers during a
     // failover, is 5th; at graph weight 1 the runbooks of the services that
-    // pause their writers lead, ledger-worker's 4th.
+    // pause their writers lead, ledger-worker's 5th.
     let query = "which services pause their writers during a postgres failover";
     let without = top5(query, &[]);
     let with = top5(query, &["--graph-weight", "1"]);
@@ -75,8 +75,8 @@ fn the_graph_list_lifts_the_right_chunks_into_the_fused_top() {
             "services/billing-api-runbook.md#1",
             "platform/postgres-failover.md#1",
             "services/checkout-web-runbook.md#1",
-            "services/ledger-worker-runbook.md#1",
             "platform/postgres-failover.md#2",
+            "services/ledger-worker-runbook.md#1",
         ]
     );
     // A misspelled question: no term matches in the sparse list, the dense

@@ -39,7 +39,7 @@ fn a_paraphrase_with_no_shared_words_is_found_by_the_dense_list() {
     // pass's best chunks, here node-drain chunks that the sparse list finds
     // by "node": the chunk drops from 1st to 6th in the dense list, and
     // stays in the fused top 20 only by it.
-    assert_eq!(hit["ranks"]["dense"]["rank"], 6);
+    assert_eq!(hit["ranks"]["dense"]["rank"], 7);
 }
 
 #[test]
@@ -72,7 +72,7 @@ fn a_chunk_ranked_well_in_both_lists_beats_one_that_tops_only_one() {
         .collect();
     // The sparse list's first chunk (13th in the dense list) is not among
     // them: chunks ranked well in both lists beat it.
-    assert_eq!(ranks, [(2, 3), (5, 1), (4, 2)]);
+    assert_eq!(ranks, [(2, 3), (4, 2), (3, 6)]);
     assert_eq!(
         response["results"][0]["rrf_score"].as_f64().unwrap(),
         1.0 / 62.0 + 1.0 / 63.0
@@ -152,12 +152,17 @@ fn explain_contributions_add_up_to_the_search_scores_exactly() {
                     .fold(0.0, |acc, l| acc + l["contribution"].as_f64().unwrap());
                 assert_eq!(sum, e["rrf_score"].as_f64().unwrap(), "{query} #{}", i + 1);
                 assert_eq!(e["rrf_score"], s["rrf_score"]);
+                // A chunk holding no exact term of an identifier query
+                // gets 0 from every list (the fusion's exact gate).
+                let gated = e["gated"].as_bool().unwrap();
+                assert_eq!(gated, e["rrf_score"] == 0.0, "{query} #{}", i + 1);
                 for (part, list) in e["lists"].as_array().unwrap().iter().zip(lists) {
                     if part["absent"].is_null() {
                         let weight = part["weight"].as_f64().unwrap();
                         // The JSON carries the raw score as an f32.
                         let score = f64::from(part["score"].as_f64().unwrap() as f32);
                         let expected = match fusion {
+                            _ if gated => 0.0,
                             "rrf" => weight / (60.0 + part["rank"].as_f64().unwrap()),
                             _ => weight * score.max(0.0) / list["best_score"].as_f64().unwrap(),
                         };
@@ -326,7 +331,7 @@ fn explain_prints_a_compact_table() {
         [
             "sparse",
             "1",
-            "19.2844",
+            "19.6761",
             "0.60",
             "0.600000",
             "[matched",
@@ -346,7 +351,7 @@ fn explain_prints_a_compact_table() {
     );
     assert!(
         lines[7].starts_with(
-            "lists: sparse 17 of 17 matched (0 filtered out, best 19.2844, 21 of 21 postings scored) in "
+            "lists: sparse 17 of 17 matched (0 filtered out, best 19.6761, 21 of 21 postings scored) in "
         ),
         "{text}"
     );
@@ -367,7 +372,7 @@ fn explain_prints_a_compact_table() {
         [
             "sparse",
             "1",
-            "19.2844",
+            "19.6761",
             "0.60",
             "0.009836",
             "[matched",
@@ -494,7 +499,7 @@ fn the_dense_query_moves_toward_its_best_chunks_which_explain_names() {
         .assert()
         .code(0)
         .stdout(predicate::str::contains(
-            "dense query moved toward the first pass's top 3: runbooks/kubernetes/node-drain.md#1, runbooks/kubernetes/node-drain.md#4, runbooks/kubernetes/node-drain.md#2\n",
+            "dense query moved toward the first pass's top 3: runbooks/kubernetes/node-drain.md#1, runbooks/kubernetes/node-drain.md#4, runbooks/kubernetes/node-drain.md#3\n",
         ));
     corpus
         .memidx()

@@ -38,6 +38,7 @@ mod milvus;
 mod minilm;
 mod parts;
 mod properties;
+mod ranking;
 mod reliability;
 mod remember;
 mod reuse;

@@ -71,7 +71,11 @@ fn weighted<'a>(lists: &'a [Vec<ListHit>], weights: &[f64]) -> Vec<Ranking<'a>> 
     lists
         .iter()
         .zip(weights)
-        .map(|(hits, &weight)| Ranking { hits, weight })
+        .map(|(hits, &weight)| Ranking {
+            hits,
+            weight,
+            exact: false,
+        })
         .collect()
 }
 
@@ -247,7 +251,7 @@ proptest! {
         for (analyzer, bound) in [
             (Analyzer::default(), 128),
             (Analyzer { stem: false, stop_words: false, ..Analyzer::default() }, 128),
-            (Analyzer { stem: true, stop_words: true, normalize: false, fold: false }, 64),
+            (Analyzer { stem: true, stop_words: true, normalize: false, fold: false, elisions: false }, 64),
         ] {
             let tokens = analyzer.tokenize(&text);
             let mut last_position = 0;

@@ -202,6 +202,7 @@ impl EntityExtractor {
                 stop_words: true,
                 normalize: false,
                 fold: false,
+                elisions: false,
             },
         }
     }

@@ -331,6 +331,7 @@ fn raw_words(query: &str) -> Vec<String> {
         stop_words: false,
         normalize: false,
         fold: false,
+        elisions: false,
     };
     analyzer.terms(query)
 }

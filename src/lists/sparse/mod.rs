@@ -39,6 +39,7 @@
 //! [`ChunkRecord::uid`]: crate::store::generation::ChunkRecord::uid
 
 mod bounds;
+pub mod fields;
 #[cfg(test)]
 mod pruning_tests;
 mod score;
@@ -71,7 +72,7 @@ use crate::store::generation::ChunkOrd;
 use crate::store::parts::PartOrder;
 use crate::store::{atomic, damaged};
 use crate::text::near::NearMiss;
-use crate::text::tokenize::{Analyzer, Token};
+use crate::text::tokenize::{Analyzer, Token, looks_like_identifier};
 use bounds::SegmentBounds;
 use score::{Bm25, Collected, QueryTerm};
 
@@ -194,6 +195,10 @@ pub struct WeighedQuery {
     /// The query's distinct terms, in the order a search sums them, each
     /// with its weight (idf × its count in the query).
     pub terms: Vec<(String, f32)>,
+    /// Whether one of them names something exact the index holds: a query
+    /// word shaped like an identifier ([`looks_like_identifier`]; see
+    /// [`crate::fusion`]).
+    pub exact: bool,
     bm25: Bm25,
 }
 
@@ -854,6 +859,7 @@ impl List for SparseList {
                 let ords_path = &self.parts[part].ords_path;
                 bail!(damaged(ords_path, "names a chunk past the end"));
             }
+            list.exact = weighed.exact;
             list.matched = out.matched;
             list.filtered_out = out.filtered_out;
             list.postings = Some(PostingCounts {
@@ -967,9 +973,18 @@ impl SparseList {
 
     /// [`Self::weigh`], and how many postings the query's terms have.
     fn weigh_counting(&self, query: &str) -> Result<(WeighedQuery, u64)> {
-        let mut counts: BTreeMap<String, u32> = BTreeMap::new();
-        for term in self.query_terms(query) {
-            *counts.entry(term).or_default() += 1;
+        // Per term, how often the query holds it and whether one of those
+        // is a whole query word shaped like an identifier (the first term
+        // at a position is the word's own or its identifier's whole form).
+        let mut counts: BTreeMap<String, (u32, bool)> = BTreeMap::new();
+        let mut position = None;
+        for token in self.analyzer.tokenize(query) {
+            let whole = position != Some(token.position);
+            position = Some(token.position);
+            let shaped = whole && looks_like_identifier(&query[token.offset_from..token.offset_to]);
+            let (count, any_shaped) = counts.entry(token.text).or_default();
+            *count += 1;
+            *any_shaped |= shaped;
         }
         let docs = self.stats.docs as f32;
         let Bm25Params { k1, b } = self.params;
@@ -979,15 +994,17 @@ impl SparseList {
             avgdl: (self.stats.tokens as f32 / docs).max(f32::MIN_POSITIVE),
         };
         let mut total = 0;
+        let mut exact = false;
         let mut terms = Vec::with_capacity(counts.len());
-        for (text, count) in counts {
+        for (text, (count, shaped)) in counts {
             let (postings, df) = self.doc_freqs(&text)?;
             total += postings;
+            exact |= df > 0 && shaped;
             let df = df as f32;
             let idf = (1.0 + (docs - df + 0.5) / (df + 0.5)).ln();
             terms.push((text, idf * count as f32));
         }
-        Ok((WeighedQuery { terms, bm25 }, total))
+        Ok((WeighedQuery { terms, exact, bm25 }, total))
     }
 
     /// Scores the terms of `weighed` segment by segment into `out`.
