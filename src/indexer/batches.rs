@@ -17,6 +17,7 @@ use crate::corpus::Skipped;
 use crate::corpus::walk::Walk;
 use crate::lists::dense::VectorWriter;
 use crate::lists::sparse::SparseWriter;
+use crate::lists::sparse::fields::FilePart;
 use crate::store::generation::SPARSE_DIR;
 use crate::store::texts::TextWriter;
 
@@ -95,16 +96,25 @@ pub(super) fn stream(
             &mut warnings,
         )?;
         let chunks = &built.table.chunks[first..];
+        let fields = options.sparse_fields;
+        // Chunks come file by file: each file's part is made once.
+        let mut file_part: Option<(u32, FilePart)> = None;
         let documents: Vec<(u32, String)> = chunks
             .iter()
             .zip(&sources)
             .filter_map(|(chunk, source)| {
-                let file = &built.table.files[chunk.file as usize];
                 let searchable = source.searchable.as_deref()?;
-                let fields = options.sparse_fields;
+                if file_part
+                    .as_ref()
+                    .is_none_or(|(file, _)| *file != chunk.file)
+                {
+                    let file = &built.table.files[chunk.file as usize];
+                    file_part = Some((chunk.file, fields.file_part(&options.analyzer, file)));
+                }
+                let (_, part) = file_part.as_ref()?;
                 Some((
                     chunk.uid,
-                    fields.document(&options.analyzer, file, &chunk.heading_path, searchable),
+                    fields.document(part, &chunk.heading_path, searchable),
                 ))
             })
             .collect();

@@ -165,15 +165,11 @@ pub(super) fn appended(
     let fields = manifest.sparse_fields;
     for &file in buried.iter().filter(|&&f| base.file_is_live(f)) {
         let generation = base.generation();
+        let part = fields.file_part(&analyzer, &generation.file(file)?);
         for chunk in generation.chunks_of_file(file)? {
             let record = generation.record(chunk)?;
             let searchable = searchable_text(&record.heading_path, &generation.text(chunk)?);
-            let text = fields.document(
-                &analyzer,
-                &generation.file(file)?,
-                &record.heading_path,
-                &searchable,
-            );
+            let text = fields.document(&part, &record.heading_path, &searchable);
             buried_chunks += 1;
             buried_tokens += analyzer.tokenize(&text).len() as u64;
         }

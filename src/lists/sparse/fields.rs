@@ -58,17 +58,11 @@ impl Fields {
         file_name: 0,
     };
 
-    /// The sparse document of a chunk of `file` with `heading_path`, whose
-    /// searchable text ([`crate::store::generation::searchable_text`]) is
-    /// `searchable`: that text, then each field as often as its weight
-    /// (the name's words told apart by `analyzer`, the index's own).
-    pub fn document(
-        &self,
-        analyzer: &Analyzer,
-        file: &FileEntry,
-        heading_path: &HeadingPath,
-        searchable: &str,
-    ) -> String {
+    /// What `file` adds to each of its chunks' documents: its title, then
+    /// what it is named for, each as often as its weight (the name's words
+    /// told apart by `analyzer`, the index's own). The same for every
+    /// chunk of the file, so made once per file.
+    pub fn file_part(&self, analyzer: &Analyzer, file: &FileEntry) -> FilePart {
         let title = (file.metadata.get("title"))
             .and_then(|values| values.first())
             .map_or("", String::as_str);
@@ -78,26 +72,50 @@ impl Fields {
             0 => String::new(),
             _ => named_for(analyzer, name, title),
         };
-        let heading = heading_path.display();
-        let fields = [
-            (heading.as_str(), self.heading),
-            (title, self.title),
-            (named_for.as_str(), self.file_name),
-        ];
+        let mut part = String::new();
+        repeat(&mut part, title, self.title);
+        repeat(&mut part, &named_for, self.file_name);
+        FilePart(part)
+    }
+
+    /// The sparse document of a chunk with `heading_path` of the file
+    /// whose [`Self::file_part`] is `file`, its searchable text
+    /// ([`crate::store::generation::searchable_text`]) being `searchable`:
+    /// that text, the heading path as often as its weight, then the file's
+    /// part.
+    pub fn document(
+        &self,
+        file: &FilePart,
+        heading_path: &HeadingPath,
+        searchable: &str,
+    ) -> String {
         let mut document = searchable.to_owned();
-        for (text, weight) in fields.into_iter().filter(|(text, _)| !text.is_empty()) {
-            for _ in 0..weight {
-                document.push('\n');
-                document.push_str(text);
-            }
-        }
+        repeat(&mut document, &heading_path.display(), self.heading);
+        document.push_str(&file.0);
         document
     }
 
     /// The sparse document of the chunk `view` shows ([`Self::document`]).
     pub fn of_view(&self, analyzer: &Analyzer, view: &ChunkView) -> String {
-        let searchable = view.searchable_text();
-        self.document(analyzer, &view.file, &view.record.heading_path, &searchable)
+        let file = self.file_part(analyzer, &view.file);
+        self.document(&file, &view.record.heading_path, &view.searchable_text())
+    }
+}
+
+/// What a file adds to each of its chunks' sparse documents
+/// ([`Fields::file_part`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FilePart(String);
+
+/// Appends `text` to `document` `times` times, each on a line of its own
+/// (nothing when `text` is empty).
+fn repeat(document: &mut String, text: &str, times: u32) {
+    if text.is_empty() {
+        return;
+    }
+    for _ in 0..times {
+        document.push('\n');
+        document.push_str(text);
     }
 }
 
@@ -161,8 +179,8 @@ mod tests {
     fn document(fields: Fields, path: &str, title: &str, heading: &[&str]) -> String {
         let heading_path = HeadingPath::new(heading);
         let searchable = format!("{}\ntext", heading_path.display());
-        let file = file(path, Some(title));
-        fields.document(&Analyzer::default(), &file, &heading_path, &searchable)
+        let part = fields.file_part(&Analyzer::default(), &file(path, Some(title)));
+        fields.document(&part, &heading_path, &searchable)
     }
 
     #[test]
