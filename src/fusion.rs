@@ -20,7 +20,8 @@
 //! exactly: the score *is* the left-to-right sum of the recorded
 //! contributions.
 //!
-//! **Exact terms come first.** When a list says the query names something
+//! **Exact terms come first** ([`Fusion::exact_first`]: the index's own
+//! fusion, not one a search spells out). When a list says the query names something
 //! exact that it holds ([`Ranking::exact`]: the sparse list, for an
 //! identifier-shaped word the index holds), a chunk that no such list
 //! returned — one holding no word of the query — gets nothing from the
@@ -89,6 +90,10 @@ pub struct Fusion {
     pub method: FusionMethod,
     /// The RRF constant `k` (unused by relative scores).
     pub rrf_k: f64,
+    /// Whether exact terms come first (see the module doc): the index's
+    /// own fusion puts them first; a search that gives its own method, k
+    /// or weights fuses by exactly the formula it asked for.
+    pub exact_first: bool,
 }
 
 /// Fusion weights (and the dense list's feedback) that suit an embedder,
@@ -147,6 +152,7 @@ impl FusionDefaults {
         rrf_k: Option<f64>,
         weights_given: bool,
     ) -> Fusion {
+        let method_given = method;
         let method = match (method, rrf_k) {
             (Some(method), _) => method,
             (None, Some(_)) => FusionMethod::Rrf,
@@ -158,6 +164,7 @@ impl FusionDefaults {
         Fusion {
             method,
             rrf_k: rrf_k.unwrap_or(self.rrf_k),
+            exact_first: method_given.is_none() && rrf_k.is_none() && !weights_given,
         }
     }
 }
@@ -333,7 +340,7 @@ pub fn fuse_at(lists: &[Ranking<'_>], fusion: Fusion, weights: &[QueryWeight]) -
             }
         }
     }
-    let exact = lists.iter().any(|l| l.exact);
+    let exact = fusion.exact_first && lists.iter().any(|l| l.exact);
     let mut fused: Vec<Fused> = by_chunk
         .into_iter()
         .map(|(chunk, mut contributions)| {
@@ -400,6 +407,7 @@ mod tests {
         Fusion {
             method: FusionMethod::Rrf,
             rrf_k,
+            exact_first: true,
         }
     }
 
@@ -539,6 +547,7 @@ mod tests {
         let relative = Fusion {
             method: FusionMethod::Relative,
             rrf_k: 60.0,
+            exact_first: true,
         };
         let lists = [
             Ranking {
@@ -610,6 +619,7 @@ mod tests {
             let fusion = Fusion {
                 method,
                 rrf_k: DEFAULT_RRF_K,
+                exact_first: true,
             };
             let lists = |exact| {
                 [
@@ -644,6 +654,12 @@ mod tests {
             assert!(rest.iter().all(|f| f.gated && f.score == 0.0));
             let rest: Vec<ChunkOrd> = rest.iter().map(|f| f.chunk).collect();
             assert_eq!(rest, (10..40).collect::<Vec<_>>());
+            // A fusion spelled out by the search keeps its formula.
+            let spelled = Fusion {
+                exact_first: false,
+                ..fusion
+            };
+            assert_eq!(fuse(&lists(true), spelled), plain, "{method:?}");
         }
     }
 
@@ -673,10 +689,12 @@ mod tests {
         let adaptive = Fusion {
             method: FusionMethod::Adaptive,
             rrf_k: DEFAULT_RRF_K,
+            exact_first: true,
         };
         let relative = Fusion {
             method: FusionMethod::Relative,
             rrf_k: DEFAULT_RRF_K,
+            exact_first: true,
         };
         let weights_of = |fusion| -> Vec<f64> {
             query_weights(&lists, fusion)
@@ -726,6 +744,7 @@ mod tests {
         let adaptive = Fusion {
             method: FusionMethod::Adaptive,
             rrf_k: DEFAULT_RRF_K,
+            exact_first: true,
         };
         let weights_of = |lists: &[Ranking<'_>]| -> Vec<f64> {
             query_weights(lists, adaptive)

@@ -38,6 +38,7 @@ pub fn run(config: &EvalConfig, out: &mut dyn Write, err: &mut dyn Write) -> Res
             .window
             .or(defaults.window)
             .unwrap_or_else(|| default_window(RUN_DEPTH)),
+        exact_first: fusion.exact_first,
     };
     let options = EvalOptions {
         queries: config.queries.clone(),

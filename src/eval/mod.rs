@@ -71,6 +71,11 @@ pub struct FusionSetting {
     pub recency_weight: f64,
     /// Candidates per list.
     pub window: usize,
+    /// Whether exact terms come first ([`Fusion::exact_first`]): for the
+    /// index's own fusion and every setting the sweep tries (a candidate
+    /// for it), not for one the run's flags spell out.
+    #[serde(skip)]
+    pub exact_first: bool,
 }
 
 impl FusionSetting {
@@ -79,6 +84,7 @@ impl FusionSetting {
         Fusion {
             method: self.method,
             rrf_k: self.rrf_k,
+            exact_first: self.exact_first,
         }
     }
 
@@ -423,6 +429,8 @@ fn sweep(
                     graph_weight: 0.0,
                     recency_weight: 0.0,
                     window,
+                    // A candidate for the index's own fusion, as saved.
+                    exact_first: true,
                 })
             })
         })

@@ -18,6 +18,7 @@ fn rrf(rrf_k: f64) -> Fusion {
     Fusion {
         method: FusionMethod::Rrf,
         rrf_k,
+        exact_first: true,
     }
 }
 
