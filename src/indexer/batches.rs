@@ -2,6 +2,7 @@
 //! chunked in parallel, then tokenized by the sparse list while the model
 //! embeds them; only one batch's texts are in memory at a time.
 
+use std::borrow::Cow;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -16,8 +17,8 @@ use super::vectors::embed_batch;
 use crate::corpus::Skipped;
 use crate::corpus::walk::Walk;
 use crate::lists::dense::VectorWriter;
+use crate::lists::sparse::AnalyzedPart;
 use crate::lists::sparse::SparseWriter;
-use crate::lists::sparse::fields::FilePart;
 use crate::store::generation::SPARSE_DIR;
 use crate::store::texts::TextWriter;
 
@@ -97,33 +98,29 @@ pub(super) fn stream(
         )?;
         let chunks = &built.table.chunks[first..];
         let fields = options.sparse_fields;
-        // Chunks come file by file: each file's part is made once.
-        let mut file_part: Option<(u32, FilePart)> = None;
-        let documents: Vec<(u32, String)> = chunks
+        // Chunks come file by file: each file's part of their documents is
+        // made and analyzed once.
+        let mut parts: Vec<(u32, AnalyzedPart)> = Vec::new();
+        let texts: Vec<(u32, Cow<'_, str>, usize)> = chunks
             .iter()
             .zip(&sources)
             .filter_map(|(chunk, source)| {
                 let searchable = source.searchable.as_deref()?;
-                if file_part
-                    .as_ref()
-                    .is_none_or(|(file, _)| *file != chunk.file)
-                {
+                if parts.last().is_none_or(|(file, _)| *file != chunk.file) {
                     let file = &built.table.files[chunk.file as usize];
-                    file_part = Some((chunk.file, fields.file_part(&options.analyzer, file)));
+                    let part = fields.file_part(&options.analyzer, file);
+                    parts.push((chunk.file, sparse.analyze(part.text())));
                 }
-                let (_, part) = file_part.as_ref()?;
-                Some((
-                    chunk.uid,
-                    fields.document(part, &chunk.heading_path, searchable),
-                ))
+                let text = fields.chunk_text(&chunk.heading_path, searchable);
+                Some((chunk.uid, text, parts.len() - 1))
             })
             .collect();
-        let docs: Vec<(u32, &str)> = documents
+        let docs: Vec<(u32, &str, &AnalyzedPart)> = texts
             .iter()
-            .map(|(uid, d)| (*uid, d.as_str()))
+            .map(|(uid, text, part)| (*uid, text.as_ref(), &parts[*part].1))
             .collect();
         let (added, batch) = std::thread::scope(|scope| {
-            let added = scope.spawn(|| sparse.add(&docs));
+            let added = scope.spawn(|| sparse.add_with_parts(&docs));
             let embed_started = Instant::now();
             let batch = embed_batch(chunks, &sources, previous, run.embedder)
                 .map(|b| (b, embed_started.elapsed()));

@@ -23,6 +23,7 @@
 //! weights act at index time: [`Fields`] is recorded in the manifest, and an
 //! index is searched and checked as it was built.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
@@ -78,19 +79,29 @@ impl Fields {
         FilePart(part)
     }
 
+    /// The text of a chunk with `heading_path` whose searchable text
+    /// ([`crate::store::generation::searchable_text`]) is `searchable`: that
+    /// text, then the heading path as often as its weight. Its document is
+    /// this, then its file's part ([`Self::document`]).
+    pub fn chunk_text<'a>(&self, heading_path: &HeadingPath, searchable: &'a str) -> Cow<'a, str> {
+        if self.heading == 0 || heading_path.is_empty() {
+            return Cow::Borrowed(searchable);
+        }
+        let mut text = searchable.to_owned();
+        repeat(&mut text, &heading_path.display(), self.heading);
+        Cow::Owned(text)
+    }
+
     /// The sparse document of a chunk with `heading_path` of the file
-    /// whose [`Self::file_part`] is `file`, its searchable text
-    /// ([`crate::store::generation::searchable_text`]) being `searchable`:
-    /// that text, the heading path as often as its weight, then the file's
-    /// part.
+    /// whose [`Self::file_part`] is `file`, its searchable text being
+    /// `searchable`: its [`Self::chunk_text`], then the file's part.
     pub fn document(
         &self,
         file: &FilePart,
         heading_path: &HeadingPath,
         searchable: &str,
     ) -> String {
-        let mut document = searchable.to_owned();
-        repeat(&mut document, &heading_path.display(), self.heading);
+        let mut document = self.chunk_text(heading_path, searchable).into_owned();
         document.push_str(&file.0);
         document
     }
@@ -106,6 +117,14 @@ impl Fields {
 /// ([`Fields::file_part`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FilePart(String);
+
+impl FilePart {
+    /// The part as text: its fields, each on a line of its own after a
+    /// line break (empty when it adds nothing).
+    pub fn text(&self) -> &str {
+        &self.0
+    }
+}
 
 /// Appends `text` to `document` `times` times, each on a line of its own
 /// (nothing when `text` is empty).

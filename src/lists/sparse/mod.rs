@@ -325,8 +325,26 @@ impl SparseWriter {
         })
     }
 
-    /// Analyzes `docs` (uid, searchable text) in parallel and adds them.
+    /// Analyzes `docs` (uid, text) in parallel and adds them.
     pub fn add(&mut self, docs: &[(u32, &str)]) -> Result<()> {
+        let none = AnalyzedPart::default();
+        let docs: Vec<(u32, &str, &AnalyzedPart)> =
+            docs.iter().map(|&(uid, text)| (uid, text, &none)).collect();
+        self.add_with_parts(&docs)
+    }
+
+    /// Analyzes `text` once, for [`Self::add_with_parts`] to end several
+    /// documents with (a file's part of its chunks' documents,
+    /// [`fields::Fields::file_part`]).
+    pub fn analyze(&self, text: &str) -> AnalyzedPart {
+        let (count, terms) = ended_terms(&self.analyzer.tokenize(text));
+        AnalyzedPart { count, terms }
+    }
+
+    /// Analyzes `docs` (uid, text, a part analyzed before that ends it) in
+    /// parallel and adds them: each the document its text and part make
+    /// together, as one text joined by a line break would be analyzed.
+    pub fn add_with_parts(&mut self, docs: &[(u32, &str, &AnalyzedPart)]) -> Result<()> {
         if docs.is_empty() {
             return Ok(());
         }
@@ -350,9 +368,13 @@ impl SparseWriter {
         for batch in docs.chunks(ANALYZE_BATCH) {
             let analyzed: Vec<(usize, String)> = batch
                 .par_iter()
-                .map(|(_, text)| ended_terms(&analyzer.tokenize(text)))
+                .map(|(_, text, part)| {
+                    let (count, mut terms) = ended_terms(&analyzer.tokenize(text));
+                    terms.push_str(&part.terms);
+                    (count + part.count, terms)
+                })
                 .collect();
-            for ((chunk_uid, _), (count, terms)) in batch.iter().zip(analyzed) {
+            for ((chunk_uid, _, _), (count, terms)) in batch.iter().zip(analyzed) {
                 let added = writer.add_document(ChunkDoc([
                     (uid, OwnedValue::U64(u64::from(*chunk_uid))),
                     (len, OwnedValue::U64(count as u64)),
@@ -549,6 +571,15 @@ const TERM_END: char = '\0';
 /// token: a pre-tokenized value, one `String` a term, tantivy clones twice
 /// before it indexes it (once in `OwnedValue::as_value`, once more to
 /// stream it), three allocations a term where this makes none.
+/// Terms analyzed once to end several documents ([`SparseWriter::analyze`]).
+#[derive(Debug, Clone, Default)]
+pub struct AnalyzedPart {
+    /// How many terms.
+    count: usize,
+    /// The terms, each ended as [`ended_terms`] ends them.
+    terms: String,
+}
+
 fn ended_terms(tokens: &[Token]) -> (usize, String) {
     let mut terms = String::with_capacity(tokens.iter().map(|t| t.text.len() + 1).sum());
     for token in tokens {
