@@ -325,7 +325,9 @@ impl SparseWriter {
         })
     }
 
-    /// Analyzes `docs` (uid, text) in parallel and adds them.
+    /// Analyzes `docs` (uid, text) in parallel and adds them (the tests'
+    /// way to write documents without fields).
+    #[cfg(test)]
     pub fn add(&mut self, docs: &[(u32, &str)]) -> Result<()> {
         let none = AnalyzedPart::default();
         let docs: Vec<(u32, &str, &AnalyzedPart)> =
