@@ -286,6 +286,16 @@ pub trait List: Sync {
         Ok(())
     }
 
+    /// For each of `documents` (a chunk's text as this list indexed it: the
+    /// sparse list's document), the share of `query` it holds, from 0 to 1
+    /// ([`sparse::WeighedQuery::coverage`]), for a list that can say how
+    /// much of a query a text matches on its own; `None` (the default) from
+    /// a list that cannot.
+    fn coverage(&self, query: &str, documents: &[&str]) -> Result<Option<Coverage>> {
+        let _ = (query, documents);
+        Ok(None)
+    }
+
     /// Why this list matches a chunk whose searchable text (heading path
     /// and text) is `text`, for `explain`, when its ranking does not say
     /// already; `None` (the default) from a list with nothing to add.
@@ -293,6 +303,16 @@ pub trait List: Sync {
         let _ = (query, text);
         None
     }
+}
+
+/// How much of a query some texts hold ([`List::coverage`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Coverage {
+    /// Per text, the share of the query's weight it holds, from 0 to 1.
+    pub shares: Vec<f32>,
+    /// How many distinct terms the query has: the longer a query, the
+    /// smaller the share of it one chunk holds.
+    pub terms: usize,
 }
 
 /// A scored chunk, ordered so that "greater" means "ranks higher": higher

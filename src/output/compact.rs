@@ -6,7 +6,7 @@
 use std::fmt::Write;
 
 use super::get::GetResponse;
-use super::{BY_MEANING_ALONE, SearchResponse, folded_note};
+use super::{BY_MEANING_ALONE, SearchResponse, folded_note, weak_note};
 
 /// One block per result: rank, chunk id, lines and score; the heading
 /// path; the text (when the response has it). Then a line saying what the
@@ -21,6 +21,9 @@ pub fn search(response: &SearchResponse) -> String {
     }
     if response.by_meaning_alone {
         let _ = writeln!(out, "{BY_MEANING_ALONE}\n");
+    }
+    if let Some(note) = weak_note(response) {
+        let _ = writeln!(out, "{note}\n");
     }
     for (i, hit) in response.results.iter().enumerate() {
         let _ = writeln!(

@@ -9,7 +9,7 @@ use super::explain::ExplainReport;
 use super::get::GetResponse;
 use super::here::Here;
 use super::remember::RememberReport;
-use super::{BY_MEANING_ALONE, SearchResponse, escape_controls, folded_note};
+use super::{BY_MEANING_ALONE, SearchResponse, escape_controls, folded_note, weak_note};
 use crate::corpus::Skipped;
 use crate::eval::{EvalReport, FusionSetting};
 use crate::fusion::{FusionMethod, FusionSource};
@@ -55,6 +55,9 @@ pub fn print_search(
     let words = query_words(query);
     if response.by_meaning_alone {
         writeln!(out, "{NOTE}{BY_MEANING_ALONE}{NOTE:#}\n")?;
+    }
+    if let Some(note) = weak_note(response) {
+        writeln!(out, "{NOTE}{note}{NOTE:#}\n")?;
     }
     for (i, hit) in response.results.iter().enumerate() {
         let ranks: Vec<String> = hit

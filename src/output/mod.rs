@@ -91,6 +91,22 @@ pub fn folded_note(more: usize, option: &str) -> String {
 pub const BY_MEANING_ALONE: &str =
     "[no result holds a word of the query: these are ranked by meaning alone]";
 
+/// The line a printer adds when the results are the best available rather
+/// than a strong match ([`SearchResponse::strong_match`]), unless
+/// [`BY_MEANING_ALONE`] says more.
+pub fn weak_note(response: &SearchResponse) -> Option<String> {
+    if response.strong_match != Some(false) || response.by_meaning_alone {
+        return None;
+    }
+    let best = response.results.first()?.coverage?;
+    let strong = response.strong_coverage?;
+    Some(format!(
+        "[no result holds {:.0}% of the query's term weight (the best holds {:.0}%): these are the closest chunks, not strong matches]",
+        strong * 100.0,
+        best * 100.0
+    ))
+}
+
 /// Why a search dropped its results, when no list matched the query with
 /// confidence (see `retriever::confidence`): one clause per judged list
 /// and the option (`keep_option`) that keeps them; `None` when nothing was
@@ -142,6 +158,19 @@ pub struct SearchResponse {
     /// absent for one index.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notices: Vec<String>,
+    /// Whether the best result holds the share of the query's term weight
+    /// (its `coverage`) a strong match holds ([`Self::strong_coverage`]):
+    /// `false` says the results are the closest chunks, not strong matches,
+    /// which `rrf_score` cannot say (it puts the best result at the top
+    /// whatever it holds). Absent without results or without a coverage.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub strong_match: Option<bool>,
+    /// The least `coverage` a result holds of this query to be a strong
+    /// match ([`crate::retriever::strong_coverage`]: 0.4, less for a query
+    /// of more than nine terms), so a reader can judge every result as
+    /// `strong_match` judges the best. Absent without a coverage.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "share_of")]
+    pub strong_coverage: Option<f32>,
     /// The sparse list ran and matched no chunk the search allows, so the
     /// results are ranked by meaning alone: printers say so, since a
     /// dense list always ranks something (not in the JSON shape).
@@ -152,6 +181,17 @@ pub struct SearchResponse {
     /// its own option; not in the JSON shape, whose empty results say it).
     #[serde(skip)]
     pub nothing_matched: Option<String>,
+}
+
+/// A share from 0 to 1 rounded to four decimals: what a reader compares,
+/// without the digits an `f32` gains on its way to `f64`.
+fn share(value: f32) -> f64 {
+    (f64::from(value) * 1e4).round() / 1e4
+}
+
+/// Serializes an optional share as [`share`] rounds it.
+fn share_of<S: serde::Serializer>(value: &Option<f32>, serializer: S) -> Result<S::Ok, S::Error> {
+    value.map(share).serialize(serializer)
 }
 
 /// How much of the results' text a response carries.
@@ -172,6 +212,13 @@ pub struct SearchResult {
     pub chunk_id: String,
     /// Fused RRF score, at full precision.
     pub rrf_score: f64,
+    /// The share of the query's term weight (each term's idf × count) the
+    /// chunk holds, from 0 to 1, whatever the other results hold: where
+    /// `rrf_score` always puts the best result at the top, this says how
+    /// much of the query it matches. Absent when no list can say (no
+    /// sparse list ran).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<f64>,
     /// The chunk's markdown text (absent under `--no-text`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
@@ -231,7 +278,8 @@ impl SearchResponse {
     ) -> Result<Self> {
         let mut results = Vec::with_capacity(outcome.results.len());
         for (fused, &more_in_file) in outcome.results.iter().zip(&outcome.more_in_file) {
-            let chunk = &decoded.get(fused.chunk)?.view;
+            let decoded_chunk = decoded.get(fused.chunk)?;
+            let chunk = &decoded_chunk.view;
             let ranks = outcome
                 .lists
                 .iter()
@@ -249,6 +297,7 @@ impl SearchResponse {
             results.push(SearchResult {
                 chunk_id: chunk.id(),
                 rrf_score: fused.score,
+                coverage: decoded_chunk.coverage.map(share),
                 text: Some(chunk.text.clone()),
                 source: chunk.file.path.clone(),
                 heading: chunk.heading(),
@@ -263,9 +312,14 @@ impl SearchResponse {
             .lists
             .iter()
             .any(|run| run.ranked.kind == ListKind::Sparse && run.ranked.hits.is_empty());
+        let strong_match = (results.first().and_then(|best| best.coverage))
+            .zip(decoded.strong_coverage)
+            .map(|(best, strong)| best >= share(strong));
         Ok(Self {
             query_id,
             total_retrieved: results.len(),
+            strong_match,
+            strong_coverage: decoded.strong_coverage,
             by_meaning_alone: sparse_empty && !results.is_empty(),
             results,
             truncated: false,

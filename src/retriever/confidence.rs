@@ -16,6 +16,23 @@
 
 use anyhow::Result;
 
+/// The least share of a query's term weight ([`crate::lists::List::coverage`])
+/// the best result of a search holds for its results to be a strong match
+/// rather than the best available: 40 %, and for a query of more than nine
+/// terms 1.2 / √terms (a chunk holds a smaller share of a longer query: 0.30
+/// at 16 terms, 0.24 at 25). Measured on the dev collections' queries
+/// (`bench/coverage.py`): the share the relevant top result holds falls
+/// with the query's length (median 1.0 at one or two terms, 0.57 at six to
+/// ten, 0.29 past twenty), and so does what a query searched in another
+/// collection's index, where nothing answers it, finds (95th percentile
+/// 0.61 at three to five, 0.34 at six to ten, 0.14 past twenty).
+pub fn strong_coverage(terms: usize) -> f32 {
+    (1.2 / (terms.max(1) as f32).sqrt()).min(STRONG_COVERAGE)
+}
+
+/// The least share [`strong_coverage`] asks of a query of up to nine terms.
+const STRONG_COVERAGE: f32 = 0.4;
+
 use super::Retriever;
 use crate::lists::{RankedList, guard};
 
@@ -141,6 +158,16 @@ impl Retriever {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_strong_match_holds_less_of_a_longer_query() {
+        for terms in [0, 1, 3, 9] {
+            assert_eq!(strong_coverage(terms), 0.4, "{terms}");
+        }
+        assert!((strong_coverage(16) - 0.3).abs() < 1e-6);
+        assert!((strong_coverage(25) - 0.24).abs() < 1e-6);
+        assert!(strong_coverage(100) < strong_coverage(25));
+    }
 
     #[test]
     fn nothing_matched_needs_a_judged_list_and_no_match() {

@@ -7,6 +7,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use rayon::prelude::*;
 
+use super::confidence::strong_coverage;
 use super::{Retriever, SearchOutcome};
 use crate::corpus::walk::mtime_ns;
 use crate::lists::ListKind;
@@ -16,6 +17,11 @@ use crate::store::generation::{ChunkOrd, ChunkView, FileEntry};
 #[derive(Debug, Default)]
 pub struct Decoded {
     chunks: BTreeMap<ChunkOrd, DecodedChunk>,
+    /// For a search's results, the least share of the query the best one
+    /// holds for them to be a strong match
+    /// ([`super::confidence::strong_coverage`]); `None` when no list
+    /// measured coverage.
+    pub strong_coverage: Option<f32>,
 }
 
 /// One decoded chunk.
@@ -30,6 +36,10 @@ pub struct DecodedChunk {
     /// The document the sparse list indexed it under
     /// ([`crate::index::set::IndexSet::sparse_document`]).
     pub sparse_document: String,
+    /// For a search's result, the share of the query the chunk holds
+    /// ([`crate::lists::List::coverage`], set by
+    /// [`Retriever::decode_outcome`]); `None` when no list can say.
+    pub coverage: Option<f32>,
 }
 
 /// The files of some chunks that are no longer as indexed, each once, in
@@ -120,6 +130,7 @@ impl Retriever {
                     changed,
                     deleted,
                     sparse_document,
+                    coverage: None,
                 },
             );
         }
@@ -132,9 +143,11 @@ impl Retriever {
     /// text does not give the score a list gave it is damage, named, not an
     /// answer. The texts are the ones decoded for printing (the sparse
     /// list's, the sparse documents), so the check costs a tokenizing of
-    /// the results.
+    /// the results. Each result also gets what share of the query it holds
+    /// ([`DecodedChunk::coverage`]), from the first list that can say.
     pub fn decode_outcome(&self, query: &str, outcome: &SearchOutcome) -> Result<Decoded> {
-        let decoded = self.decode(outcome.shown_chunks())?;
+        let mut decoded = self.decode(outcome.shown_chunks())?;
+        self.cover(query, outcome, &mut decoded)?;
         let texts = (outcome.results.iter())
             .map(|fused| {
                 let chunk = decoded.get(fused.chunk)?;
@@ -157,5 +170,28 @@ impl Retriever {
             list.index.check_hits(query, &hits)?;
         }
         Ok(decoded)
+    }
+
+    /// Sets each result's [`DecodedChunk::coverage`] and the share a strong
+    /// match holds ([`Decoded::strong_coverage`]) from the first list that
+    /// measures coverage.
+    fn cover(&self, query: &str, outcome: &SearchOutcome, decoded: &mut Decoded) -> Result<()> {
+        let chunks: Vec<ChunkOrd> = outcome.shown_chunks().collect();
+        let documents = (chunks.iter())
+            .map(|&ord| Ok(decoded.get(ord)?.sparse_document.as_str()))
+            .collect::<Result<Vec<&str>>>()?;
+        for list in &self.lists {
+            let Some(covered) = list.index.coverage(query, &documents)? else {
+                continue;
+            };
+            for (ord, share) in chunks.iter().zip(covered.shares) {
+                if let Some(chunk) = decoded.chunks.get_mut(ord) {
+                    chunk.coverage = Some(share);
+                }
+            }
+            decoded.strong_coverage = Some(strong_coverage(covered.terms));
+            break;
+        }
+        Ok(())
     }
 }

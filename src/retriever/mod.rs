@@ -12,7 +12,7 @@ mod several;
 
 pub use backend::{Backend, Local, local_sparse};
 
-pub use confidence::Confidence;
+pub use confidence::{Confidence, strong_coverage};
 pub use decode::{Decoded, DecodedChunk, StaleFiles};
 pub use explain::{Absence, ExplainedChunk, Explanation, Standing};
 pub use fold::{DEFAULT_PER_FILE, Folded, fold};

@@ -166,6 +166,8 @@ fn json_response_has_the_design_shape() {
             "omitted",
             "query_id",
             "results",
+            "strong_coverage",
+            "strong_match",
             "total_retrieved",
             "truncated"
         ]
@@ -177,6 +179,7 @@ fn json_response_has_the_design_shape() {
     let keys: Vec<_> = first.keys().map(String::as_str).collect();
     let expected = [
         "chunk_id",
+        "coverage",
         "date",
         "heading",
         "lines",
@@ -739,4 +742,64 @@ fn results_no_word_of_the_query_matched_are_said_to_be_ranked_by_meaning_alone()
     }
     corpus.index();
     assert_eq!(near_miss(), Value::Null);
+}
+
+#[test]
+fn results_that_hold_little_of_the_query_say_they_are_the_best_available() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let coverage = |response: &Value| -> Vec<f64> {
+        (response["results"].as_array().unwrap().iter())
+            .map(|r| r["coverage"].as_f64().unwrap())
+            .collect()
+    };
+    // Every result holding every query term covers it whole, whatever its
+    // fused score.
+    let strong = corpus.search_json("replication lag", &["-k", "3"]);
+    assert_eq!(strong["strong_match"], true, "{strong}");
+    assert_eq!(coverage(&strong)[0], 1.0, "{strong}");
+    assert!(
+        strong["results"][0]["rrf_score"].as_f64() > strong["results"][1]["rrf_score"].as_f64()
+    );
+    // Three words no note holds and one it does: the best result holds the
+    // one, under 40 % of the query's weight (rare terms weigh most), and the
+    // response says the results are the best available, not strong matches,
+    // while its fused score stays near the top of the scale.
+    let query = "replication giraffe spaceship marmalade";
+    let weak = corpus.search_json(query, &["-k", "3"]);
+    assert_eq!(weak["strong_match"], false, "{weak}");
+    assert!(
+        weak["results"][0]["rrf_score"].as_f64() > Some(0.9),
+        "{weak}"
+    );
+    let best = coverage(&weak)[0];
+    assert!(0.0 < best && best < 0.4, "{weak}");
+    assert_eq!(weak["strong_coverage"], 0.4, "{weak}");
+    let output = corpus
+        .memidx()
+        .args(["search", query, "-k", "1", "--color", "never"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let human = String::from_utf8(output.stdout).unwrap();
+    let note = format!(
+        "[no result holds 40% of the query's term weight (the best holds {:.0}%): these are the closest chunks, not strong matches]\n\n1. ",
+        best * 100.0
+    );
+    assert!(human.starts_with(&note), "{human}");
+    // Results that hold no query word at all say that instead, once.
+    let by_meaning = corpus.search_json("outage", &["-k", "2"]);
+    assert_eq!(by_meaning["strong_match"], false, "{by_meaning}");
+    assert_eq!(coverage(&by_meaning), [0.0, 0.0]);
+    let output = corpus
+        .memidx()
+        .args(["search", "outage", "-k", "1"])
+        .output()
+        .unwrap();
+    let human = String::from_utf8(output.stdout).unwrap();
+    assert!(!human.contains("not strong matches"), "{human}");
+    // Without a sparse list nothing measures coverage: the fields are absent.
+    let dense = corpus.search_json("replication lag", &["-k", "1", "--mode", "dense"]);
+    assert!(dense.get("strong_match").is_none(), "{dense}");
+    assert!(dense["results"][0].get("coverage").is_none(), "{dense}");
 }

@@ -44,7 +44,7 @@ pub mod fields;
 mod pruning_tests;
 mod score;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fs;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -65,7 +65,7 @@ use tantivy::{
 
 use super::AllowSet;
 use super::frozen_dir::FrozenDirectory;
-use super::{List, ListHit, ListKind, PostingCounts, RankedList, TopWindow};
+use super::{Coverage, List, ListHit, ListKind, PostingCounts, RankedList, TopWindow};
 use crate::store::checked::{BLOCKS_SUFFIX, CheckedMap, write_sidecar};
 use crate::store::checks::Checksums;
 use crate::store::generation::ChunkOrd;
@@ -215,6 +215,22 @@ impl WeighedQuery {
             }
         }
         score
+    }
+
+    /// The share of the query's weight (each term's idf × count, as
+    /// [`Self::terms`]) that a chunk holding the terms `held(i)` says it
+    /// holds, from 0 to 1: what a chunk matches of the query, whatever the
+    /// other chunks match (a relative score puts the best at 1 always).
+    pub fn coverage(&self, held: impl Fn(usize) -> bool) -> f32 {
+        // Folded from +0.0: a float sum of nothing is -0.0.
+        let total = (self.terms.iter()).fold(0.0f32, |sum, (_, weight)| sum + weight);
+        let matched = (self.terms.iter().enumerate())
+            .filter(|(i, _)| held(*i))
+            .fold(0.0f32, |sum, (_, (_, weight))| sum + weight);
+        match total > 0.0 {
+            true => (matched / total).clamp(0.0, 1.0),
+            false => 0.0,
+        }
     }
 }
 
@@ -946,6 +962,23 @@ impl List for SparseList {
         Ok(())
     }
 
+    fn coverage(&self, query: &str, documents: &[&str]) -> Result<Option<Coverage>> {
+        let weighed = self.weigh(query)?;
+        let shares = documents
+            .iter()
+            .map(|document| {
+                let held: HashSet<String> = (self.analyzer.tokenize(document).into_iter())
+                    .map(|token| token.text)
+                    .collect();
+                weighed.coverage(|i| held.contains(&weighed.terms[i].0))
+            })
+            .collect();
+        Ok(Some(Coverage {
+            shares,
+            terms: weighed.terms.len(),
+        }))
+    }
+
     /// The first of the query's terms (of its first [`NEAR_MISS_TERMS`]
     /// distinct ones) that the list holds, or nearly does
     /// ([`crate::text::near`]), with the term held: a misspelt word, which
@@ -1191,6 +1224,29 @@ impl TokenStream for TermStream<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn coverage_is_the_share_of_the_query_weight_a_chunk_holds() {
+        let weighed = WeighedQuery {
+            terms: vec![("rare".into(), 3.0), ("common".into(), 1.0)],
+            exact: false,
+            bm25: Bm25 {
+                k1: 1.5,
+                b: 0.75,
+                avgdl: 10.0,
+            },
+        };
+        assert_eq!(weighed.coverage(|_| true), 1.0);
+        assert_eq!(weighed.coverage(|i| i == 0), 0.75);
+        assert_eq!(weighed.coverage(|i| i == 1), 0.25);
+        let none = weighed.coverage(|_| false);
+        assert!(none == 0.0 && none.is_sign_positive(), "{none}");
+        let empty = WeighedQuery {
+            terms: Vec::new(),
+            ..weighed
+        };
+        assert_eq!(empty.coverage(|_| true), 0.0);
+    }
 
     /// An `ORDS_FILE` with the given (id digit, ordinals) segments.
     fn ords_file(segments: &[(char, &[u32])]) -> Vec<u8> {
