@@ -126,13 +126,48 @@ impl Filter {
     /// passes. A key or value no part's file has is an error, as for one
     /// generation.
     pub fn evaluate_parts(&self, parts: &Parts) -> Result<AllowSet> {
+        let (allowed, met) = self.evaluate_met(parts)?;
+        if met.contains(&false) {
+            self.name_unmet(&[parts])?;
+        }
+        Ok(allowed)
+    }
+
+    /// Evaluates the filters of several indexes searched as one, each
+    /// index's own (the same conditions, the folder of `--here` aside;
+    /// `None`: nothing of that index is allowed), over each one's parts:
+    /// a key or value some index lacks narrows that index to nothing, and
+    /// is an error, as [`Filter::evaluate_parts`] makes it for one index,
+    /// only when no index's live file has it.
+    pub fn evaluate_several(members: &[(Option<&Filter>, &Parts)]) -> Result<Vec<AllowSet>> {
+        let mut allowed = Vec::with_capacity(members.len());
+        let mut met: Vec<bool> = Vec::new();
+        for (filter, parts) in members {
+            let Some(filter) = filter else {
+                allowed.push(AllowSet::Only(Vec::new().into()));
+                continue;
+            };
+            let (allow, member_met) = filter.evaluate_met(parts)?;
+            met.resize(member_met.len(), false);
+            for (met, member_met) in met.iter_mut().zip(member_met) {
+                *met |= member_met;
+            }
+            allowed.push(allow);
+        }
+        let first = members.iter().find_map(|(filter, _)| *filter);
+        if let Some(filter) = first.filter(|_| met.contains(&false)) {
+            let parts: Vec<&Parts> = members.iter().map(|(_, parts)| *parts).collect();
+            filter.name_unmet(&parts)?;
+        }
+        Ok(allowed)
+    }
+
+    /// [`Filter::evaluate_parts`] without its error: the allowed chunks
+    /// and, per condition, whether a live file has one of its values.
+    fn evaluate_met(&self, parts: &Parts) -> Result<(AllowSet, Vec<bool>)> {
         let live = parts.live_chunks();
         if self.is_empty() {
-            return Ok(live.map_or(AllowSet::All, AllowSet::Only));
-        }
-        if parts.is_single() {
-            // One part buries nothing.
-            return self.evaluate(parts.base());
+            return Ok((live.map_or(AllowSet::All, AllowSet::Only), Vec::new()));
         }
         let mut per_part = Vec::with_capacity(parts.parts().len());
         let mut met = vec![false; self.conditions.len()];
@@ -146,19 +181,24 @@ impl Filter {
             let chunk_files = generation.chunk_files()?;
             per_part.push(chunk_files.map(|file| passing[file as usize]).collect());
         }
-        if met.contains(&false) {
-            // No live file has the key or value: named from the live files
-            // as a fresh index names it (decoded only on this error path).
-            let live: Vec<FileEntry> = (parts.live_files()?.into_iter())
-                .map(|(_, file)| file)
-                .collect();
-            self.files_passing(&Entries(&live), None)?;
-        }
         let allowed = AllowSet::Only(parts.in_index_order(&per_part)?.into());
-        Ok(match live {
+        let allowed = match live {
             Some(live) => allowed.and(&live),
             None => allowed,
-        })
+        };
+        Ok((allowed, met))
+    }
+
+    /// The error for a key or value no live file of `indexes` has, named
+    /// from their live files as one fresh index of them all names it
+    /// (decoded only on this error path); `Ok` if every one is held.
+    fn name_unmet(&self, indexes: &[&Parts]) -> Result<()> {
+        let mut live = Vec::new();
+        for parts in indexes {
+            live.extend(parts.live_files()?.into_iter().map(|(_, file)| file));
+        }
+        self.files_passing(&Entries(&live), None)?;
+        Ok(())
     }
 
     /// Evaluates the filter over a generation's chunks: metadata conditions

@@ -94,18 +94,22 @@ impl IndexSet {
                 "two indexes are named '{name}'; give each its own name (--index NAME=PATH)"
             );
         }
+        // Unnamed indexes take their folder's name, made unique in the
+        // order of their folders' paths, not of the flags: reordering the
+        // flags changes no result's id.
         let mut taken: Vec<String> = given.iter().map(|n| n.to_string()).collect();
+        let mut names: Vec<Option<String>> = indexes.iter().map(|(n, _)| n.clone()).collect();
+        let mut unnamed: Vec<usize> = (0..indexes.len()).filter(|&i| names[i].is_none()).collect();
+        unnamed.sort_by(|&a, &b| indexes[a].1.root().cmp(indexes[b].1.root()));
+        for at in unnamed {
+            let name = unique(&default_name(indexes[at].1.root()), &taken);
+            taken.push(name.clone());
+            names[at] = Some(name);
+        }
         let mut members = Vec::with_capacity(indexes.len());
         let mut base: u64 = 0;
-        for (name, index) in indexes {
-            let name = match name {
-                Some(name) => name,
-                None => {
-                    let name = unique(&default_name(index.root()), &taken);
-                    taken.push(name.clone());
-                    name
-                }
-            };
+        for (name, (_, index)) in names.into_iter().zip(indexes) {
+            let name = name.expect("every index is named above");
             let start = ChunkOrd::try_from(base).ok();
             base += index.parts().len() as u64;
             let (Some(start), Ok(_)) = (start, ChunkOrd::try_from(base)) else {

@@ -23,6 +23,7 @@ use crate::filter::Filter;
 use crate::fusion::{self, Fused, Fusion, Ranking};
 use crate::lists::{AllowSet, ListKind, RankedList, guard};
 use crate::store::generation::ChunkOrd;
+use crate::store::parts::Parts;
 
 /// One list's part in a search, for `explain` and the JSON `ranks`.
 #[derive(Debug, Clone)]
@@ -130,17 +131,19 @@ impl Retriever {
         check_query(query)?;
         let started = Instant::now();
         let filters = self.member_filters(params)?;
-        let mut parts = Vec::with_capacity(filters.len());
-        for (member, filter) in self.indexes.members().iter().zip(&filters) {
-            let allow = match filter {
-                Some(filter) => filter.evaluate_parts(member.index().parts())?,
-                None => AllowSet::Only(Vec::new().into()),
-            };
-            parts.push((allow, member.len()));
-        }
-        let allow = match parts.len() {
-            1 => parts.remove(0).0,
-            _ => AllowSet::concat(&parts),
+        let members = self.indexes.members();
+        let allow = match (members, filters.as_slice()) {
+            ([member], [Some(filter)]) => filter.evaluate_parts(member.index().parts())?,
+            _ => {
+                let each: Vec<(Option<&Filter>, &Parts)> = (filters.iter().zip(members))
+                    .map(|(filter, member)| (filter.as_ref(), member.index().parts()))
+                    .collect();
+                let allowed = Filter::evaluate_several(&each)?;
+                let sized: Vec<(AllowSet, usize)> = (allowed.into_iter().zip(members))
+                    .map(|(allow, member)| (allow, member.len()))
+                    .collect();
+                AllowSet::concat(&sized)
+            }
         };
         if let Some(Some(filter)) = filters.first() {
             self.backend.restrict(filter);

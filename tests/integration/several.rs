@@ -178,6 +178,74 @@ fn a_split_arguana_ranks_as_one_index() {
     }
 }
 
+/// A filter over several indexes means what it means over one index of
+/// them all: a value only one index holds narrows the other to nothing
+/// instead of failing the search, and only a key or value no index holds is
+/// an error (named as one index of them all names it).
+#[test]
+fn a_filter_over_a_split_collection_selects_as_over_one_index() {
+    let Some(split) = Split::of("arguana", Some(300), &[]) else {
+        return;
+    };
+    let dir = |folder: &str| split.index_dir(folder).to_str().unwrap().to_string();
+    let (whole, a, b) = (dir("whole"), dir("a"), dir("b"));
+    let search = |indexes: &[&str], filter: &str| {
+        let mut command = assert_cmd::Command::cargo_bin("memidx").unwrap();
+        command.args([
+            "search",
+            "human rights",
+            "--json",
+            "-k",
+            "20",
+            "--per-file",
+            "0",
+        ]);
+        for index in indexes {
+            command.args(["--index", index]);
+        }
+        command.args(["--filter", filter]).output().unwrap()
+    };
+    let ids = |output: &std::process::Output| -> Vec<String> {
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(output));
+        let response = common::parse(&String::from_utf8_lossy(&output.stdout));
+        let ids = common::chunk_ids(&response).into_iter();
+        ids.map(|id| {
+            id.split_once(':')
+                .map_or(id.clone(), |(_, rest)| rest.to_string())
+        })
+        .collect()
+    };
+    // The debate of b's last document: no document of a holds it.
+    let last = common::parse(&String::from_utf8_lossy(
+        &search(&[&b], "stance=con").stdout,
+    ));
+    let metadata = &last["results"][0]["metadata"];
+    let debate = format!("debate={}", metadata["debate"][0].as_str().unwrap());
+    let in_a = search(&[&a], &debate);
+    assert_eq!(in_a.status.code(), Some(2), "a holds {debate}");
+    for filter in [debate.as_str(), "stance=con", "kind=point"] {
+        let one = ids(&search(&[&whole], filter));
+        assert!(!one.is_empty(), "{filter}");
+        assert_eq!(ids(&search(&[&a, &b], filter)), one, "{filter}");
+        assert_eq!(ids(&search(&[&b, &a], filter)), one, "{filter}");
+    }
+    // Held by no index: the error one index of them all gives.
+    for filter in ["debate=no-such-debate", "no_such_key=1"] {
+        let (one, two) = (search(&[&whole], filter), search(&[&a, &b], filter));
+        assert_eq!(
+            (one.status.code(), two.status.code()),
+            (Some(2), Some(2)),
+            "{filter}"
+        );
+        assert_eq!(stderr(&one), stderr(&two), "{filter}");
+        assert!(
+            stderr(&two).contains("no indexed file has"),
+            "{}",
+            stderr(&two)
+        );
+    }
+}
+
 /// Under a transformer (cosines of another spread, a noise floor measured
 /// over both indexes): a third of cranfield, which the model embeds three
 /// times (whole and halves) in a test's time, and every query.
@@ -317,6 +385,32 @@ fn names_are_given_or_the_folders_and_the_same_index_twice_is_searched_once() {
         "{}",
         stderr(&status)
     );
+}
+
+#[test]
+fn automatic_names_do_not_depend_on_the_order_of_the_flags() {
+    let corpus = Corpus::empty();
+    let fixtures = common::fixtures_dir().join("corpus");
+    // Two folders named docs: the runbooks in x/docs, the rest in y/docs.
+    let (x, y) = (corpus.path().join("x/docs"), corpus.path().join("y/docs"));
+    common::copy_fixture(&fixtures, &y);
+    fs::create_dir_all(&x).unwrap();
+    fs::rename(y.join("runbooks"), x.join("runbooks")).unwrap();
+    for dir in [&x, &y] {
+        let output = run(&corpus, &["index", "--quiet", dir.to_str().unwrap()]);
+        assert!(output.status.success(), "{}", stderr(&output));
+    }
+    let (x, y) = (x.to_str().unwrap(), y.to_str().unwrap());
+    let forward = search_ids(&corpus, &[x, y]);
+    assert!(
+        forward.iter().any(|id| id.starts_with("docs:runbooks/")),
+        "{forward:?}"
+    );
+    assert!(
+        forward.iter().all(|id| !id.starts_with("docs-2:runbooks/")),
+        "{forward:?}"
+    );
+    assert_eq!(search_ids(&corpus, &[y, x]), forward);
 }
 
 #[test]
