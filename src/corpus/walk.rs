@@ -3,7 +3,9 @@
 //! Uses `walkdir` (the walker ripgrep's and fd's authors maintain) with
 //! symlinks not followed, so symlink loops and links that point outside the
 //! root can neither trap nor widen the walk. Hidden folders (a name starting
-//! with `.`, which includes `.memidx` and `.git`) are pruned; a hidden
+//! with `.`, which includes `.memidx` and `.git`) are pruned, and one that
+//! holds markdown files is named as skipped with their count (`.git` and
+//! `.memidx` aside, which hold none of the user's notes); a hidden
 //! markdown file is skipped with a warning naming it. Entries come
 //! back sorted by path so that every run sees the same order. The walk
 //! itself is one thread; the files' stat calls, most of its time, run in
@@ -108,6 +110,7 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<Walk> {
     let exclude = glob_set(&options.exclude)?;
     let mut rules = IgnoreRules::default();
     let mut out = Walk::default();
+    let mut hidden_dirs = Vec::new();
     let entries = WalkDir::new(root)
         .follow_links(false)
         .sort_by_file_name()
@@ -122,11 +125,14 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<Walk> {
             let is_dir = e.file_type().is_dir();
             // Hidden folders are pruned; hidden files are skipped by name below.
             let hidden_dir = is_dir && is_hidden(e.file_name());
-            let keep = !hidden_dir
-                && !exclude
-                    .as_ref()
-                    .is_some_and(|x| x.is_match(rel_path(root, e.path())))
+            let keep = !exclude
+                .as_ref()
+                .is_some_and(|x| x.is_match(rel_path(root, e.path())))
                 && !rules.ignores(e.path(), is_dir);
+            if keep && hidden_dir {
+                hidden_dirs.push(e.path().to_path_buf());
+                return false;
+            }
             if keep && is_dir && !options.no_ignore {
                 rules.enter(e.path());
             }
@@ -179,6 +185,8 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<Walk> {
             }),
         }
     }
+    out.skipped
+        .extend(hidden_dirs.iter().filter_map(|dir| hidden_notes(root, dir)));
     out.files.shrink_to_fit();
     let unstated: Vec<(usize, String)> = (out.files.par_iter_mut().enumerate())
         .filter_map(
@@ -245,7 +253,8 @@ impl ToldPaths {
 /// changed, not the folder's size. `Ok(None)` when a told path could change
 /// more than itself, or when it cannot be sure, and the folder must be
 /// walked: a folder (created, moved in or renamed), an ignore file, a
-/// hidden markdown file (the walk names it), a path outside the root, with
+/// hidden markdown file or one in a hidden folder (the walk names it, or
+/// counts it in its folder's skip), a path outside the root, with
 /// `.` or `..` in it, not UTF-8, through a symbolic link or under an entry
 /// the walk could not read, a name a case-insensitive file system spells
 /// otherwise, one that cannot be read itself, or more than [`MAX_TOLD`]
@@ -293,7 +302,9 @@ pub fn look_at_told(
         };
         let kept = match &meta {
             Some(meta) if meta.is_file() && is_markdown(&abs_path) => {
-                if name.starts_with('.') && !under_hidden(&rel_str) {
+                // A hidden file or a hidden folder's note: the walk names
+                // it, or counts it in its folder's skip.
+                if name.starts_with('.') || under_hidden(&rel_str) {
                     return Ok(None);
                 }
                 keeps(root, &rel_str, options, include.as_ref(), exclude.as_ref())
@@ -506,6 +517,34 @@ fn glob_set(patterns: &[String]) -> Result<Option<GlobSet>> {
     Ok(Some(builder.build()?))
 }
 
+/// Folders memidx and git keep their own files in: pruned as hidden
+/// folders are, but not named, since no note of the user's lives there.
+const TOOL_FOLDERS: [&str; 2] = [".git", ".memidx"];
+
+/// The skip naming the hidden folder `dir` under `root`, when it holds
+/// markdown files (counted without following links); `None` when it holds
+/// none or is a tool's ([`TOOL_FOLDERS`]).
+fn hidden_notes(root: &Path, dir: &Path) -> Option<Skipped> {
+    let name = dir.file_name()?.to_str()?;
+    if TOOL_FOLDERS.contains(&name) {
+        return None;
+    }
+    let notes = (WalkDir::new(dir).follow_links(false).into_iter().flatten())
+        .filter(|e| e.file_type().is_file() && is_markdown(e.path()))
+        .count();
+    let (files, them) = match notes {
+        0 => return None,
+        1 => ("1 markdown file".to_string(), "it"),
+        n => (format!("{n} markdown files"), "them"),
+    };
+    Some(Skipped {
+        path: display_rel(root, dir),
+        reason: format!(
+            "hidden folder (its name starts with '.') with {files}; rename it to index {them}"
+        ),
+    })
+}
+
 /// `path` relative to `root`.
 fn rel_path<'a>(root: &Path, path: &'a Path) -> &'a Path {
     path.strip_prefix(root).unwrap_or(path)
@@ -592,7 +631,7 @@ mod tests {
             ..WalkOptions::default()
         };
         let known = walk(root, &options).unwrap();
-        // Edited, created (kept, ignored, excluded, hidden, not markdown),
+        // Edited, created (kept, ignored, excluded, not markdown),
         // removed, and a folder moved away.
         fs::write(root.join("a.md"), "# x\n\nmore\n").unwrap();
         let created = [
@@ -600,7 +639,6 @@ mod tests {
             "drafts/f.md",
             "docs/g.tmp.md",
             "build/h.md",
-            ".obsidian/i.md",
             "docs/notes.txt",
         ];
         for file in created {
@@ -630,11 +668,13 @@ mod tests {
         // What may change more than itself sends the run back to the walk.
         fs::create_dir_all(root.join("docs/more")).unwrap();
         fs::write(root.join("docs/.hidden.md"), "# h\n").unwrap();
+        fs::write(root.join(".obsidian/i.md"), "# h\n").unwrap();
         for path in [
             "docs/more",
             ".gitignore",
             "docs/.memidxignore",
             "docs/.hidden.md",
+            ".obsidian/i.md",
         ] {
             let known = walk(root, &options).unwrap();
             let told = [root.join(path)];
@@ -715,8 +755,24 @@ mod tests {
         let walk = walk(root, &WalkOptions::default()).unwrap();
         let names: Vec<_> = walk.files.iter().map(|f| f.rel_path.as_str()).collect();
         assert_eq!(names, ["a.MARKDOWN", "b/c/d.md", "z.md"]);
-        assert!(walk.skipped.is_empty());
+        // The hidden folder is named with its count; memidx's own is not.
+        let skipped: Vec<String> = walk.skipped.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            skipped,
+            [
+                "skipped .hidden: hidden folder (its name starts with '.') with 1 markdown file; rename it to index it"
+            ]
+        );
         assert_eq!(walk.files[2].size, 4);
+        fs::remove_dir_all(root.join(".hidden")).unwrap();
+        fs::create_dir_all(root.join(".git/refs")).unwrap();
+        fs::write(root.join(".git/refs/x.md"), "# x\n").unwrap();
+        assert!(
+            super::walk(root, &WalkOptions::default())
+                .unwrap()
+                .skipped
+                .is_empty()
+        );
         fs::write(root.join("b/.draft.md"), "# x\n").unwrap();
         let walk = super::walk(root, &WalkOptions::default()).unwrap();
         assert_eq!(walk.files.len(), 3);

@@ -123,10 +123,10 @@ pub fn nothing_matched_note(outcome: &SearchOutcome, keep_option: &str) -> Optio
             match &run.confidence {
                 Confidence::NoHits => Some(format!("the {list} list matched no chunk")),
                 Confidence::BelowFloor { best, floor } => Some(format!(
-                    "the {list} list's best score {best:.3} is below {floor:.3}, what random strings reach in this index"
+                    "no chunk is nearer the query in meaning than random letters come (the {list} list's best cosine {best:.3}; random letters reach {floor:.3} in this index)"
                 )),
                 Confidence::UnknownWords { pieces, floor } => Some(format!(
-                    "the {list} list's model splits every query word into {pieces:.2} or more pieces a character, as random strings do (from {floor:.2})"
+                    "the {list} list's model knows none of the query's words: it reads them in fragments, as it reads random letters ({pieces:.2} pieces a character or more; known words take under {floor:.2})"
                 )),
                 Confidence::Matched { .. } | Confidence::NearMiss { .. } | Confidence::NotJudged => {
                     None

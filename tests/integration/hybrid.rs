@@ -338,7 +338,9 @@ fn explain_prints_a_compact_table() {
             "err_token_expired,",
             "err,",
             "token,",
-            "expir]"
+            "expired",
+            "(as",
+            "expir)]"
         ]
     );
     assert_eq!(
@@ -379,7 +381,9 @@ fn explain_prints_a_compact_table() {
             "err_token_expired,",
             "err,",
             "token,",
-            "expir]"
+            "expired",
+            "(as",
+            "expir)]"
         ]
     );
     assert!(

@@ -191,14 +191,14 @@ fn a_skipped_file_alone_does_not_rewrite_the_index_and_is_named_once_per_change(
         let delta = meta["delta"]["generation"].as_u64();
         delta.unwrap_or_else(|| meta["generation"].as_u64().unwrap())
     };
-    let warnings = "memidx: warning: skipped notes/.draft.md: hidden (its name starts with '.'); rename it to index it\nmemidx: warning: skipped notes/blob.md: looks binary (contains NUL bytes)\n";
+    let warnings = "memidx: warning: skipped .obsidian: hidden folder (its name starts with '.') with 1 markdown file; rename it to index it\nmemidx: warning: skipped notes/.draft.md: hidden (its name starts with '.'); rename it to index it\nmemidx: warning: skipped notes/blob.md: looks binary (contains NUL bytes)\n";
     let (_, first) = run();
     assert_eq!(first, warnings);
     assert_eq!(generation(), 1);
     let (summary, again) = run();
     assert!(
         summary.contains("up to date: 18 files, ")
-            && summary.contains(" (2 skipped as before: 'memidx status' lists them)"),
+            && summary.contains(" (3 skipped as before: 'memidx status' lists them)"),
         "{summary}"
     );
     assert_eq!(again, "", "the same skips are not named again");
@@ -208,6 +208,7 @@ fn a_skipped_file_alone_does_not_rewrite_the_index_and_is_named_once_per_change(
     assert_eq!(
         skipped,
         serde_json::json!([
+            {"path": ".obsidian", "reason": "hidden folder (its name starts with '.') with 1 markdown file; rename it to index it"},
             {"path": "notes/.draft.md", "reason": "hidden (its name starts with '.'); rename it to index it"},
             {"path": "notes/blob.md", "reason": "looks binary (contains NUL bytes)"}
         ])

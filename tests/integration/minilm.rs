@@ -179,7 +179,8 @@ fn nothing_matches_nonsense(corpus: &Corpus) {
         assert!(
             stderr.contains(
                 "memidx: nothing matches the query with confidence (the sparse list matched \
-                 no chunk; the dense list's best score 0."
+                 no chunk; no chunk is nearer the query in meaning than random letters come \
+                 (the dense list's best cosine 0."
             ) && stderr.contains("--keep-all shows the closest chunks anyway"),
             "{query}: {stderr}"
         );

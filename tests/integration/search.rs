@@ -702,7 +702,7 @@ fn results_no_word_of_the_query_matched_are_said_to_be_ranked_by_meaning_alone()
     assert!(output.stdout.is_empty());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("the dense list's model splits every query word into 0.50 or more pieces a character, as random strings do (from 0.40)"),
+        stderr.contains("the dense list's model knows none of the query's words: it reads them in fragments, as it reads random letters (0.50 pieces a character or more; known words take under 0.40)"),
         "{stderr}"
     );
     let explained = corpus.json(&["explain", "xyzzyplugh", "-k", "1", "--json"]);
@@ -802,4 +802,18 @@ fn results_that_hold_little_of_the_query_say_they_are_the_best_available() {
     let dense = corpus.search_json("replication lag", &["-k", "1", "--mode", "dense"]);
     assert!(dense.get("strong_match").is_none(), "{dense}");
     assert!(dense["results"][0].get("coverage").is_none(), "{dense}");
+}
+
+#[test]
+fn explain_names_the_query_words_a_chunk_holds_as_written_with_their_stems() {
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let explained = corpus.json(&["explain", "Databases failing over", "-k", "1", "--json"]);
+    let reason = explained["results"][0]["lists"][0]["reason"]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        reason, "matched databases (as databas), over",
+        "{explained}"
+    );
 }

@@ -997,9 +997,12 @@ impl List for SparseList {
         Ok(None)
     }
 
-    /// The query's terms the chunk holds, in query order, each matched
-    /// through accent folding marked with the accented word it came from
-    /// (the query's or the chunk's): `matched café, cafe (folded from café)`.
+    /// The query's words the chunk holds, in query order, each as the
+    /// query wrote it (lowercased) with the term it was analyzed to when
+    /// that differs, which would read as a typo alone (`databases (as
+    /// databas)`), and each matched through accent folding marked with the
+    /// accented word it came from (the query's or the chunk's): `matched
+    /// café, cafe (folded from café)`.
     fn match_reason(&self, query: &str, text: &str) -> Option<String> {
         let held = self.analyzer.tokenize(text);
         let exact_in_text = |term: &str| held.iter().any(|t| t.text == term && !t.folded);
@@ -1015,9 +1018,11 @@ impl List for SparseList {
             } else {
                 None
             };
+            let written = query[token.offset_from..token.offset_to].to_lowercase();
             let shown = match accented {
                 Some(word) => format!("{} (folded from {word})", token.text),
-                None => token.text,
+                None if written == token.text => token.text,
+                None => format!("{written} (as {})", token.text),
             };
             if !matched.contains(&shown) {
                 matched.push(shown);
