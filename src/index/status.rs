@@ -66,6 +66,9 @@ pub struct StatusReport {
     pub markdown_bytes: u64,
     /// The files' document dates: their range and sources.
     pub dates: DatesStatus,
+    /// The metadata keys the files carry, for filters: each with its most
+    /// common values.
+    pub metadata: Vec<MetadataKey>,
     /// Files changed on disk since indexing.
     pub stale: Stale,
     /// With `--verify`: the damaged files (empty when all are intact).
@@ -218,6 +221,73 @@ impl DatesStatus {
     }
 }
 
+/// How many of a key's most common values [`MetadataKey`] lists.
+pub const LISTED_VALUES: usize = 5;
+
+/// A metadata key the indexed files carry (front matter, and `path`,
+/// `dir` and `title`, which every file has): what a filter can name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MetadataKey {
+    /// The key.
+    pub key: String,
+    /// How many files carry it.
+    pub files: usize,
+    /// How many distinct values it takes.
+    pub distinct: usize,
+    /// Its most common values (at most [`LISTED_VALUES`]), most files
+    /// first, ties in value order; empty when there are more than that and
+    /// each belongs to one file alone (paths, titles), where a filter names
+    /// a file rather than a group of them.
+    pub values: Vec<ValueCount>,
+}
+
+/// One value of a metadata key and how many files hold it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ValueCount {
+    /// The value.
+    pub value: String,
+    /// Files holding it.
+    pub files: usize,
+}
+
+impl MetadataKey {
+    /// The keys of `files`, in key order.
+    fn of(files: &[FileEntry]) -> Vec<Self> {
+        let mut keys: BTreeMap<&str, (usize, BTreeMap<&str, usize>)> = BTreeMap::new();
+        for file in files {
+            for (key, values) in &file.metadata {
+                let (holders, counts) = keys.entry(key).or_default();
+                *holders += 1;
+                for value in values {
+                    *counts.entry(value).or_default() += 1;
+                }
+            }
+        }
+        keys.into_iter()
+            .map(|(key, (files, counts))| {
+                let mut values: Vec<ValueCount> = (counts.iter())
+                    .map(|(value, files)| ValueCount {
+                        value: value.to_string(),
+                        files: *files,
+                    })
+                    .collect();
+                // Stable: ties stay in value order.
+                values.sort_by_key(|v| std::cmp::Reverse(v.files));
+                if values.len() > LISTED_VALUES && values[0].files < 2 {
+                    values.clear();
+                }
+                values.truncate(LISTED_VALUES);
+                Self {
+                    key: key.to_string(),
+                    files,
+                    distinct: counts.len(),
+                    values,
+                }
+            })
+            .collect()
+    }
+}
+
 /// Files whose disk state differs from the index.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Stale {
@@ -323,6 +393,7 @@ impl StatusReport {
                     .sum::<u64>(),
             markdown_bytes: files.iter().map(|f| f.stamp.size).sum(),
             dates: DatesStatus::of(files),
+            metadata: MetadataKey::of(files),
             stale,
             damaged,
             embedding,

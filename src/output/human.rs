@@ -13,7 +13,7 @@ use super::{BY_MEANING_ALONE, SearchResponse, escape_controls, folded_note, weak
 use crate::corpus::Skipped;
 use crate::eval::{EvalReport, FusionSetting};
 use crate::fusion::{FusionMethod, FusionSource};
-use crate::index::status::StatusReport;
+use crate::index::status::{MetadataKey, StatusReport};
 use crate::indexer::IndexReport;
 use crate::lists::dense::codes::DenseIndexSetting;
 use crate::retriever::StaleFiles;
@@ -328,6 +328,38 @@ pub fn print_explain(out: &mut dyn Write, report: &ExplainReport, here: &Here) -
     Ok(())
 }
 
+/// The metadata keys a filter can name, one line each: the key, its most
+/// common values with their file counts, and how many more there are.
+fn print_metadata_keys(out: &mut dyn Write, keys: &[MetadataKey]) -> Result<()> {
+    let width = keys
+        .iter()
+        .map(|k| k.key.chars().count())
+        .max()
+        .unwrap_or(0);
+    for (i, key) in keys.iter().enumerate() {
+        let label = if i == 0 { "metadata" } else { "" };
+        let values = match key.values.is_empty() {
+            true => format!("{} values, each in one file", key.distinct),
+            false => {
+                let shown: Vec<String> = (key.values.iter())
+                    .map(|v| format!("{} ({})", escape_controls(&v.value), v.files))
+                    .collect();
+                let more = key.distinct - key.values.len();
+                match more {
+                    0 => shown.join(", "),
+                    more => format!("{}, … {more} more", shown.join(", ")),
+                }
+            }
+        };
+        writeln!(
+            out,
+            "{label:<10} {:<width$}  {values}",
+            escape_controls(&key.key)
+        )?;
+    }
+    Ok(())
+}
+
 /// The line saying how the lists' confidence was judged, when it took
 /// more than a hit (a noise floor, a near miss) or nothing matched (see
 /// `retriever::confidence`).
@@ -553,6 +585,7 @@ pub fn print_status(out: &mut dyn Write, r: &StatusReport) -> Result<()> {
             sources.join(", ")
         )?;
     }
+    print_metadata_keys(out, &r.metadata)?;
     if let Some(damaged) = &r.damaged {
         writeln!(
             out,

@@ -20,9 +20,37 @@ fn status_reports_counts_model_settings_and_staleness() {
     let status = status_json(&corpus, &[]);
     assert_eq!(
         status["counts"],
-        serde_json::json!({"files": 18, "chunks": FIXTURE_CHUNKS, "skipped": 0})
+        serde_json::json!({"files": 18, "chunks": FIXTURE_CHUNKS, "skipped": 1})
     );
     assert_eq!(status["generation"], 1);
+    // The fixtures' hidden folder holds a note: named, with its count.
+    assert_eq!(status["skipped"][0]["path"], ".obsidian");
+    // The metadata keys a filter can name, each with its common values.
+    let metadata = status["metadata"].as_array().unwrap();
+    let key = |name: &str| metadata.iter().find(|k| k["key"] == name).unwrap().clone();
+    assert_eq!(
+        key("environment"),
+        serde_json::json!({"key": "environment", "files": 15, "distinct": 2, "values": [
+            {"value": "production", "files": 13}, {"value": "staging", "files": 9}]})
+    );
+    // Paths name one file each: counted, not listed.
+    assert_eq!(
+        key("path"),
+        serde_json::json!({"key": "path", "files": 18, "distinct": 18, "values": []})
+    );
+    assert_eq!(key("service")["values"].as_array().unwrap().len(), 5);
+    assert_eq!(
+        key("service")["values"][0],
+        serde_json::json!({"value": "billing-service", "files": 4})
+    );
+    let keys: Vec<&str> = metadata
+        .iter()
+        .map(|k| k["key"].as_str().unwrap())
+        .collect();
+    assert!(
+        keys.is_sorted() && keys.contains(&"dir") && keys.contains(&"title"),
+        "{keys:?}"
+    );
     assert_eq!(status["embedder"]["dim"], 256);
     assert_eq!(status["fusion"]["method"], "relative");
     assert_eq!(status["fusion"]["dense_weight"], 0.4);
@@ -57,8 +85,17 @@ fn status_reports_counts_model_settings_and_staleness() {
     let text = String::from_utf8(text).unwrap();
     assert!(
         text.contains(&format!(
-            "files      18 (0 skipped), {FIXTURE_CHUNKS} chunks"
+            "files      18 (1 skipped), {FIXTURE_CHUNKS} chunks"
         )),
+        "{text}"
+    );
+    assert!(text.contains("\nmetadata   date "), "{text}");
+    assert!(
+        text.contains("\n           environment  production (13), staging (9)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n           path         18 values, each in one file\n"),
         "{text}"
     );
     assert!(

@@ -47,7 +47,7 @@ pub fn tools(read_only: bool, names: &[String]) -> Result<Vec<Tool>> {
                  "pattern": "^(hybrid|sparse|dense|graph|recency)(,(hybrid|sparse|dense|graph|recency))*$",
                  "description": "Lists to fuse: hybrid (default), or sparse (exact words and identifiers), dense (meaning), graph, recency (newest first), joined by commas."},
         "filter": {"type": "object",
-                   "description": "Front-matter metadata conditions, applied before ranking: key -> value or list of values (AND across keys, OR within a list). Every file also has path, dir and title.",
+                   "description": "Front-matter metadata conditions, applied before ranking: key -> value or list of values (AND across keys, OR within a list). Every file also has path, dir and title; status lists every key with its common values.",
                    "additionalProperties": {"oneOf": [
                        {"type": "string"},
                        {"type": "array", "items": {"type": "string"}, "minItems": 1}]}},
@@ -96,8 +96,12 @@ pub fn tools(read_only: bool, names: &[String]) -> Result<Vec<Tool>> {
     let mut tools = vec![
         Tool::new(
             "search",
-            "Search the notes; returns ranked chunks (chunk_id, score, text, source, heading, lines, metadata, per-list ranks). \
-             Exact identifiers and paraphrases both work; filter narrows by metadata before ranking. Text is budgeted by max_chars.",
+            "Search the notes; returns ranked chunks (chunk_id, score, text, source, heading, lines, metadata, per-list ranks, \
+             and coverage: the share of the query each holds; strong_match false says none holds much of it). \
+             Exact identifiers and paraphrases both work; filter narrows by metadata before ranking (status lists the keys \
+             and their common values). Text is budgeted by max_chars. Example: \
+             {\"query\": \"INC-2023-Q4-011 gateway timeout\", \"filter\": {\"environment\": \"production\"}, \"top_k\": 5}; \
+             then get a result's chunk_id for its whole text.",
             input(search_props, &["query"])?,
         )
         .with_raw_output_schema(output_schema(SEARCH_SCHEMA)?)
@@ -130,8 +134,9 @@ pub fn tools(read_only: bool, names: &[String]) -> Result<Vec<Tool>> {
         .with_annotations(reading("Explain a ranking")),
         Tool::new(
             "status",
-            "What is indexed: files, chunks, model, fusion settings, sizes, and files changed, added or deleted since indexing \
-             (each served index's, by name, when there are several).",
+            "What is indexed: files, chunks, model, fusion settings, sizes, the metadata keys a filter can name with their \
+             most common values, and files changed, added or deleted since indexing (each served index's, by name, when \
+             there are several).",
             input(json!({}), &[])?,
         )
         .with_raw_output_schema(match several {
