@@ -44,7 +44,9 @@ use crate::lists::dense::{
     DenseOptions, StoredVectors, cached_floor, floor, moved_query, quantize,
 };
 use crate::lists::sparse::{SparseList, WeighedQuery};
-use crate::lists::{AllowSet, List, ListHit, ListKind, RankedList, RemoteQuery, RemoteRequest};
+use crate::lists::{
+    AllowSet, Coverage, List, ListHit, ListKind, RankedList, RemoteQuery, RemoteRequest,
+};
 use crate::retriever::{Backend, local_sparse};
 use crate::store::generation::{ChunkOrd, VectorFlags};
 use crate::store::parts::Parts;
@@ -291,6 +293,12 @@ impl List for SparseOnMilvus {
     /// From the index's own term dictionaries, as a local search says it.
     fn near_miss(&self, query: &str) -> Result<Option<(String, String)>> {
         self.local.near_miss(query)
+    }
+
+    /// As a local search measures it: the query weighed by the index's
+    /// statistics, the texts by its analyzer.
+    fn coverage(&self, query: &str, documents: &[&str]) -> Result<Option<Coverage>> {
+        self.local.coverage(query, documents)
     }
 
     fn search(&self, query: &str, window: usize, allow: &AllowSet) -> Result<RankedList> {

@@ -245,8 +245,16 @@ fn dense_sparse_and_fused_rankings_equal_the_local_ones() {
                             "{fusion} {query} {list}"
                         );
                     }
+                    // How much of the query a result holds is the same.
+                    assert!(lr["coverage"].is_number(), "{lr}");
+                    assert_eq!(lr["coverage"], rr["coverage"], "{fusion} {query}");
                 }
             }
+            assert_eq!(l["strong_match"], r["strong_match"], "{fusion} {query}");
+            assert_eq!(
+                l["strong_coverage"], r["strong_coverage"],
+                "{fusion} {query}"
+            );
         }
     }
 }
