@@ -26,9 +26,9 @@ use crate::store::parts::Parts;
 use crate::text::tokenize::Analyzer;
 
 /// A delta holds at most one file in this many of the base's (beyond
-/// [`DELTA_MIN_FILES`]): each run writes the delta's files anew, and
-/// tokenizing them costs what carrying the whole base does at about a
-/// thirtieth of it (bench/README.md).
+/// [`DELTA_MIN_FILES`]): each run writes the delta's files anew, so they
+/// stay a small share of the base (a bound chosen, not measured; the
+/// delta's speed is in bench/README.md, *Appending a delta*).
 const DELTA_SHARE: usize = 32;
 
 /// A delta may always hold this many files, however small the base.

@@ -506,3 +506,48 @@ fn per_file_folds_a_file_s_results_for_an_agent_too() {
     assert_eq!(bad["isError"], true, "{bad}");
     assert_eq!(session.finish(), Some(0));
 }
+
+#[test]
+fn tools_list_fits_a_model_s_context_and_its_output_schemas_carry_no_prose() {
+    let corpus = indexed();
+    let mut session = RawSession::start(corpus.path(), &[]);
+    let listed = session.request("tools/list", json!({}));
+    let bytes = listed.to_string().len();
+    assert!(bytes < 25_000, "tools/list is {bytes} bytes");
+    // The schema files document every field; what a client validates with
+    // does not repeat it on every tools/list.
+    fn documented(schema: &Value, at: &str, out: &mut Vec<String>) {
+        match schema {
+            Value::Object(map) => {
+                for (key, value) in map {
+                    let nested = format!("{at}/{key}");
+                    if (key == "description" || key == "title") && value.is_string() {
+                        out.push(nested.clone());
+                    }
+                    documented(value, &nested, out);
+                }
+            }
+            Value::Array(list) => {
+                for (i, value) in list.iter().enumerate() {
+                    documented(value, &format!("{at}/{i}"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let tools = listed["result"]["tools"].as_array().unwrap();
+    assert!(tools.len() >= 5, "{listed}");
+    for tool in tools {
+        let mut prose = Vec::new();
+        documented(&tool["outputSchema"], "", &mut prose);
+        assert_eq!(prose, Vec::<String>::new(), "{}", tool["name"]);
+        // The search tool's output schema still closes its objects and
+        // names its fields.
+        if tool["name"] == "search" {
+            let result = &tool["outputSchema"]["$defs"]["result"];
+            assert_eq!(result["additionalProperties"], false, "{result}");
+            assert!(result["properties"]["coverage"].is_object(), "{result}");
+        }
+    }
+    assert_eq!(session.finish(), Some(0));
+}

@@ -52,23 +52,23 @@ pub fn tools(read_only: bool, names: &[String]) -> Result<Vec<Tool>> {
                        {"type": "string"},
                        {"type": "array", "items": {"type": "string"}, "minItems": 1}]}},
         "sparse_weight": {"type": "number", "minimum": 0, "maximum": 1000000,
-                          "description": "Weight of the BM25 list in the fusion (default: the index's)."},
+                          "description": "Tuning: weight of the BM25 list in the fusion (default: the index's)."},
         "dense_weight": {"type": "number", "minimum": 0, "maximum": 1000000,
-                         "description": "Weight of the embedding list in the fusion (default: the index's)."},
+                         "description": "Tuning: weight of the embedding list in the fusion (default: the index's)."},
         "graph_weight": {"type": "number", "minimum": 0, "maximum": 1000000,
-                         "description": "Weight of the graph list (default: the index's)."},
+                         "description": "Tuning: weight of the graph list (default: the index's)."},
         "recency_weight": {"type": "number", "minimum": 0, "maximum": 1000000,
-                           "description": "Weight of the recency list (newest first); above 0 it runs (default 0; 0.1 when mode names recency)."},
+                           "description": "Tuning: weight of the recency list (newest first); above 0 it runs (default 0; 0.1 when mode names recency)."},
         "since": {"type": "string",
                   "description": "Only notes dated at or after this: an ISO date (2024-03-01), a date-time (2024-03-01T12:00, UTC unless it names an offset) or a span back from now (7d, 2w, 6m, 1y)."},
         "until": {"type": "string",
                   "description": "Only notes dated at or before this (same forms as since; a date includes that whole day)."},
         "fusion": {"enum": ["relative", "adaptive", "rrf"],
-                   "description": "How the lists are fused: relative scores (each list's score over its best, weighted), adaptive (relative scores whose weights move per query toward the list whose best results stand apart) or RRF (default: the index's)."},
+                   "description": "Tuning: how the lists are fused: relative scores (each list's score over its best, weighted), adaptive (relative scores whose weights move per query toward the list whose best results stand apart) or RRF (default: the index's)."},
         "rrf_k": {"type": "number", "minimum": 0,
-                  "description": "RRF constant k in weight / (k + rank); given without fusion it asks for RRF (default: the index's, 60)."},
+                  "description": "Tuning: RRF constant k in weight / (k + rank); given without fusion it asks for RRF (default: the index's, 60)."},
         "window": {"type": "integer", "minimum": 1, "maximum": 100000,
-                   "description": "Candidates per list before fusion (default max(200, 2 x top_k))."},
+                   "description": "Tuning: candidates per list before fusion (default max(200, 2 x top_k))."},
         "per_file": {"type": "integer", "minimum": 0, "maximum": 10000, "default": DEFAULT_PER_FILE,
                      "description": "At most this many results from one file; its further matches are counted in more_in_file (0: no limit)."}
     });
@@ -140,7 +140,7 @@ pub fn tools(read_only: bool, names: &[String]) -> Result<Vec<Tool>> {
             input(json!({}), &[])?,
         )
         .with_raw_output_schema(match several {
-            true => object(statuses_schema()?)?,
+            true => object(slim(statuses_schema()?))?,
             false => output_schema(STATUS_SCHEMA)?,
         })
         .with_annotations(reading("Index status")),
@@ -155,7 +155,7 @@ pub fn tools(read_only: bool, names: &[String]) -> Result<Vec<Tool>> {
                                       "description": "Re-read every file instead of reusing unchanged ones."},
                              "index": name_of("The index to update")}), &[])?,
             )
-            .with_raw_output_schema(object(reindex_schema())?)
+            .with_raw_output_schema(object(slim(reindex_schema()))?)
             // It rewrites only the index (from the files, which it never
             // changes), and a second run right after changes nothing.
             .with_annotations(
@@ -181,7 +181,7 @@ pub fn tools(read_only: bool, names: &[String]) -> Result<Vec<Tool>> {
                     "into": name_of("The index whose folder the note is written into")
                 }), &["text"])?,
             )
-            .with_raw_output_schema(object(remember_schema())?)
+            .with_raw_output_schema(object(slim(remember_schema()))?)
             // It adds a file (never changing or removing one); a second call
             // adds a second note.
             .with_annotations(
@@ -213,9 +213,61 @@ fn object(value: Value) -> Result<Arc<JsonObject>> {
     }
 }
 
-/// A schema file as an output schema.
+/// A schema file as an output schema ([`slim`]).
 fn output_schema(text: &str) -> Result<Arc<JsonObject>> {
-    object(serde_json::from_str(text).context("a bundled schema is not JSON")?)
+    object(slim(
+        serde_json::from_str(text).context("a bundled schema is not JSON")?,
+    ))
+}
+
+/// `schema` without its titles, descriptions, comments and `$id` (its
+/// references are all within it). The schema files
+/// (`schemas/`) keep them for people; a client validates a tool's output
+/// without them, and every `tools/list` puts the output schemas in a
+/// model's context, where the tools' descriptions already say what the
+/// results hold (the documented schemas were 45 of its 57 KB). A keyword is
+/// removed only where it documents a schema, never a property of that name.
+fn slim(schema: Value) -> Value {
+    let Value::Object(map) = schema else {
+        return schema;
+    };
+    let slim_each = |value: Value, each: fn(Value) -> Value| match value {
+        Value::Object(named) => {
+            Value::Object(named.into_iter().map(|(k, v)| (k, each(v))).collect())
+        }
+        Value::Array(list) => Value::Array(list.into_iter().map(each).collect()),
+        other => other,
+    };
+    let kept = map
+        .into_iter()
+        .filter(|(keyword, _)| {
+            !matches!(
+                keyword.as_str(),
+                "title" | "description" | "$id" | "$comment"
+            )
+        })
+        .map(|(keyword, value)| {
+            let value = match keyword.as_str() {
+                // Maps of names to schemas, and lists of schemas.
+                "properties" | "patternProperties" | "$defs" | "definitions" | "oneOf"
+                | "anyOf" | "allOf" | "prefixItems" => slim_each(value, slim),
+                // One schema (or, for `items` in draft-07, a list of them).
+                "items"
+                | "additionalProperties"
+                | "not"
+                | "contains"
+                | "propertyNames"
+                | "if"
+                | "then"
+                | "else" => match value {
+                    Value::Array(_) => slim_each(value, slim),
+                    one => slim(one),
+                },
+                _ => value,
+            };
+            (keyword, value)
+        });
+    Value::Object(kept.collect())
 }
 
 /// The output schema of `status` on a server of several indexes: each
