@@ -60,13 +60,13 @@ pub fn tools(read_only: bool, names: &[String]) -> Result<Vec<Tool>> {
         "recency_weight": {"type": "number", "minimum": 0, "maximum": 1000000,
                            "description": "Tuning: weight of the recency list (newest first); above 0 it runs (default 0; 0.1 when mode names recency)."},
         "since": {"type": "string",
-                  "description": "Only notes dated at or after this: an ISO date (2024-03-01), a date-time (2024-03-01T12:00, UTC unless it names an offset) or a span back from now (7d, 2w, 6m, 1y)."},
+                  "description": "Only notes dated at or after this: 2024-03-01, 2024-03-01T12:00 (UTC unless an offset is given) or a span back (7d, 2w, 6m, 1y)."},
         "until": {"type": "string",
                   "description": "Only notes dated at or before this (same forms as since; a date includes that whole day)."},
         "fusion": {"enum": ["relative", "adaptive", "rrf"],
-                   "description": "Tuning: how the lists are fused: relative scores (each list's score over its best, weighted), adaptive (relative scores whose weights move per query toward the list whose best results stand apart) or RRF (default: the index's)."},
+                   "description": "Tuning: relative scores (each list's over its best), adaptive (weights move per query) or rrf (default: the index's)."},
         "rrf_k": {"type": "number", "minimum": 0,
-                  "description": "Tuning: RRF constant k in weight / (k + rank); given without fusion it asks for RRF (default: the index's, 60)."},
+                  "description": "Tuning: RRF's k in weight / (k + rank); alone it asks for RRF (default: the index's, 60)."},
         "window": {"type": "integer", "minimum": 1, "maximum": 100000,
                    "description": "Tuning: candidates per list before fusion (default max(200, 2 x top_k))."},
         "per_file": {"type": "integer", "minimum": 0, "maximum": 10000, "default": DEFAULT_PER_FILE,
@@ -81,7 +81,7 @@ pub fn tools(read_only: bool, names: &[String]) -> Result<Vec<Tool>> {
     search_props["include_text"] = json!({"type": "boolean", "default": true,
         "description": "false: ids, scores, sources, lines and metadata only (then get what you need)."});
     search_props["keep_all"] = json!({"type": "boolean", "default": false,
-        "description": "true: return the closest chunks even when nothing matches the query with confidence (no chunk holds its words, and none is closer in meaning than random text); by default such a search returns no results."});
+        "description": "true: return the closest chunks even when nothing matches the query with confidence (by default such a search returns none)."});
     let mut explain_props = retrieval;
     explain_props["query"] =
         json!({"type": "string", "minLength": 1, "description": "The query to explain."});
@@ -220,13 +220,19 @@ fn output_schema(text: &str) -> Result<Arc<JsonObject>> {
     ))
 }
 
-/// `schema` without its titles, descriptions, comments and `$id` (its
-/// references are all within it). The schema files
-/// (`schemas/`) keep them for people; a client validates a tool's output
-/// without them, and every `tools/list` puts the output schemas in a
-/// model's context, where the tools' descriptions already say what the
-/// results hold (the documented schemas were 45 of its 57 KB). A keyword is
-/// removed only where it documents a schema, never a property of that name.
+/// `schema` as a tool serves it: without its titles, descriptions,
+/// comments and `$id` (its references are all within it), and each type
+/// written as a list (`["integer", "null"]`) split into `anyOf` branches of
+/// one type each, the same contract.
+///
+/// The schema files (`schemas/`) keep the prose for people; a client
+/// validates a tool's output without it, and every `tools/list` puts the
+/// output schemas in a model's context, where the tools' descriptions
+/// already say what the results hold (the documented schemas were 45 of its
+/// 57 KB). A client that maps schemas onto a dialect of one type a schema
+/// (Gemini's function declarations) rejects a list of types; the MCP
+/// Inspector's `--strict` check names each. A keyword is changed only where
+/// it is one, never a property of that name.
 fn slim(schema: Value) -> Value {
     let Value::Object(map) = schema else {
         return schema;
@@ -267,7 +273,15 @@ fn slim(schema: Value) -> Value {
             };
             (keyword, value)
         });
-    Value::Object(kept.collect())
+    let mut kept: JsonObject = kept.collect();
+    if let Some(Value::Array(types)) = kept.get("type")
+        && !kept.contains_key("anyOf")
+    {
+        let branches: Vec<Value> = types.iter().map(|t| json!({ "type": t })).collect();
+        kept.remove("type");
+        kept.insert("anyOf".into(), Value::Array(branches));
+    }
+    Value::Object(kept)
 }
 
 /// The output schema of `status` on a server of several indexes: each
