@@ -541,6 +541,9 @@ fn tools_list_fits_a_model_s_context_and_its_output_schemas_carry_no_prose() {
     let tools = listed["result"]["tools"].as_array().unwrap();
     assert!(tools.len() >= 5, "{listed}");
     for tool in tools {
+        // A title where the current protocol puts it, as in the annotations.
+        assert!(tool["title"].is_string(), "{tool}");
+        assert_eq!(tool["title"], tool["annotations"]["title"], "{tool}");
         let mut prose = Vec::new();
         documented(&tool["outputSchema"], "", &mut prose);
         assert_eq!(prose, Vec::<String>::new(), "{}", tool["name"]);

@@ -47,7 +47,7 @@ pub fn tools(read_only: bool, names: &[String]) -> Result<Vec<Tool>> {
                  "pattern": "^(hybrid|sparse|dense|graph|recency)(,(hybrid|sparse|dense|graph|recency))*$",
                  "description": "Lists to fuse: hybrid (default), or sparse (exact words and identifiers), dense (meaning), graph, recency (newest first), joined by commas."},
         "filter": {"type": "object",
-                   "description": "Front-matter metadata conditions, applied before ranking: key -> value or list of values (AND across keys, OR within a list). Every file also has path, dir and title; status lists every key with its common values.",
+                   "description": "Metadata conditions applied before ranking: key -> value or list of values (AND across keys, OR within a list); every file has path, dir and title; status lists the keys.",
                    "additionalProperties": {"oneOf": [
                        {"type": "string"},
                        {"type": "array", "items": {"type": "string"}, "minItems": 1}]}},
@@ -96,10 +96,9 @@ pub fn tools(read_only: bool, names: &[String]) -> Result<Vec<Tool>> {
     let mut tools = vec![
         Tool::new(
             "search",
-            "Search the notes; returns ranked chunks (chunk_id, score, text, source, heading, lines, metadata, per-list ranks, \
-             and coverage: the share of the query each holds; strong_match false says none holds much of it). \
-             Exact identifiers and paraphrases both work; filter narrows by metadata before ranking (status lists the keys \
-             and their common values). Text is budgeted by max_chars. Example: \
+            "Search the notes for exact identifiers or questions in any words: ranked chunks with text, source, lines, \
+             metadata and coverage (the share of the query each holds; strong_match false: none holds much of it). \
+             filter narrows by metadata before ranking (status lists the keys). Example: \
              {\"query\": \"INC-2023-Q4-011 gateway timeout\", \"filter\": {\"environment\": \"production\"}, \"top_k\": 5}; \
              then get a result's chunk_id for its whole text.",
             input(search_props, &["query"])?,
@@ -192,6 +191,11 @@ pub fn tools(read_only: bool, names: &[String]) -> Result<Vec<Tool>> {
                     .open_world(false),
             ),
         );
+    }
+    // The title a host shows, where the current protocol puts it (older
+    // hosts read it from the annotations, which keep it too).
+    for tool in &mut tools {
+        tool.title = tool.annotations.as_ref().and_then(|a| a.title.clone());
     }
     Ok(tools)
 }
