@@ -248,6 +248,9 @@ fn relative_path(root: &Path, given: &str) -> Result<String> {
     if path.components().any(|c| c == Component::ParentDir) {
         bail!("refused: the path '{given}' contains '..'; give a path inside the indexed folder");
     }
+    if given.ends_with('/') || given.ends_with(std::path::MAIN_SEPARATOR) {
+        bail!("'{given}' ends in a separator, as a folder does; give an indexed file's path");
+    }
     let relative = if path.is_absolute() {
         let real_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
         match path

@@ -112,6 +112,11 @@ fn unknown_ids_and_paths_exit_1_and_unsafe_paths_are_refused() {
             "'nowhere.md' is not an indexed file",
         ),
         (format!("../{FILE}"), 2, "contains '..'"),
+        (
+            format!("{FILE}/"),
+            2,
+            "ends in a separator, as a folder does",
+        ),
         (format!("incidents/../{FILE}"), 2, "contains '..'"),
         (
             outside.path().join("secret.md").display().to_string(),

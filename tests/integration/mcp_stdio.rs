@@ -557,3 +557,28 @@ fn tools_list_fits_a_model_s_context_and_its_output_schemas_carry_no_prose() {
     }
     assert_eq!(session.finish(), Some(0));
 }
+
+#[test]
+fn get_reads_a_path_s_line_range_as_the_command_line_does() {
+    let corpus = indexed();
+    let mut session = RawSession::start(corpus.path(), &[]);
+    let file = "runbooks/databases/postgres-replication.md";
+    let lines = |result: &Value| result["structuredContent"]["lines"].clone();
+    let ranged = session.call("get", json!({"path": format!("{file}:39-43")}));
+    let explicit = session.call("get", json!({"path": file, "from": 39, "to": 43}));
+    assert_eq!(lines(&ranged), json!([39, 43]), "{ranged}");
+    assert_eq!(ranged["structuredContent"], explicit["structuredContent"]);
+    // A chunk id given as a path is the chunk.
+    let chunk = session.call("get", json!({"path": format!("{file}#2")}));
+    assert_eq!(
+        chunk["structuredContent"]["chunk_id"],
+        format!("{file}#2"),
+        "{chunk}"
+    );
+    // A path ending as a folder's is refused, not read as the file.
+    let folder = session.call("get", json!({"path": format!("{file}/")}));
+    assert_eq!(folder["isError"], true, "{folder}");
+    let text = folder["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("ends in a separator"), "{text}");
+    assert_eq!(session.finish(), Some(0));
+}

@@ -401,14 +401,14 @@ fn get(state: &mut State, args: GetArgs) -> Result<(Value, String)> {
     let max_chars = check_max_chars(args.max_chars.unwrap_or(DEFAULT_MAX_CHARS))?;
     let members = state.members(args.indexes.as_deref())?;
     let (member, rest) = state.named_in(typed, &members)?;
-    let target = match args.chunk_id {
-        Some(_) => Target::Chunk(rest.to_string()),
-        None => Target::File {
+    let target = match (&args.chunk_id, args.from, args.to) {
+        (Some(_), ..) => Target::Chunk(rest.to_string()),
+        // A path alone is read as the command line reads its target, so
+        // `path:39-43` (and a chunk id given as a path) work here too.
+        (None, None, None) => Target::parse(rest)?,
+        (None, from, to) => Target::File {
             path: rest.to_string(),
-            lines: match (args.from, args.to) {
-                (None, None) => None,
-                (from, to) => Some(LineRange::new(from.unwrap_or(1), to)?),
-            },
+            lines: Some(LineRange::new(from.unwrap_or(1), to)?),
         },
     };
     let mut fetched = fetch::fetch(state.index(member)?, &target)?;

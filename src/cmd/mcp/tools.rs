@@ -111,7 +111,7 @@ pub fn tools(read_only: bool, names: &[String]) -> Result<Vec<Tool>> {
              (path = a result's source, optional from/to). Only indexed files inside the indexed folder are served.",
             input(json!({
                 "chunk_id": {"type": "string", "description": "A chunk id from search, path#n."},
-                "path": {"type": "string", "description": "An indexed file, relative to the indexed folder."},
+                "path": {"type": "string", "description": "An indexed file, relative to the indexed folder (path:FROM-TO reads those lines)."},
                 "from": {"type": "integer", "minimum": 1, "description": "First line (with path), default 1."},
                 "to": {"type": "integer", "minimum": 1, "description": "Last line (with path), default the end."},
                 "max_chars": {"type": "integer", "minimum": 1, "default": DEFAULT_MAX_CHARS,
