@@ -185,8 +185,11 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Result<Walk> {
             }),
         }
     }
-    out.skipped
-        .extend(hidden_dirs.iter().filter_map(|dir| hidden_notes(root, dir)));
+    out.skipped.extend(
+        hidden_dirs
+            .iter()
+            .filter_map(|dir| hidden_notes(root, dir, HIDDEN_ENTRIES_COUNTED)),
+    );
     out.files.shrink_to_fit();
     let unstated: Vec<(usize, String)> = (out.files.par_iter_mut().enumerate())
         .filter_map(
@@ -521,21 +524,32 @@ fn glob_set(patterns: &[String]) -> Result<Option<GlobSet>> {
 /// folders are, but not named, since no note of the user's lives there.
 const TOOL_FOLDERS: [&str; 2] = [".git", ".memidx"];
 
+/// Most entries of one hidden folder a walk looks at to count its markdown
+/// files: a walk of a home folder meets `.cache` and `.cargo`, whose tens of
+/// thousands of files it should not read on every run to say so.
+const HIDDEN_ENTRIES_COUNTED: usize = 10_000;
+
 /// The skip naming the hidden folder `dir` under `root`, when it holds
-/// markdown files (counted without following links); `None` when it holds
-/// none or is a tool's ([`TOOL_FOLDERS`]).
-fn hidden_notes(root: &Path, dir: &Path) -> Option<Skipped> {
+/// markdown files (counted without following links, among its first
+/// `looked_at` entries); `None` when it holds none or is a tool's
+/// ([`TOOL_FOLDERS`]).
+fn hidden_notes(root: &Path, dir: &Path, looked_at: usize) -> Option<Skipped> {
     let name = dir.file_name()?.to_str()?;
     if TOOL_FOLDERS.contains(&name) {
         return None;
     }
-    let notes = (WalkDir::new(dir).follow_links(false).into_iter().flatten())
+    let mut entries = WalkDir::new(dir).follow_links(false).into_iter().flatten();
+    let notes = (entries.by_ref().take(looked_at))
         .filter(|e| e.file_type().is_file() && is_markdown(e.path()))
         .count();
+    let more = match entries.next() {
+        Some(_) => "at least ",
+        None => "",
+    };
     let (files, them) = match notes {
         0 => return None,
-        1 => ("1 markdown file".to_string(), "it"),
-        n => (format!("{n} markdown files"), "them"),
+        1 => (format!("{more}1 markdown file"), "it"),
+        n => (format!("{more}{n} markdown files"), "them"),
     };
     Some(Skipped {
         path: display_rel(root, dir),
@@ -764,6 +778,21 @@ mod tests {
             ]
         );
         assert_eq!(walk.files[2].size, 4);
+        // A large hidden folder is counted only so far.
+        for n in 0..3 {
+            fs::write(root.join(format!(".hidden/more-{n}.md")), "# x\n").unwrap();
+        }
+        let partly = hidden_notes(root, &root.join(".hidden"), 3).unwrap();
+        assert_eq!(
+            partly.reason,
+            "hidden folder (its name starts with '.') with at least 2 markdown files; rename it to index them"
+        );
+        let whole = hidden_notes(root, &root.join(".hidden"), 10).unwrap();
+        assert!(
+            whole.reason.contains(" with 4 markdown files;"),
+            "{}",
+            whole.reason
+        );
         fs::remove_dir_all(root.join(".hidden")).unwrap();
         fs::create_dir_all(root.join(".git/refs")).unwrap();
         fs::write(root.join(".git/refs/x.md"), "# x\n").unwrap();
