@@ -88,7 +88,7 @@ pub fn write(to: Destination<'_>, folder: &Path, note: &Note, now: Timestamp) ->
     let (title, content) = checked_content(note, now)?;
     ensure!(
         content.len() as u64 <= max_bytes,
-        "the note would be {} bytes, over the {max_bytes}-byte limit (raise it with --max-file-size)",
+        "the note would be {} bytes, over the {max_bytes}-byte limit on an indexed file (on the command line, 'memidx remember --max-file-size' raises it)",
         content.len()
     );
     let given = root;

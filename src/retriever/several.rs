@@ -55,7 +55,9 @@ pub(super) fn open(
     set: impl FnOnce(Vec<(Option<String>, Index)>) -> Result<IndexSet>,
 ) -> Result<Retriever> {
     if selection.graph == GraphUse::Required {
-        bail!("the graph list searches one index at a time; give one --index for --mode graph");
+        bail!(
+            "the graph list searches one index at a time; name one index for mode graph (--index, or the MCP tools' indexes)"
+        );
     }
     let Some(((_, first_dir), others)) = named.split_first() else {
         bail!("no index to search");
