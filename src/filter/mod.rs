@@ -121,24 +121,15 @@ impl Filter {
             .map(|(key, wanted)| format!("{key}={}", wanted.join("|")))
     }
 
-    /// Evaluates the filter over an index's live chunks, part by part
-    /// (see [`Filter::evaluate`]); a chunk a later part buried never
-    /// passes. A key or value no part's file has is an error, as for one
-    /// generation.
-    pub fn evaluate_parts(&self, parts: &Parts) -> Result<AllowSet> {
-        let (allowed, met) = self.evaluate_met(parts)?;
-        if met.contains(&false) {
-            self.name_unmet(&[parts])?;
-        }
-        Ok(allowed)
-    }
-
-    /// Evaluates the filters of several indexes searched as one, each
-    /// index's own (the same conditions, the folder of `--here` aside;
-    /// `None`: nothing of that index is allowed), over each one's parts:
-    /// a key or value some index lacks narrows that index to nothing, and
-    /// is an error, as [`Filter::evaluate_parts`] makes it for one index,
-    /// only when no index's live file has it.
+    /// Evaluates the filters of the indexes a search reads (one or several,
+    /// searched as one), each index's own (the same conditions, the folder
+    /// of `--here` aside; `None`: nothing of that index is allowed), over
+    /// each one's live chunks, part by part: metadata conditions through
+    /// each generation's value index, time bounds through its stored dates,
+    /// and a chunk a later part buried never passes. A key or value some
+    /// index lacks narrows that index to nothing; one no index's live file
+    /// has is an error naming the keys or values they do have (each can
+    /// only be a typo, and would silently return nothing).
     pub fn evaluate_several(members: &[(Option<&Filter>, &Parts)]) -> Result<Vec<AllowSet>> {
         let mut allowed = Vec::with_capacity(members.len());
         let mut met: Vec<bool> = Vec::new();
@@ -162,19 +153,25 @@ impl Filter {
         Ok(allowed)
     }
 
-    /// [`Filter::evaluate_parts`] without its error: the allowed chunks
-    /// and, per condition, whether a live file has one of its values.
+    /// One index's allowed chunks and, per condition, whether a live file
+    /// has one of its values ([`Filter::evaluate_several`]).
     fn evaluate_met(&self, parts: &Parts) -> Result<(AllowSet, Vec<bool>)> {
         let live = parts.live_chunks();
         if self.is_empty() {
             return Ok((live.map_or(AllowSet::All, AllowSet::Only), Vec::new()));
+        }
+        if parts.is_single() {
+            // One part buries nothing, and its chunks are in index order.
+            let generation = parts.base();
+            let (passing, met) = self.generation_files(generation, &|_| true)?;
+            return Ok((allow_chunks(&passing, generation.chunk_files()?), met));
         }
         let mut per_part = Vec::with_capacity(parts.parts().len());
         let mut met = vec![false; self.conditions.len()];
         for part in parts.parts() {
             let generation = part.generation();
             let live = |file: usize| part.file_is_live(file as u32);
-            let (passing, part_met) = self.generation_files(generation, Some(&live))?;
+            let (passing, part_met) = self.generation_files(generation, &live)?;
             for (met, part_met) in met.iter_mut().zip(part_met) {
                 *met |= part_met;
             }
@@ -201,26 +198,15 @@ impl Filter {
         Ok(())
     }
 
-    /// Evaluates the filter over a generation's chunks: metadata conditions
-    /// through its value index (the file entries are decoded only for a
-    /// generation written before it existed), time bounds through the
-    /// stored dates.
-    pub fn evaluate(&self, generation: &Generation) -> Result<AllowSet> {
-        if self.is_empty() {
-            return Ok(AllowSet::All);
-        }
-        let (passing, _) = self.generation_files(generation, None)?;
-        Ok(allow_chunks(&passing, generation.chunk_files()?))
-    }
-
     /// Per file of `generation`, whether it passes, and per condition
     /// whether a file `live` calls live has one of its values (see
     /// [`Filter::files_passing`]).
     fn generation_files(
         &self,
         generation: &Generation,
-        live: Option<&dyn Fn(usize) -> bool>,
+        live: &dyn Fn(usize) -> bool,
     ) -> Result<(Vec<bool>, Vec<bool>)> {
+        let live = Some(live);
         let (mut passing, met) = match (self.reads_metadata(), generation.metadata_index()) {
             (false, _) => (vec![true; generation.file_count()], Vec::new()),
             (true, Some(index)) => self.files_passing(&Indexed { index, generation }, live)?,

@@ -132,13 +132,13 @@ impl Retriever {
         let started = Instant::now();
         let filters = self.member_filters(params)?;
         let members = self.indexes.members();
-        let allow = match (members, filters.as_slice()) {
-            ([member], [Some(filter)]) => filter.evaluate_parts(member.index().parts())?,
+        let each: Vec<(Option<&Filter>, &Parts)> = (filters.iter().zip(members))
+            .map(|(filter, member)| (filter.as_ref(), member.index().parts()))
+            .collect();
+        let mut allowed = Filter::evaluate_several(&each)?;
+        let allow = match allowed.len() {
+            1 => allowed.remove(0),
             _ => {
-                let each: Vec<(Option<&Filter>, &Parts)> = (filters.iter().zip(members))
-                    .map(|(filter, member)| (filter.as_ref(), member.index().parts()))
-                    .collect();
-                let allowed = Filter::evaluate_several(&each)?;
                 let sized: Vec<(AllowSet, usize)> = (allowed.into_iter().zip(members))
                     .map(|(allow, member)| (allow, member.len()))
                     .collect();
