@@ -190,6 +190,7 @@ impl SearchConfig {
                     dense_exact: fusion.exact,
                     dense_rescore: fusion.dense_rescore.map(|n| n as usize),
                     dense_probe: fusion.dense_probe,
+                    fusion_given: params.fusion.is_some() || params.rrf_k.is_some(),
                     ..selected_lists(&retrieval.mode, retrieval.recent, recency_weight)
                 },
                 [sparse_weight, dense_weight, graph_weight, recency_weight],
@@ -286,6 +287,7 @@ impl EvalConfig {
                     dense_rescore: fusion.dense_rescore.map(|n| n as usize),
                     dense_probe: fusion.dense_probe,
                     recency: fusion.recency_weight.is_some_and(|w| w > 0.0),
+                    fusion_given: fusion.fusion.is_some() || fusion.rrf_k.is_some(),
                     ..ListSelection::default()
                 },
                 [

@@ -20,7 +20,7 @@
 //! exactly: the score *is* the left-to-right sum of the recorded
 //! contributions.
 //!
-//! **Exact terms come first** ([`Fusion::exact_first`]: the index's own
+//! **Exact terms come first** ([`Fusion::own`]: the index's own
 //! fusion, not one a search spells out). When a list says the query names something
 //! exact that it holds ([`Ranking::exact`]: the sparse list, for an
 //! identifier-shaped word the index holds), a chunk that no such list
@@ -90,10 +90,12 @@ pub struct Fusion {
     pub method: FusionMethod,
     /// The RRF constant `k` (unused by relative scores).
     pub rrf_k: f64,
-    /// Whether exact terms come first (see the module doc): the index's
-    /// own fusion puts them first; a search that gives its own method, k
-    /// or weights fuses by exactly the formula it asked for.
-    pub exact_first: bool,
+    /// Whether this is the index's own fusion, not one a search spelled
+    /// out: exact terms then come first (see the module doc) and the file
+    /// list adds its files' evidence ([`crate::lists::files`]); a search
+    /// that gives its own method, k or weights fuses by exactly the formula
+    /// it asked for, over the lists it named.
+    pub own: bool,
 }
 
 /// Fusion weights (and the dense list's feedback) that suit an embedder,
@@ -109,6 +111,11 @@ pub struct FusionDefaults {
     pub sparse_weight: f64,
     /// Weight of the dense list.
     pub dense_weight: f64,
+    /// Weight of the file list ([`crate::lists::files`]) in the index's own
+    /// fusion of the sparse and dense lists (absent before it was built, and
+    /// from defaults saved then: 0, no file list).
+    #[serde(default)]
+    pub file_weight: f64,
     /// The RRF constant k.
     pub rrf_k: f64,
     /// Candidates per list; `None` means max(200, 2 × top_k).
@@ -124,17 +131,24 @@ impl FusionDefaults {
     /// dense list, weaker than BM25, weighs 0.4 against 0.6; a
     /// transformer's, stronger, 0.7 against 0.3, moved per query by the
     /// lists' spreads (adaptive), which lifts the transformer's mean and the
-    /// queries only BM25 can answer, and lowered the static model's
-    /// (measured: docs/eval.md).
+    /// queries only BM25 can answer, and lowered the static model's. The
+    /// words' weight is shared between a chunk's own BM25 (the sparse list)
+    /// and its file's (the file list): half and half with the static model,
+    /// a quarter to the file with a transformer, whose dense list already
+    /// reads a page's sections well. Where a file is one chunk the two
+    /// lists are one and the sharing moves nothing (measured: docs/eval.md).
     pub fn for_model(kind: ModelKind) -> Self {
-        let (method, sparse_weight, dense_weight) = match kind {
-            ModelKind::Static => (FusionMethod::Relative, 0.6, 0.4),
-            ModelKind::Transformer => (FusionMethod::Adaptive, 0.3, 0.7),
+        // The words' weight, 0.6 and 0.3, shared between the chunk's and
+        // the file's BM25.
+        let (method, sparse_weight, dense_weight, file_weight) = match kind {
+            ModelKind::Static => (FusionMethod::Relative, 0.3, 0.4, 0.3),
+            ModelKind::Transformer => (FusionMethod::Adaptive, 0.225, 0.7, 0.075),
         };
         Self {
             method,
             sparse_weight,
             dense_weight,
+            file_weight,
             rrf_k: DEFAULT_RRF_K,
             window: None,
             dense_feedback: DEFAULT_FEEDBACK,
@@ -164,7 +178,7 @@ impl FusionDefaults {
         Fusion {
             method,
             rrf_k: rrf_k.unwrap_or(self.rrf_k),
-            exact_first: method_given.is_none() && rrf_k.is_none() && !weights_given,
+            own: method_given.is_none() && rrf_k.is_none() && !weights_given,
         }
     }
 }
@@ -186,13 +200,17 @@ pub enum FusionSource {
 /// One list's ranking and its weight, as input to [`fuse`].
 #[derive(Debug, Clone, Copy)]
 pub struct Ranking<'a> {
-    /// The list's hits, best first (rank = index + 1).
+    /// The list's hits, best first (rank = index + 1, or shared, below).
     pub hits: &'a [ListHit],
     /// The list's weight `w`.
     pub weight: f64,
     /// Whether the query names something exact this list holds (see the
     /// module doc): a chunk it did not return is then [`Fused::gated`].
     pub exact: bool,
+    /// Whether hits of equal score one after another share a rank, the
+    /// ranks counting distinct scores (the file list, whose hits are the
+    /// chunks of each file at its file's score: a chunk ranks as its file).
+    pub tied: bool,
 }
 
 /// What one list added to a fused score.
@@ -314,8 +332,12 @@ pub fn fuse_at(lists: &[Ranking<'_>], fusion: Fusion, weights: &[QueryWeight]) -
             .hits
             .first()
             .map_or(0.0, |h| f64::from(h.score).max(0.0));
+        let mut rank = 0;
         for (position, hit) in list.hits.iter().enumerate() {
-            let rank = position + 1;
+            let shares = list.tied && position > 0 && list.hits[position - 1].score == hit.score;
+            if !shares {
+                rank = if list.tied { rank + 1 } else { position + 1 };
+            }
             let slots = by_chunk
                 .entry(hit.chunk)
                 .or_insert_with(|| vec![None; lists.len()]);
@@ -340,7 +362,7 @@ pub fn fuse_at(lists: &[Ranking<'_>], fusion: Fusion, weights: &[QueryWeight]) -
             }
         }
     }
-    let exact = fusion.exact_first && lists.iter().any(|l| l.exact);
+    let exact = fusion.own && lists.iter().any(|l| l.exact);
     let mut fused: Vec<Fused> = by_chunk
         .into_iter()
         .map(|(chunk, mut contributions)| {
@@ -407,7 +429,7 @@ mod tests {
         Fusion {
             method: FusionMethod::Rrf,
             rrf_k,
-            exact_first: true,
+            own: true,
         }
     }
 
@@ -419,6 +441,31 @@ mod tests {
     }
 
     #[test]
+    fn a_tied_list_ranks_equal_scores_alike_counting_distinct_scores() {
+        // The file list: chunks 4, 5, 6 of one file, then chunk 9 of another.
+        let scored = |pairs: &[(ChunkOrd, f32)]| -> Vec<ListHit> {
+            (pairs.iter())
+                .map(|&(chunk, score)| ListHit { chunk, score })
+                .collect()
+        };
+        let files = scored(&[(4, 2.0), (5, 2.0), (6, 2.0), (9, 1.0)]);
+        let ranks = |tied| -> Vec<(ChunkOrd, usize)> {
+            let list = Ranking {
+                hits: &files,
+                weight: 1.0,
+                exact: false,
+                tied,
+            };
+            let fused = fuse(&[list], rrf(60.0));
+            (fused.iter())
+                .map(|f| (f.chunk, f.contributions[0].unwrap().rank))
+                .collect()
+        };
+        assert_eq!(ranks(true), [(4, 1), (5, 1), (6, 1), (9, 2)]);
+        assert_eq!(ranks(false), [(4, 1), (5, 2), (6, 3), (9, 4)]);
+    }
+
+    #[test]
     fn first_in_one_list_and_third_in_the_other() {
         let (a, b) = (hits(&[7, 1, 2]), hits(&[3, 4, 7]));
         let fused = fuse(
@@ -427,11 +474,13 @@ mod tests {
                     hits: &a,
                     weight: 1.0,
                     exact: false,
+                    tied: false,
                 },
                 Ranking {
                     hits: &b,
                     weight: 1.0,
                     exact: false,
+                    tied: false,
                 },
             ],
             rrf(60.0),
@@ -451,11 +500,13 @@ mod tests {
                     hits: &a,
                     weight: 1.0,
                     exact: false,
+                    tied: false,
                 },
                 Ranking {
                     hits: &b,
                     weight: 1.0,
                     exact: false,
+                    tied: false,
                 },
             ],
             rrf(1.0),
@@ -478,11 +529,13 @@ mod tests {
                     hits: &a,
                     weight: 0.5,
                     exact: false,
+                    tied: false,
                 },
                 Ranking {
                     hits: &b,
                     weight: 2.0,
                     exact: false,
+                    tied: false,
                 },
             ],
             rrf(60.0),
@@ -503,11 +556,13 @@ mod tests {
                     hits: &a,
                     weight: 1.0,
                     exact: false,
+                    tied: false,
                 },
                 Ranking {
                     hits: &b,
                     weight: 1.0,
                     exact: false,
+                    tied: false,
                 },
             ],
             rrf(60.0),
@@ -521,11 +576,13 @@ mod tests {
                     hits: &a,
                     weight: 1.0,
                     exact: false,
+                    tied: false,
                 },
                 Ranking {
                     hits: &b,
                     weight: 2.0,
                     exact: false,
+                    tied: false,
                 },
             ],
             rrf(0.0),
@@ -547,18 +604,20 @@ mod tests {
         let relative = Fusion {
             method: FusionMethod::Relative,
             rrf_k: 60.0,
-            exact_first: true,
+            own: true,
         };
         let lists = [
             Ranking {
                 hits: &sparse,
                 weight: 0.6,
                 exact: false,
+                tied: false,
             },
             Ranking {
                 hits: &dense,
                 weight: 0.4,
                 exact: false,
+                tied: false,
             },
         ];
         let fused = fuse(&lists, relative);
@@ -619,7 +678,7 @@ mod tests {
             let fusion = Fusion {
                 method,
                 rrf_k: DEFAULT_RRF_K,
-                exact_first: true,
+                own: true,
             };
             let lists = |exact| {
                 [
@@ -627,11 +686,13 @@ mod tests {
                         hits: &sparse,
                         weight: 0.6,
                         exact,
+                        tied: false,
                     },
                     Ranking {
                         hits: &dense,
                         weight: 0.4,
                         exact: false,
+                        tied: false,
                     },
                 ]
             };
@@ -656,7 +717,7 @@ mod tests {
             assert_eq!(rest, (10..40).collect::<Vec<_>>());
             // A fusion spelled out by the search keeps its formula.
             let spelled = Fusion {
-                exact_first: false,
+                own: false,
                 ..fusion
             };
             assert_eq!(fuse(&lists(true), spelled), plain, "{method:?}");
@@ -679,22 +740,24 @@ mod tests {
                 hits: &sparse,
                 weight: 0.3,
                 exact: false,
+                tied: false,
             },
             Ranking {
                 hits: &dense,
                 weight: 0.7,
                 exact: false,
+                tied: false,
             },
         ];
         let adaptive = Fusion {
             method: FusionMethod::Adaptive,
             rrf_k: DEFAULT_RRF_K,
-            exact_first: true,
+            own: true,
         };
         let relative = Fusion {
             method: FusionMethod::Relative,
             rrf_k: DEFAULT_RRF_K,
-            exact_first: true,
+            own: true,
         };
         let weights_of = |fusion| -> Vec<f64> {
             query_weights(&lists, fusion)
@@ -734,17 +797,19 @@ mod tests {
                 hits: &none,
                 weight: 0.6,
                 exact: false,
+                tied: false,
             },
             Ranking {
                 hits: &flat,
                 weight: 0.4,
                 exact: false,
+                tied: false,
             },
         ];
         let adaptive = Fusion {
             method: FusionMethod::Adaptive,
             rrf_k: DEFAULT_RRF_K,
-            exact_first: true,
+            own: true,
         };
         let weights_of = |lists: &[Ranking<'_>]| -> Vec<f64> {
             query_weights(lists, adaptive)
@@ -765,11 +830,13 @@ mod tests {
                 hits: &still,
                 weight: 0.6,
                 exact: false,
+                tied: false,
             },
             Ranking {
                 hits: &none,
                 weight: 0.4,
                 exact: false,
+                tied: false,
             },
         ];
         assert_eq!(weights_of(&lists), [0.6, 0.4]);

@@ -30,15 +30,16 @@ pub fn run(config: &EvalConfig, out: &mut dyn Write, err: &mut dyn Write) -> Res
     let setting = FusionSetting {
         method: fusion.method,
         rrf_k: fusion.rrf_k,
-        sparse_weight: config.lists.sparse_weight.unwrap_or(defaults.sparse_weight),
+        sparse_weight: weight_of(ListKind::Sparse),
         dense_weight: config.lists.dense_weight.unwrap_or(defaults.dense_weight),
+        file_weight: weight_of(ListKind::Files),
         graph_weight: weight_of(ListKind::Graph),
         recency_weight: weight_of(ListKind::Recency),
         window: config
             .window
             .or(defaults.window)
             .unwrap_or_else(|| default_window(RUN_DEPTH)),
-        exact_first: fusion.exact_first,
+        own: fusion.own,
     };
     let options = EvalOptions {
         queries: config.queries.clone(),
@@ -74,6 +75,7 @@ pub fn run(config: &EvalConfig, out: &mut dyn Write, err: &mut dyn Write) -> Res
             method: chosen.setting.method,
             sparse_weight: chosen.setting.sparse_weight,
             dense_weight: chosen.setting.dense_weight,
+            file_weight: chosen.setting.file_weight,
             rrf_k: chosen.setting.rrf_k,
             window: Some(chosen.setting.window),
             dense_feedback: report.dense_feedback,

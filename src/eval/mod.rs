@@ -65,17 +65,19 @@ pub struct FusionSetting {
     pub sparse_weight: f64,
     /// Weight of the dense list.
     pub dense_weight: f64,
+    /// Weight of the file list (where it runs: the index's own fusion).
+    pub file_weight: f64,
     /// Weight of the graph list (where it runs).
     pub graph_weight: f64,
     /// Weight of the recency list (where it runs).
     pub recency_weight: f64,
     /// Candidates per list.
     pub window: usize,
-    /// Whether exact terms come first ([`Fusion::exact_first`]): for the
+    /// Whether exact terms come first ([`Fusion::own`]): for the
     /// index's own fusion and every setting the sweep tries (a candidate
     /// for it), not for one the run's flags spell out.
     #[serde(skip)]
-    pub exact_first: bool,
+    pub own: bool,
 }
 
 impl FusionSetting {
@@ -84,7 +86,7 @@ impl FusionSetting {
         Fusion {
             method: self.method,
             rrf_k: self.rrf_k,
-            exact_first: self.exact_first,
+            own: self.own,
         }
     }
 
@@ -93,6 +95,7 @@ impl FusionSetting {
         match kind {
             ListKind::Sparse => self.sparse_weight,
             ListKind::Dense => self.dense_weight,
+            ListKind::Files => self.file_weight,
             ListKind::Graph => self.graph_weight,
             ListKind::Recency => self.recency_weight,
         }
@@ -219,19 +222,24 @@ pub fn run(
         };
         fuse_run(&target, &rankings, &kinds, lists, setting)
     };
-    use ListKind::{Dense, Graph, Recency, Sparse};
+    use ListKind::{Dense, Files, Graph, Recency, Sparse};
     let has_graph = kinds.contains(&Graph);
-    let recency_modes = [("hybrid+recency", &[Sparse, Dense, Recency][..])];
-    let all_lists = if has_graph {
-        &[Sparse, Dense, Graph][..]
-    } else {
-        &[Sparse, Dense]
+    // Hybrid is the sparse and dense lists, with the file list's evidence
+    // where it runs (the index's own fusion).
+    let hybrid: &[ListKind] = match kinds.contains(&Files) {
+        true => &[Sparse, Dense, Files],
+        false => &[Sparse, Dense],
     };
+    let with = |more: ListKind| -> Vec<ListKind> { hybrid.iter().copied().chain([more]).collect() };
+    let with_recency = with(Recency);
+    let recency_modes = [("hybrid+recency", &with_recency[..])];
+    let with_graph = with(Graph);
+    let all_lists = if has_graph { &with_graph[..] } else { hybrid };
     let graph_modes = [("graph", &[Graph][..]), ("hybrid+graph", all_lists)];
     let modes = [
         ("sparse", &[Sparse][..]),
         ("dense", &[Dense]),
-        ("hybrid", &[Sparse, Dense]),
+        ("hybrid", hybrid),
     ]
     .into_iter()
     .chain(graph_modes.into_iter().filter(|_| has_graph))
@@ -254,7 +262,7 @@ pub fn run(
             let lists = if setting.graph_weight > 0.0 {
                 all_lists
             } else {
-                &[Sparse, Dense]
+                hybrid
             };
             fuse_run(setting, lists)
         })
@@ -371,6 +379,7 @@ fn fuse_run(
                         hits: &list.hits[..list.hits.len().min(setting.window)],
                         weight: setting.weight(kinds[i]),
                         exact: list.exact,
+                        tied: list.kind == ListKind::Files,
                     }
                 })
                 .collect();
@@ -410,6 +419,12 @@ fn sweep(
             held_out_ndcg_10: half(true),
         }
     };
+    // The file list's share of the words' weight, as the defaults give it.
+    let words = default.sparse_weight + default.file_weight;
+    let file_share = match words > 0.0 {
+        true => default.file_weight / words,
+        false => 0.0,
+    };
     // RRF at every k, then relative scores, fixed and adaptive (no k).
     let methods = SWEEP_K
         .iter()
@@ -424,13 +439,16 @@ fn sweep(
                 SWEEP_WINDOWS.iter().map(move |&window| FusionSetting {
                     method,
                     rrf_k,
-                    sparse_weight: 1.0,
+                    // The words' weight, 1, shared with the file list as
+                    // the defaults share it.
+                    sparse_weight: 1.0 - file_share,
                     dense_weight,
+                    file_weight: file_share,
                     graph_weight: 0.0,
                     recency_weight: 0.0,
                     window,
                     // A candidate for the index's own fusion, as saved.
-                    exact_first: true,
+                    own: true,
                 })
             })
         })

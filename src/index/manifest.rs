@@ -91,6 +91,7 @@ const UNSOURCED_BUILTIN_DEFAULTS: [FusionDefaults; 2] = [
         method: FusionMethod::Rrf,
         sparse_weight: 1.0,
         dense_weight: 0.3,
+        file_weight: 0.0,
         rrf_k: 60.0,
         window: None,
         dense_feedback: 3,
@@ -99,6 +100,7 @@ const UNSOURCED_BUILTIN_DEFAULTS: [FusionDefaults; 2] = [
         method: FusionMethod::Rrf,
         sparse_weight: 1.0,
         dense_weight: 1.0,
+        file_weight: 0.0,
         rrf_k: 60.0,
         window: None,
         dense_feedback: 3,
@@ -146,6 +148,10 @@ pub struct Manifest {
     /// (absent before they were weighed: the searchable text alone).
     #[serde(default = "crate::lists::sparse::fields::legacy")]
     pub sparse_fields: Fields,
+    /// Whether each generation holds the file list's index (absent before
+    /// it was built: none; see [`crate::lists::files`]).
+    #[serde(default)]
+    pub file_list: bool,
     /// Chunker settings (a change forces every file to be re-chunked).
     pub chunker: ChunkOptions,
     /// The model that embedded the chunks (queries must use the same).
@@ -490,6 +496,7 @@ mod tests {
             tokenizer: Analyzer::default(),
             bm25: Bm25Params::default(),
             sparse_fields: Fields::default(),
+            file_list: true,
             chunker: ChunkOptions::default(),
             embedder: EmbedderInfo {
                 id: "m".into(),
@@ -501,6 +508,7 @@ mod tests {
                 method: FusionMethod::Rrf,
                 sparse_weight: 1.0,
                 dense_weight: 0.5,
+                file_weight: 0.5,
                 rrf_k: 60.0,
                 window: None,
                 dense_feedback: 3,

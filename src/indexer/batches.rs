@@ -19,7 +19,7 @@ use crate::corpus::walk::Walk;
 use crate::lists::dense::VectorWriter;
 use crate::lists::sparse::AnalyzedPart;
 use crate::lists::sparse::SparseWriter;
-use crate::store::generation::SPARSE_DIR;
+use crate::store::generation::{FILES_DIR, SPARSE_DIR};
 use crate::store::texts::TextWriter;
 
 /// Files read and chunked per batch of the streaming pass (bounds the
@@ -33,6 +33,8 @@ pub(super) struct Streamed {
     pub(super) built: Built,
     /// The sparse list with every document added, not yet committed.
     pub(super) sparse: SparseWriter,
+    /// The file list likewise, when the run writes one.
+    pub(super) files: Option<SparseWriter>,
     /// The walk's skips, then the files skipped when read.
     pub(super) skipped: Vec<Skipped>,
     /// Problems in indexed files (e.g. broken front matter).
@@ -72,6 +74,16 @@ pub(super) fn stream(
         options.analyzer,
         base_dir.map(|d| d.join(SPARSE_DIR)).as_deref(),
     )?;
+    let mut file_list = options
+        .file_list
+        .then(|| {
+            SparseWriter::create(
+                &gen_dir.join(FILES_DIR),
+                options.analyzer,
+                base_dir.map(|d| d.join(FILES_DIR)).as_deref(),
+            )
+        })
+        .transpose()?;
     let mut vectors = VectorWriter::create(gen_dir)?;
     let (mut embedded, mut embed_time) = (0, Duration::ZERO);
     let mut cut = Some(0);
@@ -115,12 +127,9 @@ pub(super) fn stream(
                 Some((chunk.uid, text, parts.len() - 1))
             })
             .collect();
-        let docs: Vec<(u32, &str, &AnalyzedPart)> = texts
-            .iter()
-            .map(|(uid, text, part)| (*uid, text.as_ref(), &parts[*part].1))
-            .collect();
         let (added, batch) = std::thread::scope(|scope| {
-            let added = scope.spawn(|| sparse.add_with_parts(&docs));
+            let added =
+                scope.spawn(|| add_documents(&mut sparse, file_list.as_mut(), &texts, &parts));
             let embed_started = Instant::now();
             let batch = embed_batch(chunks, &sources, previous, run.embedder)
                 .map(|b| (b, embed_started.elapsed()));
@@ -147,10 +156,53 @@ pub(super) fn stream(
     Ok(Streamed {
         built,
         sparse,
+        files: file_list,
         skipped,
         warnings,
         embedded,
         cut,
         embed_time,
     })
+}
+
+/// Chunks analyzed at once when adding documents (whole files, so a
+/// little more): bounds the analyzed terms held in memory.
+const ANALYZE_CHUNKS: usize = 4096;
+
+/// Analyzes a batch's new chunks, `texts` (uid, searchable text, its
+/// file's place in `parts`; a file's chunks one after another), once, and
+/// adds each chunk's document to `sparse` and, when given, each file's to
+/// `files`: its chunks' terms joined, its part once, under its first
+/// chunk's uid ([`crate::lists::files`]).
+fn add_documents(
+    sparse: &mut SparseWriter,
+    mut files: Option<&mut SparseWriter>,
+    texts: &[(u32, Cow<'_, str>, usize)],
+    parts: &[(u32, AnalyzedPart)],
+) -> Result<()> {
+    let mut start = 0;
+    while start < texts.len() {
+        // Whole files: the end moves past the last file's other chunks.
+        let mut end = (start + ANALYZE_CHUNKS).min(texts.len());
+        while end < texts.len() && texts[end].2 == texts[end - 1].2 {
+            end += 1;
+        }
+        let batch = &texts[start..end];
+        start = end;
+        let bare: Vec<&str> = batch.iter().map(|(_, text, _)| text.as_ref()).collect();
+        let analyzed = sparse.analyze_texts(&bare);
+        if let Some(writer) = files.as_deref_mut() {
+            let mut at = 0;
+            let file_docs = batch.chunk_by(|a, b| a.2 == b.2).map(|file| {
+                let chunks = &analyzed[at..at + file.len()];
+                at += file.len();
+                (file[0].0, AnalyzedPart::join(chunks, &parts[file[0].2].1))
+            });
+            writer.add_analyzed(file_docs.collect::<Vec<_>>())?;
+        }
+        let chunk_docs = (batch.iter().zip(analyzed))
+            .map(|((uid, _, part), text)| (*uid, AnalyzedPart::join([&text], &parts[*part].1)));
+        sparse.add_analyzed(chunk_docs)?;
+    }
+    Ok(())
 }

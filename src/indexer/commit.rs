@@ -18,7 +18,6 @@ use crate::index::manifest::{Counts, FORMAT_VERSION, GraphManifest, Manifest, Sk
 use crate::lists::sparse::Bm25Params;
 use crate::lists::vector_cache;
 use crate::store::checks::{self, Checksums};
-use crate::store::generation::SPARSE_DIR;
 use crate::store::{self, atomic};
 
 /// Creates the empty folder of generation `generation` under `index_dir`,
@@ -34,8 +33,8 @@ pub(super) fn create_generation_dir(index_dir: &Path, generation: u64) -> Result
 }
 
 /// Seals `gen_dir`'s files and computes their checks; the sparse segment
-/// files `linked` from the previous generation keep the checks `previous`
-/// recorded for them.
+/// files `linked` from the previous generation (by name in the generation)
+/// keep the checks `previous` recorded for them.
 pub(super) fn checksums(
     gen_dir: &Path,
     linked: &[String],
@@ -44,8 +43,7 @@ pub(super) fn checksums(
     let linked: Checksums = match previous {
         Some(old) => linked
             .iter()
-            .map(|name| format!("{SPARSE_DIR}/{name}"))
-            .filter_map(|name| Some((name.clone(), *old.checksums.get(&name)?)))
+            .filter_map(|name| Some((name.clone(), *old.checksums.get(name)?)))
             .collect(),
         None => Checksums::new(),
     };
@@ -83,6 +81,7 @@ pub(super) fn manifest(
         tokenizer: options.analyzer,
         bm25: Bm25Params::default(),
         sparse_fields: options.sparse_fields,
+        file_list: options.file_list,
         chunker: options.chunker,
         embedder: embedder.info().clone(),
         model_dir: options.model_dir.as_ref().map(|d| {

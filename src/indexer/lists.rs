@@ -16,7 +16,7 @@ use crate::lists::dense::codes::{self, DenseIndexSetting};
 use crate::lists::graph::{self, EntityCache, GRAPH_FILE, GraphOptions};
 use crate::lists::sparse::{SparseWriter, SparseWritten};
 use crate::store::atomic;
-use crate::store::generation::ChunkOrd;
+use crate::store::generation::{ChunkOrd, FILES_DIR, SPARSE_DIR};
 use crate::store::texts::TextStore;
 
 /// The finished sparse list, and the graph's manifest entry (with the
@@ -24,6 +24,8 @@ use crate::store::texts::TextStore;
 pub(super) struct FinishedLists {
     /// What the sparse list's commit reports.
     pub(super) sparse: SparseWritten,
+    /// What the file list's commit reports, when the run wrote one.
+    pub(super) files: Option<SparseWritten>,
     /// The graph's manifest entry and build time.
     pub(super) graph: Option<(GraphManifest, Duration)>,
     /// The dense index's manifest entry.
@@ -32,13 +34,24 @@ pub(super) struct FinishedLists {
     pub(super) dense_index_time: Option<Duration>,
 }
 
-/// Commits `sparse` over `built`'s uid map while the graph (when `options`
+impl FinishedLists {
+    /// The files hard-linked from the previous generation, by name in the
+    /// generation: the sparse list's and the file list's.
+    pub(super) fn linked(&self) -> Vec<String> {
+        let sparse = (self.sparse.linked.iter()).map(|name| format!("{SPARSE_DIR}/{name}"));
+        let files = (self.files.iter().flat_map(|files| &files.linked))
+            .map(|name| format!("{FILES_DIR}/{name}"));
+        sparse.chain(files).collect()
+    }
+}
+
+/// Commits `sparse` (and the file list) over `built`'s uid map while the graph (when `options`
 /// build one) and the dense index (when its setting asks for one at this
 /// size; vectors by `embedder`) are built over the table in `gen_dir`.
 pub(super) fn finish(
     gen_dir: &Path,
     built: &Built,
-    sparse: SparseWriter,
+    (sparse, files): (SparseWriter, Option<SparseWriter>),
     previous: &Previous,
     options: &IndexOptions,
     embedder: &'static dyn Embedder,
@@ -58,17 +71,22 @@ pub(super) fn finish(
         });
         let dense = scope.spawn(|| write_dense_index(gen_dir, built, setting, embedder));
         let sparse = sparse.finish(&built.ords);
+        let files = files
+            .map(|files| files.finish_expecting(&built.ords, built.files_with_chunks()))
+            .transpose();
         let graph = graph
             .join()
             .unwrap_or_else(|_| bail!("the graph builder panicked"));
         let dense = dense
             .join()
             .unwrap_or_else(|_| bail!("the dense index builder panicked"));
-        (sparse, graph, dense)
+        (sparse.and_then(|s| Ok((s, files?))), graph, dense)
     });
     let (dense_index, dense_index_time) = dense_built?;
+    let (sparse, files) = sparse_built?;
     Ok(FinishedLists {
-        sparse: sparse_built?,
+        sparse,
+        files,
         graph: graph_built?,
         dense_index,
         dense_index_time,

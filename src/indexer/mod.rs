@@ -81,6 +81,8 @@ pub struct IndexOptions {
     pub analyzer: Analyzer,
     /// How often each field of a chunk counts in its sparse document.
     pub sparse_fields: Fields,
+    /// Whether to write the file list's index ([`crate::lists::files`]).
+    pub file_list: bool,
     /// Ignore rules and globs for the walk.
     pub walk: WalkOptions,
     /// The transformer model folder (`--model`), or `None` for the bundled model.
@@ -111,6 +113,7 @@ impl IndexOptions {
             chunker: ChunkOptions::default(),
             analyzer: Analyzer::default(),
             sparse_fields: Fields::default(),
+            file_list: true,
             walk: WalkOptions::default(),
             model_dir: None,
             graph: None,
@@ -130,6 +133,7 @@ impl IndexOptions {
         options.chunker = manifest.chunker;
         options.analyzer = manifest.tokenizer;
         options.sparse_fields = manifest.sparse_fields;
+        options.file_list = manifest.file_list;
         options.model_dir = manifest.model_dir.as_ref().map(PathBuf::from);
         options
     }
@@ -423,7 +427,7 @@ fn write(
     let lists = lists::finish(
         &gen_dir,
         &built,
-        streamed.sparse,
+        (streamed.sparse, streamed.files),
         &previous,
         options,
         embedder,
@@ -436,7 +440,7 @@ fn write(
         parts::write_delta(&gen_dir, std::slice::from_ref(&plan.buried), &places)?;
     }
     atomic::sync_tree(&gen_dir)?;
-    let checksums = commit::checksums(&gen_dir, &lists.sparse.linked, previous.manifest.as_ref())?;
+    let checksums = commit::checksums(&gen_dir, &lists.linked(), previous.manifest.as_ref())?;
 
     let skipped = streamed.skipped;
     let mut counts = Counts {

@@ -24,7 +24,7 @@ use crate::lists::vector_cache::{self, PartVectors, ReusableVectors};
 use crate::progress::Progress;
 use crate::store::checks;
 use crate::store::generation::{
-    ChunkOrd, DATES_FILE, FileEntry, FileStamp, PATH_INDEX_FILE, PATHS_FILE, SPARSE_DIR,
+    ChunkOrd, DATES_FILE, FILES_DIR, FileEntry, FileStamp, PATH_INDEX_FILE, PATHS_FILE, SPARSE_DIR,
     STAMPS_FILE,
 };
 use crate::store::metadata_index::METADATA_INDEX_FILE;
@@ -173,6 +173,7 @@ impl Previous {
         // Chunks are reused only when they would be cut and tokenized the same way.
         let same_chunks = manifest.tokenizer == options.analyzer
             && manifest.sparse_fields == options.sparse_fields
+            && manifest.file_list == options.file_list
             && manifest.chunker == options.chunker
             && manifest.format_version >= CHUNKS_FORMAT_VERSION;
         if let Some(parts) = parts.filter(|_| same_chunks) {
@@ -509,8 +510,10 @@ fn read_keys(parts: &Parts, manifest: &Manifest) -> Result<Vec<Arc<[u64]>>> {
 /// generation that looks intact.
 fn check_carried_files(parts: &Parts, manifest: &Manifest, verify: Verify) -> Result<()> {
     let in_sparse = |name: &str| {
-        name.strip_prefix(SPARSE_DIR)
-            .is_some_and(|rest| rest.starts_with('/'))
+        [SPARSE_DIR, FILES_DIR].iter().any(|dir| {
+            name.strip_prefix(dir)
+                .is_some_and(|rest| rest.starts_with('/'))
+        })
     };
     for (at, (part, (_, checksums))) in parts.parts().iter().zip(manifest.parts()).enumerate() {
         let whole = at > 0 || verify == Verify::Carried;

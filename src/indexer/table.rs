@@ -51,6 +51,13 @@ impl Built {
         }
     }
 
+    /// How many of the table's files have chunks: the file list's live
+    /// documents.
+    pub(super) fn files_with_chunks(&self) -> u64 {
+        let files = self.table.chunks.chunk_by(|a, b| a.file == b.file);
+        files.count() as u64
+    }
+
     /// Appends one batch of files. With `carry`, unchanged files keep their
     /// chunks' texts, uids and sparse documents; without, every chunk is
     /// written anew (uid = ordinal). Returns the sources of the chunks added.

@@ -7,6 +7,7 @@
 
 mod allow;
 pub mod dense;
+pub mod files;
 mod frozen_dir;
 pub mod graph;
 pub mod guard;
@@ -74,6 +75,10 @@ pub struct RankedList {
     /// sparse list: a word of the query shaped like an identifier): fusion then gives nothing to a chunk this list did not
     /// return (see [`crate::fusion`]).
     pub exact: bool,
+    /// For the file list once its hits stand for their files' chunks, how
+    /// many files they stand for; its `matched` and `filtered_out` count
+    /// files. `None` for other lists.
+    pub files: Option<usize>,
     /// Time spent preparing the query (tokenizing, embedding, and the dense
     /// list's feedback scan).
     pub prepare_time: Duration,
@@ -113,6 +118,7 @@ impl RankedList {
             approximate: None,
             request: None,
             exact: false,
+            files: None,
             prepare_time: Duration::ZERO,
             elapsed: Duration::ZERO,
         }
@@ -186,6 +192,9 @@ pub struct CellsProbed {
 pub enum ListKind {
     /// BM25 over the identifier-aware tokens ([`sparse`]).
     Sparse,
+    /// BM25 over whole files, each hit standing for every chunk of its
+    /// file ([`files`]).
+    Files,
     /// Cosine over the chunks' embeddings ([`dense`]).
     Dense,
     /// Through the entity graph ([`graph`]).
@@ -199,6 +208,7 @@ impl ListKind {
     pub fn name(self) -> &'static str {
         match self {
             Self::Sparse => "sparse",
+            Self::Files => "file",
             Self::Dense => "dense",
             Self::Graph => "graph",
             Self::Recency => "recency",

@@ -209,7 +209,7 @@ impl ExplainReport {
                         Confidence::NearMiss { word, held } => Some([word.clone(), held.clone()]),
                         _ => None,
                     },
-                    candidates: run.ranked.hits.len(),
+                    candidates: run.ranked.files.unwrap_or(run.ranked.hits.len()),
                     matched: run.ranked.matched,
                     filtered_out: run.ranked.filtered_out,
                     postings: run.ranked.postings,

@@ -15,6 +15,7 @@ use crate::eval::{EvalReport, FusionSetting};
 use crate::fusion::{FusionMethod, FusionSource};
 use crate::index::status::{MetadataKey, StatusReport};
 use crate::indexer::IndexReport;
+use crate::lists::ListKind;
 use crate::lists::dense::codes::DenseIndexSetting;
 use crate::retriever::StaleFiles;
 
@@ -289,8 +290,13 @@ pub fn print_explain(out: &mut dyn Write, report: &ExplainReport, here: &Here) -
                 }
                 (None, None) => String::new(),
             };
+            // The file list counts files, each standing for its chunks.
+            let unit = match l.name == ListKind::Files.name() {
+                true => " files",
+                false => "",
+            };
             format!(
-                "{}{on} {} of {} matched ({} filtered out{best}{postings}) in {:.2} ms (query {:.2} ms)",
+                "{}{on} {} of {}{unit} matched ({} filtered out{best}{postings}) in {:.2} ms (query {:.2} ms)",
                 l.name, l.candidates, l.matched, l.filtered_out, l.total_ms, l.prepare_ms
             )
         })

@@ -11,14 +11,22 @@ use crate::embed::Embedder;
 use crate::filter::Filter;
 use crate::index::Index;
 use crate::lists::dense::{DenseList, DenseOptions};
+use crate::lists::files::FileList;
 use crate::lists::sparse::{SparseList, SparseStats};
-use crate::lists::{List, guard};
-use crate::store::generation::SPARSE_DIR;
+use crate::lists::{List, ListKind, guard};
+use crate::store::generation::{FILES_DIR, SPARSE_DIR};
 
 /// Opens the lists a search runs over an opened index.
 pub trait Backend: Send + Sync {
     /// The sparse (BM25) list over `index`.
     fn sparse(&self, index: &Index) -> Result<Box<dyn List>>;
+
+    /// The file list over `index` (`None`: the index has none). It runs on
+    /// the index's own files whatever the backend: a remote engine holds
+    /// the chunks' lists only.
+    fn files(&self, index: &Index) -> Result<Option<Box<dyn List>>> {
+        Ok(local_files(index)?.map(|list| Box::new(list) as Box<dyn List>))
+    }
 
     /// The dense list over `index`, embedding queries with `embedder` (the
     /// model the index was built with) and moving each query toward
@@ -57,20 +65,39 @@ pub struct Local;
 /// documents of chunks a later part buried are counted as dead.
 pub fn local_sparse(index: &Index) -> Result<SparseList> {
     let manifest = index.manifest();
+    sparse_over_parts(index, SPARSE_DIR, manifest.sparse)
+}
+
+/// The index's own file list ([`crate::lists::files`]), its parts merged
+/// and buried as the sparse list's are; `None` for an index built without
+/// one.
+pub(super) fn local_files(index: &Index) -> Result<Option<FileList>> {
+    if !index.manifest().file_list {
+        return Ok(None);
+    }
+    let files = sparse_over_parts(index, FILES_DIR, SparseStats::default())?;
+    Ok(Some(FileList::new(files)?))
+}
+
+/// The BM25 list in each part's folder `folder`, merged, the base counting
+/// `stats` as its live documents, and the documents of chunks a later part
+/// buried counted as dead.
+fn sparse_over_parts(index: &Index, folder: &str, stats: SparseStats) -> Result<SparseList> {
+    let manifest = index.manifest();
     let parts = index.parts();
     let mut lists = Vec::with_capacity(parts.parts().len());
     for (at, (part, (_, checks))) in parts.parts().iter().zip(manifest.parts()).enumerate() {
-        let dir = part.generation().dir().join(SPARSE_DIR);
-        // The manifest's checks of the sparse folder's files, by name in it.
-        let prefix = format!("{SPARSE_DIR}/");
+        let dir = part.generation().dir().join(folder);
+        // The manifest's checks of the folder's files, by name in it.
+        let prefix = format!("{folder}/");
         let checksums = (checks.iter())
             .filter_map(|(name, check)| Some((name.strip_prefix(&prefix)?.to_string(), *check)))
             .collect();
         let stats = match at {
-            0 => manifest.sparse,
+            0 => stats,
             _ => SparseStats::default(),
         };
-        let list = guard::catch("sparse", &dir, || {
+        let list = guard::catch(ListKind::Sparse.name(), &dir, || {
             SparseList::open(
                 &dir,
                 manifest.tokenizer,

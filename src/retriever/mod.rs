@@ -131,6 +131,14 @@ impl Retriever {
                 weight: dense_weight(selection, manifest),
             });
         }
+        if let Some(weight) = file_weight(selection, manifest)
+            && let Some(files) = backend.files(&index)?
+        {
+            lists.push(WeightedList {
+                index: files,
+                weight,
+            });
+        }
         let graph = match backend.graph_refusal() {
             None => selection.graph,
             Some(refusal) if selection.graph == GraphUse::Required => {
@@ -269,11 +277,16 @@ impl Retriever {
     }
 }
 
-/// The sparse list's weight: the search's, else the index's default.
+/// The sparse list's weight: the search's, else the index's default, which
+/// shares the words' weight with the file list where it runs and holds all
+/// of it where it does not.
 fn sparse_weight(selection: &ListSelection, manifest: &Manifest) -> f64 {
-    selection
-        .sparse_weight
-        .unwrap_or(manifest.fusion.sparse_weight)
+    let fusion = &manifest.fusion;
+    let shared = manifest.file_list && file_weight(selection, manifest).is_some();
+    selection.sparse_weight.unwrap_or(match shared {
+        true => fusion.sparse_weight,
+        false => fusion.sparse_weight + fusion.file_weight,
+    })
 }
 
 /// The dense list's weight: the search's, else the index's default.
@@ -281,6 +294,16 @@ fn dense_weight(selection: &ListSelection, manifest: &Manifest) -> f64 {
     selection
         .dense_weight
         .unwrap_or(manifest.fusion.dense_weight)
+}
+
+/// The file list's weight when a search with `selection` runs it over the
+/// index `manifest` describes: in hybrid searches (the sparse and dense
+/// lists both) under the index's own fusion, at the index's default;
+/// `None` otherwise, or when that weight is 0.
+pub(super) fn file_weight(selection: &ListSelection, manifest: &Manifest) -> Option<f64> {
+    let hybrid = selection.sparse && selection.dense && selection.own_fusion();
+    let weight = manifest.fusion.file_weight;
+    (hybrid && weight > 0.0).then_some(weight)
 }
 
 /// How the dense list searches: the search's feedback, else the index's.

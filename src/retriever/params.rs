@@ -91,6 +91,10 @@ pub struct ListSelection {
     /// Weight of the recency list; `None` uses
     /// [`crate::lists::recency::RECENT_WEIGHT`].
     pub recency_weight: Option<f64>,
+    /// Whether the search names its fusion method or RRF constant: the
+    /// formula it spells out is fused over the lists it names, without the
+    /// file list of the index's own fusion ([`crate::fusion::Fusion::own`]).
+    pub fusion_given: bool,
 }
 
 impl ListSelection {
@@ -98,6 +102,12 @@ impl ListSelection {
     /// weights as given (see [`crate::fusion::FusionDefaults::resolve`]).
     pub fn weights_given(&self) -> bool {
         self.sparse_weight.is_some() || self.dense_weight.is_some() || self.graph_weight.is_some()
+    }
+
+    /// Whether the search runs under the index's own fusion: it gives no
+    /// method, RRF constant or weight of its own.
+    pub fn own_fusion(&self) -> bool {
+        !self.fusion_given && !self.weights_given()
     }
 }
 
@@ -117,6 +127,7 @@ impl Default for ListSelection {
             dense_probe: None,
             recency: false,
             recency_weight: None,
+            fusion_given: false,
         }
     }
 }

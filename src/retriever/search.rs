@@ -21,7 +21,7 @@ use super::confidence::{Confidence, nothing_matched};
 use super::{Folded, Retriever, SearchParams, WeightedList, fold};
 use crate::filter::Filter;
 use crate::fusion::{self, Fused, Fusion, Ranking};
-use crate::lists::{AllowSet, ListKind, RankedList, guard};
+use crate::lists::{AllowSet, ListHit, ListKind, RankedList, guard};
 use crate::store::generation::ChunkOrd;
 use crate::store::parts::Parts;
 
@@ -210,6 +210,7 @@ impl Retriever {
                 hits: &r.hits,
                 weight: l.weight,
                 exact: r.exact,
+                tied: r.kind == ListKind::Files,
             })
             .collect();
         let fusion = self.fusion(params);
@@ -301,6 +302,7 @@ impl Retriever {
             _ => lists.par_iter().map(search).collect::<Result<_>>()?,
         };
         self.uncount_buried(&mut ranked);
+        self.stand_for_files(&mut ranked, allow, depth)?;
         let wanted = lists.iter().map(|l| l.index.feedback_seeds()).max();
         let Some(wanted @ 1..) = wanted else {
             return Ok(ranked);
@@ -313,6 +315,7 @@ impl Retriever {
                 hits: &r.hits[..r.hits.len().min(first_pass.window)],
                 weight: l.weight,
                 exact: r.exact,
+                tied: r.kind == ListKind::Files,
             })
             .collect();
         let best: Vec<ChunkOrd> = fusion::fuse(&inputs, first_pass.fusion)
@@ -334,6 +337,45 @@ impl Retriever {
             *slot = refined;
         }
         Ok(ranked)
+    }
+
+    /// Stands each hit of the file list (its file's first chunk) for every
+    /// allowed chunk of its file, at the file's score, in chunk order (see
+    /// [`crate::lists::files`]), up to `depth` chunks: a list returns no
+    /// more than its window.
+    fn stand_for_files(
+        &self,
+        ranked: &mut [RankedList],
+        allow: &AllowSet,
+        depth: usize,
+    ) -> Result<()> {
+        for list in ranked.iter_mut().filter(|l| l.kind == ListKind::Files) {
+            let mut hits = Vec::with_capacity(depth.min(list.hits.len() * 4));
+            let mut files = 0;
+            for hit in &list.hits {
+                if hits.len() >= depth {
+                    break;
+                }
+                files += 1;
+                let (member, local) = self.indexes.locate(hit.chunk)?;
+                let parts = self.indexes.members()[member].index().parts();
+                let chunks = parts.chunks_of_file(parts.file_of_chunk(local)?)?;
+                let base = hit.chunk - local;
+                hits.extend(
+                    (chunks.map(|chunk| base + chunk))
+                        .filter(|&chunk| allow.allows(chunk))
+                        .map(|chunk| ListHit {
+                            chunk,
+                            score: hit.score,
+                        }),
+                );
+            }
+            hits.truncate(depth);
+            list.hits = hits;
+            list.files = Some(files);
+            list.reasons.clear();
+        }
+        Ok(())
     }
 
     /// The lists that visit every chunk (the dense scan, recency) count

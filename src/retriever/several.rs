@@ -19,16 +19,17 @@ use std::sync::Arc;
 use anyhow::{Result, bail};
 use rayon::prelude::*;
 
-use super::backend::{Local, local_dense, local_sparse};
+use super::backend::{Local, local_dense, local_files, local_sparse};
 use super::{
-    GraphUse, ListSelection, Retriever, WeightedList, dense_options, dense_weight, recency,
-    sparse_weight,
+    GraphUse, ListSelection, Retriever, WeightedList, dense_options, dense_weight, file_weight,
+    recency, sparse_weight,
 };
 use crate::embed::Embedder;
 use crate::index::Index;
 use crate::index::manifest::Manifest;
 use crate::index::set::IndexSet;
 use crate::lists::dense::DenseList;
+use crate::lists::files::FileList;
 use crate::lists::sparse::SparseList;
 use crate::store::generation::ChunkOrd;
 use crate::store::parts::Parts;
@@ -37,6 +38,7 @@ use crate::store::parts::Parts;
 struct Opened {
     index: Index,
     sparse: Option<SparseList>,
+    files: Option<FileList>,
     dense: Option<DenseList>,
     /// The model its dense part embeds queries with.
     embedder: Option<&'static dyn Embedder>,
@@ -75,11 +77,13 @@ pub(super) fn open(
         })
         .collect::<Result<_>>()?;
     let mut sparse = Vec::new();
+    let mut files = Vec::new();
     let mut dense = Vec::new();
     let mut members = Vec::with_capacity(named.len());
     let opened = std::iter::once(first).chain(others);
     for (at, ((name, _), member)) in named.iter().zip(opened).enumerate() {
         sparse.extend(member.sparse.map(|list| (list, at)));
+        files.extend(member.files.map(|list| (list, at)));
         dense.extend(member.dense.map(|list| (list, at)));
         members.push((name.clone(), member.index));
     }
@@ -96,6 +100,13 @@ pub(super) fn open(
         lists.push(WeightedList {
             index: Box::new(DenseList::merge(based(dense, &indexes))?),
             weight: dense_weight(selection, first),
+        });
+    }
+    let file_weight = file_weight(selection, first).filter(|_| !files.is_empty());
+    if let Some(weight) = file_weight {
+        lists.push(WeightedList {
+            index: Box::new(FileList::merge(based(files, &indexes))?),
+            weight,
         });
     }
     if selection.recency {
@@ -133,6 +144,15 @@ fn open_parts(
         true => Some(local_sparse(&index)?),
         false => None,
     };
+    let reference_manifest = reference.map_or(manifest, |r| &r.manifest);
+    // The file list runs where the first index has one (its sparse weight
+    // shares the words' weight with it).
+    let runs_files =
+        reference_manifest.file_list && file_weight(selection, reference_manifest).is_some();
+    let files = match runs_files && alike(same_words) {
+        true => local_files(&index)?,
+        false => None,
+    };
     let embedder = match reference {
         None if selection.dense => Some(crate::index::built_embedder(manifest)?),
         Some(Reference {
@@ -143,7 +163,7 @@ fn open_parts(
     };
     let dense = match embedder {
         Some(embedder) => {
-            let options = dense_options(selection, reference.map_or(manifest, |r| &r.manifest));
+            let options = dense_options(selection, reference_manifest);
             Some(local_dense(&index, embedder, options)?)
         }
         None => None,
@@ -151,6 +171,7 @@ fn open_parts(
     Ok(Opened {
         index,
         sparse,
+        files,
         dense,
         embedder,
     })
@@ -197,6 +218,11 @@ fn notices(indexes: &IndexSet, selection: &ListSelection) -> Vec<String> {
     if selection.sparse && !other_words.is_empty() {
         let why = format!("tokenizer or BM25 settings unlike {first_name}'s");
         notices.push(left_out("sparse", &other_words, why));
+    }
+    let without_files = names_where(&|m| m.file_list || !same_words(first, m));
+    if first.file_list && file_weight(selection, first).is_some() && !without_files.is_empty() {
+        let why = "indexed before memidx wrote one; `memidx index` on it adds it".to_string();
+        notices.push(left_out("file", &without_files, why));
     }
     let other_model = names_where(&|m| same_model(first, m));
     if selection.dense && !other_model.is_empty() {

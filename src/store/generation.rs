@@ -78,6 +78,9 @@ pub const DATES_FILE: &str = "dates.bin";
 pub const FILE_CHUNKS_FILE: &str = "file_chunks.u32";
 /// Folder holding the sparse (tantivy) index.
 pub const SPARSE_DIR: &str = "sparse";
+/// Folder holding the file list's tantivy index, one document a file
+/// (absent from an index built without it; see [`crate::lists::files`]).
+pub const FILES_DIR: &str = "sparse-files";
 
 /// The files every generation must have.
 const REQUIRED_FILES: [&str; 4] = [CHUNKS_FILE, HEADINGS_FILE, FILE_INDEX_FILE, FILES_FILE];
@@ -953,6 +956,7 @@ mod tests {
             tokenizer: Default::default(),
             bm25: Default::default(),
             sparse_fields: Default::default(),
+            file_list: false,
             chunker: Default::default(),
             model_dir: None,
             embedder: crate::embed::EmbedderInfo {
@@ -964,6 +968,7 @@ mod tests {
                 method: crate::fusion::FusionMethod::Rrf,
                 sparse_weight: 1.0,
                 dense_weight: 1.0,
+                file_weight: 0.0,
                 dense_feedback: 3,
                 rrf_k: 60.0,
                 window: None,

@@ -15,7 +15,7 @@ const TOP: [(&str, usize); 5] = [
     ("incidents/2023/q3/payments-webhook-backlog.md#1", 374),
     ("incidents/2024/q1/search-staging-empty-results.md#1", 440),
     ("index.md#4", 778),
-    ("services/payments-gateway.md#4", 458),
+    ("adr/0008-canary-deploys-with-argo-rollouts.md#9", 302),
 ];
 
 fn text_chars(response: &Value) -> Vec<usize> {
@@ -141,6 +141,6 @@ fn no_text_leaves_only_ids_scores_sources_lines_metadata_and_ranks() {
         .unwrap();
     assert_eq!(
         String::from_utf8(human.stdout).unwrap(),
-        "1. 0.98718  incidents/2023/q4/billing-month-end-timeouts.md:13-20  2023-11-30  [dense #2, sparse #1]\n   Billing API gateway timeouts during month-end invoicing > Summary\n\n"
+        "1. 0.98718  incidents/2023/q4/billing-month-end-timeouts.md:13-20  2023-11-30  [dense #2, file #1, sparse #1]\n   Billing API gateway timeouts during month-end invoicing > Summary\n\n"
     );
 }

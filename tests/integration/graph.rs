@@ -52,10 +52,11 @@ fn the_graph_list_lifts_the_right_chunks_into_the_fused_top() {
     let top5 = |query: &str, args: &[&str]| {
         chunk_ids(&corpus.search_json(query, &[&["-k", "5"][..], args].concat()))
     };
-    // Without the graph (its default weight is 0), the failover procedure
-    // leads and ledger-worker's runbook, which pauses its writers during a
-    // failover, is 5th; at graph weight 1 the runbooks of the services that
-    // pause their writers lead, ledger-worker's 5th.
+    // Without the graph (its default weight is 0), the failover
+    // procedure's page leads and ledger-worker's runbook, which pauses its
+    // writers during a failover, is not in the top 5; at graph weight 1 the
+    // runbooks of the services that pause their writers lead,
+    // ledger-worker's 5th.
     let query = "which services pause their writers during a postgres failover";
     let without = top5(query, &[]);
     let with = top5(query, &["--graph-weight", "1"]);
@@ -63,10 +64,10 @@ fn the_graph_list_lifts_the_right_chunks_into_the_fused_top() {
         without,
         [
             "platform/postgres-failover.md#1",
-            "services/billing-api-runbook.md#1",
             "platform/postgres-failover.md#2",
+            "services/billing-api-runbook.md#1",
+            "services/billing-api-runbook.md#2",
             "services/checkout-web-runbook.md#1",
-            "services/ledger-worker-runbook.md#1",
         ]
     );
     assert_eq!(
@@ -210,7 +211,10 @@ fn an_index_without_a_graph_searches_without_it_and_says_how_to_add_one() {
     assert!(!graph_file_exists(&corpus));
     let hybrid = corpus.search_json("patroni leader switchover", &["-k", "3"]);
     let ranks = hybrid["results"][0]["ranks"].as_object().unwrap();
-    assert_eq!(ranks.keys().collect::<Vec<_>>(), ["dense", "sparse"]);
+    assert_eq!(
+        ranks.keys().collect::<Vec<_>>(),
+        ["dense", "file", "sparse"]
+    );
     for args in [
         &["search", "patroni", "--mode", "graph"][..],
         &["graph", "entities"],

@@ -123,9 +123,13 @@ fn explain_contributions_add_up_to_the_search_scores_exactly() {
         "INC-2023-Q4-011",
         "the writer node died, elect a follower",
     ] {
-        for fusion in ["relative", "adaptive", "rrf"] {
+        // The index's own fusion (relative scores, the file list joining
+        // them), then each method spelled out (the sparse and dense lists).
+        for given in [None, Some("relative"), Some("adaptive"), Some("rrf")] {
+            let fusion = given.unwrap_or("relative");
             // Unfolded, so the fused ranks are the positions.
-            let unfolded = ["-k", "10", "--per-file", "0", "--fusion", fusion];
+            let mut unfolded = vec!["-k", "10", "--per-file", "0"];
+            unfolded.extend(given.iter().flat_map(|method| ["--fusion", method]));
             let search = corpus.search_json(query, &unfolded);
             let output = corpus
                 .memidx()
@@ -175,7 +179,10 @@ fn explain_contributions_add_up_to_the_search_scores_exactly() {
                     .iter()
                     .map(|l| l["name"].as_str().unwrap())
                     .collect::<Vec<_>>(),
-                ["sparse", "dense"]
+                match given {
+                    None => &["sparse", "dense", "file"][..],
+                    Some(_) => &["sparse", "dense"],
+                }
             );
             // The weights a query was fused with: the given ones, or under
             // adaptive fusion each times √spread, rescaled to the same sum.
@@ -332,8 +339,8 @@ fn explain_prints_a_compact_table() {
             "sparse",
             "1",
             "19.6761",
-            "0.60",
-            "0.600000",
+            "0.30",
+            "0.300000",
             "[matched",
             "err_token_expired,",
             "err,",
@@ -349,12 +356,20 @@ fn explain_prints_a_compact_table() {
     );
     assert_eq!(
         lines[6].split_whitespace().collect::<Vec<_>>(),
+        ["file", "1", "11.8576", "0.30", "0.300000"]
+    );
+    assert_eq!(
+        lines[7].split_whitespace().collect::<Vec<_>>(),
         ["sum", "1.000000"]
     );
     assert!(
-        lines[7].starts_with(
+        lines[8].starts_with(
             "lists: sparse 17 of 17 matched (0 filtered out, best 19.6761, 21 of 21 postings scored) in "
         ),
+        "{text}"
+    );
+    assert!(
+        lines[8].contains("; file 6 of 6 files matched (0 filtered out, best 11.8576"),
         "{text}"
     );
     // RRF, asked for, prints its own arithmetic.

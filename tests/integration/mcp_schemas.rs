@@ -93,7 +93,11 @@ fn every_tools_output_is_valid_under_both_drafts_of_its_output_schema() {
         .keys()
         .map(String::as_str)
         .collect();
-    assert_eq!(ranks, ["dense", "graph", "recency", "sparse"], "{all:#}");
+    assert_eq!(
+        ranks,
+        ["dense", "file", "graph", "recency", "sparse"],
+        "{all:#}"
+    );
     assert!(all["results"][0]["date"].is_object(), "{all:#}");
     assert!(
         all["results"][0]["metadata"]

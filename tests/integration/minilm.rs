@@ -40,14 +40,20 @@ fn an_index_built_with_a_model_folder_searches_with_it() {
         serde_json::json!({"window": 256, "chunks_cut": 3})
     );
     // A transformer's defaults: adaptive relative scores, its dense list
-    // weighing 0.7 before the query moves the weights.
+    // weighing 0.7 before the query moves the weights, the words' 0.3 a
+    // quarter the file's.
     assert_eq!(status["fusion"]["method"], "adaptive");
     assert_eq!(
         (
             status["fusion"]["sparse_weight"].clone(),
-            status["fusion"]["dense_weight"].clone()
+            status["fusion"]["dense_weight"].clone(),
+            status["fusion"]["file_weight"].clone()
         ),
-        (serde_json::json!(0.3), serde_json::json!(0.7))
+        (
+            serde_json::json!(0.225),
+            serde_json::json!(0.7),
+            serde_json::json!(0.075)
+        )
     );
     // The paraphrase shares no word with its chunk; the transformer finds it.
     let response = corpus.search_json(

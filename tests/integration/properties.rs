@@ -18,7 +18,7 @@ fn rrf(rrf_k: f64) -> Fusion {
     Fusion {
         method: FusionMethod::Rrf,
         rrf_k,
-        exact_first: true,
+        own: true,
     }
 }
 
@@ -76,6 +76,7 @@ fn weighted<'a>(lists: &'a [Vec<ListHit>], weights: &[f64]) -> Vec<Ranking<'a>> 
             hits,
             weight,
             exact: false,
+            tied: false,
         })
         .collect()
 }

@@ -1,7 +1,8 @@
 //! Ranking on real-note shapes: a chunk holding an identifier the query
 //! names is never outranked by meaning alone, the note *about* an
-//! identifier comes before a note that mentions it, and a French elision
-//! hides no word from a search.
+//! identifier comes before a note that mentions it, a French elision
+//! hides no word from a search, and a page cut into sections is ranked
+//! with the whole page's evidence.
 
 use std::fs;
 
@@ -189,4 +190,126 @@ fn a_word_behind_a_french_elision_is_found_as_grep_finds_it() {
     assert_eq!(found.len(), grep, "{found:?}");
     let found = results(&corpus, "l'utilisateur", &["--mode", "sparse"]);
     assert_eq!(found.len(), grep, "{found:?}");
+}
+
+/// A page of two sections, one holding each word of the query, beside a
+/// short note holding one of them: cut into sections or not, the page is
+/// one page.
+fn backup_guide(cut: bool) -> Corpus {
+    let copies = "A snapshot of every volume is taken at night by the scheduler and kept for thirty days. The scheduler runs on the storage host and writes its log next to the volumes it copies, so a failed night shows up in the morning report.";
+    let back = "To restore a volume, pick the copy by date and mount it read-only on a spare host. Compare the files with the live ones before anything is copied back, and tell the owners of the volume when it is done.";
+    let guide = match cut {
+        true => format!(
+            "# Backup guide\n\n## Taking copies\n\n{copies}\n\n## Getting data back\n\n{back}\n"
+        ),
+        false => format!("# Backup guide\n\n{copies}\n\n{back}\n"),
+    };
+    let mut files = vec![
+        ("backup-guide.md".to_string(), guide),
+        (
+            "db-schedule.md".to_string(),
+            "# Database schedule\n\nA snapshot of the orders database is taken every hour by the cluster itself. The copies stay in the same region and are dropped after a week, which the finance team asked for last spring.\n".to_string(),
+        ),
+    ];
+    files.extend((1..=6).map(|i| {
+        let text = format!(
+            "# Storage note {i}\n\nThe storage host {i} keeps volumes for team {i}, and its disks are replaced every few years.\n"
+        );
+        (format!("note-{i}.md"), text)
+    }));
+    let files: Vec<(&str, String)> = (files.iter())
+        .map(|(p, t)| (p.as_str(), t.clone()))
+        .collect();
+    corpus_of(&files)
+}
+
+#[test]
+fn a_page_cut_into_sections_keeps_the_whole_page_s_evidence() {
+    let sources = |results: &[Value]| -> Vec<String> {
+        (results.iter().take(3))
+            .map(|r| r["source"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let query = "snapshot restore";
+    // Whole, the page holds both words in one chunk and comes first.
+    let whole = backup_guide(false);
+    assert_eq!(sources(&results(&whole, query, &[]))[0], "backup-guide.md");
+    let cut = backup_guide(true);
+    // Cut, each section holds one word; the file list gives both the page's
+    // evidence, so each ranks above the note holding one word of it.
+    let own = results(&cut, query, &[]);
+    assert_eq!(
+        sources(&own),
+        ["backup-guide.md", "backup-guide.md", "db-schedule.md"],
+        "{own:?}"
+    );
+    assert!(
+        own.iter().all(|r| r["ranks"].get("file").is_some()),
+        "{own:?}"
+    );
+    let file_ranks: Vec<&Value> = (own.iter().take(2))
+        .map(|r| &r["ranks"]["file"]["rank"])
+        .collect();
+    assert_eq!(
+        file_ranks,
+        [1, 1],
+        "a file's chunks share its rank: {own:?}"
+    );
+    // A search that spells out its weights gets exactly that formula, over
+    // the chunks' lists alone: there the section holding `snapshot` falls
+    // below the note, as a chunk holding half the page's evidence does.
+    let spelled = results(
+        &cut,
+        query,
+        &["--sparse-weight", "0.6", "--dense-weight", "0.4"],
+    );
+    assert_eq!(
+        sources(&spelled),
+        ["backup-guide.md", "db-schedule.md", "backup-guide.md"],
+        "{spelled:?}"
+    );
+    assert!(
+        spelled.iter().all(|r| r["ranks"].get("file").is_none()),
+        "{spelled:?}"
+    );
+}
+
+#[test]
+fn an_index_without_the_file_list_searches_as_before_until_its_next_index_run() {
+    // Written as a build before the file list wrote indexes (in process:
+    // the library's options let a run leave it out).
+    let corpus = Corpus::empty();
+    let guide = backup_guide(true);
+    for entry in fs::read_dir(guide.path()).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            fs::copy(entry.path(), corpus.path().join(entry.file_name())).unwrap();
+        }
+    }
+    let mut options = memidx::indexer::IndexOptions::new(corpus.path().to_path_buf());
+    options.file_list = false;
+    let embedder = memidx::embed::load(None).unwrap();
+    memidx::indexer::run(&options, embedder, &memidx::progress::Silent).unwrap();
+    assert!(!corpus.path().join(".memidx/gen-1/sparse-files").exists());
+    let query = "snapshot restore";
+    let before = results(&corpus, query, &[]);
+    assert!(
+        before.iter().all(|r| r["ranks"].get("file").is_none()),
+        "{before:?}"
+    );
+    // The sparse list then weighs the words' whole weight, as a search
+    // spelling out the old defaults does.
+    let old = results(
+        &corpus,
+        query,
+        &["--sparse-weight", "0.6", "--dense-weight", "0.4"],
+    );
+    assert_eq!(before, old);
+    // `memidx index` rebuilds it with the file list.
+    corpus.index();
+    let after = results(&corpus, query, &[]);
+    assert!(
+        after.iter().all(|r| r["ranks"].get("file").is_some()),
+        "{after:?}"
+    );
 }

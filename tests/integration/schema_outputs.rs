@@ -82,8 +82,8 @@ fn the_output_schemas_are_valid_documented_closed_draft_2020_12_schemas() {
     // (file, text, properties, objects with properties)
     for (file, text, property_count, object_count) in [
         ("explain-response.schema.json", EXPLAIN_SCHEMA, 61, 8),
-        ("eval-report.schema.json", EVAL_SCHEMA, 29, 6),
-        ("status-report.schema.json", STATUS_SCHEMA, 78, 12),
+        ("eval-report.schema.json", EVAL_SCHEMA, 30, 6),
+        ("status-report.schema.json", STATUS_SCHEMA, 79, 12),
         ("get-response.schema.json", GET_SCHEMA, 11, 1),
     ] {
         let schema = parse(text);
@@ -307,8 +307,8 @@ fn eval_output_validates_and_edits_are_refused_where_they_are() {
     assert_eq!(plain["sweep"], Value::Null);
     assert_eq!(
         plain["setting"],
-        json!({"method": "relative", "rrf_k": 60.0, "sparse_weight": 0.6, "dense_weight": 0.4,
-               "graph_weight": 0.2, "recency_weight": 0.0, "window": 200})
+        json!({"method": "relative", "rrf_k": 60.0, "sparse_weight": 0.3, "dense_weight": 0.4,
+               "file_weight": 0.3, "graph_weight": 0.2, "recency_weight": 0.0, "window": 200})
     );
 
     let swept = eval_json(&corpus, &["--sweep"]);

@@ -306,8 +306,12 @@ fn human_output_shows_rank_score_location_and_heading() {
         first_line.starts_with("1. 1.00000  services/auth-service.md:"),
         "{text}"
     );
-    // First in both lists: 0.6 × best / best + 0.4 × best / best (bundled weights).
-    assert!(first_line.ends_with("[dense #1, sparse #1]"), "{text}");
+    // First in every list: 0.3 × best / best + 0.4 × best / best + 0.3 ×
+    // best / best (bundled weights).
+    assert!(
+        first_line.ends_with("[dense #1, file #1, sparse #1]"),
+        "{text}"
+    );
     assert_eq!(
         text.lines().nth(1).unwrap().trim(),
         "auth-service > Error codes"

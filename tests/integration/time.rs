@@ -456,7 +456,15 @@ fn the_recency_list_ranks_newest_first_and_its_contributions_add_up() {
         .iter()
         .map(|l| (l["name"].as_str().unwrap(), l["weight"].as_f64().unwrap()))
         .collect();
-    assert_eq!(lists, [("sparse", 0.6), ("dense", 0.4), ("recency", 0.1)]);
+    assert_eq!(
+        lists,
+        [
+            ("sparse", 0.3),
+            ("dense", 0.4),
+            ("file", 0.3),
+            ("recency", 0.1)
+        ]
+    );
     for result in explained["results"].as_array().unwrap() {
         let sum: f64 = result["lists"]
             .as_array()
@@ -468,7 +476,7 @@ fn the_recency_list_ranks_newest_first_and_its_contributions_add_up() {
     }
     let top = &explained["results"][0];
     assert_eq!(top["chunk_id"], "log/2024-01-15-standup.md#1");
-    let recency = &top["lists"][2];
+    let recency = &top["lists"][3];
     assert_eq!(recency["rank"], 4);
     assert_eq!(
         recency["contribution"].as_f64().unwrap(),

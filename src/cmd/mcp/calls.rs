@@ -325,7 +325,10 @@ impl QueryArgs {
                 .collect::<Result<_>>()?,
         };
         let selection = config::with_weights(
-            config::selected_lists(&modes, false, self.recency_weight),
+            ListSelection {
+                fusion_given: self.fusion.is_some() || self.rrf_k.is_some(),
+                ..config::selected_lists(&modes, false, self.recency_weight)
+            },
             [
                 self.sparse_weight,
                 self.dense_weight,

@@ -363,7 +363,35 @@ impl SparseWriter {
     /// parallel and adds them: each the document its text and part make
     /// together, as one text joined by a line break would be analyzed.
     pub fn add_with_parts(&mut self, docs: &[(u32, &str, &AnalyzedPart)]) -> Result<()> {
-        if docs.is_empty() {
+        for batch in docs.chunks(ANALYZE_BATCH) {
+            let texts: Vec<&str> = batch.iter().map(|doc| doc.1).collect();
+            let analyzed = self.analyze_texts(&texts);
+            let documents = (batch.iter().zip(&analyzed))
+                .map(|(&(uid, _, part), text)| (uid, AnalyzedPart::join([text], part)));
+            self.add_analyzed(documents)?;
+        }
+        Ok(())
+    }
+
+    /// Analyzes `texts` in parallel, each into its terms, for documents
+    /// made of them ([`AnalyzedPart::join`], [`Self::add_analyzed`]).
+    pub fn analyze_texts(&self, texts: &[&str]) -> Vec<AnalyzedPart> {
+        let analyzer = self.analyzer;
+        (texts.par_iter())
+            .map(|text| {
+                let (count, terms) = ended_terms(&analyzer.tokenize(text));
+                AnalyzedPart { count, terms }
+            })
+            .collect()
+    }
+
+    /// Adds `docs` (uid, its document's analyzed terms).
+    pub fn add_analyzed(
+        &mut self,
+        docs: impl IntoIterator<Item = (u32, AnalyzedPart)>,
+    ) -> Result<()> {
+        let mut docs = docs.into_iter().peekable();
+        if docs.peek().is_none() {
             return Ok(());
         }
         let writer = match &mut self.writer {
@@ -382,31 +410,20 @@ impl SparseWriter {
             }
         };
         let (body, uid, len) = self.fields;
-        let analyzer = self.analyzer;
-        for batch in docs.chunks(ANALYZE_BATCH) {
-            let analyzed: Vec<(usize, String)> = batch
-                .par_iter()
-                .map(|(_, text, part)| {
-                    let (count, mut terms) = ended_terms(&analyzer.tokenize(text));
-                    terms.push_str(&part.terms);
-                    (count + part.count, terms)
-                })
-                .collect();
-            for ((chunk_uid, _, _), (count, terms)) in batch.iter().zip(analyzed) {
-                let added = writer.add_document(ChunkDoc([
-                    (uid, OwnedValue::U64(u64::from(*chunk_uid))),
-                    (len, OwnedValue::U64(count as u64)),
-                    (body, OwnedValue::Str(terms)),
-                ]));
-                if let Err(err) = added {
-                    // tantivy says only that its indexing threads died; the
-                    // join inside a commit returns what killed them.
-                    let cause = writer.commit().err().unwrap_or(err);
-                    bail!(
-                        "cannot write the sparse index in {}: {cause}",
-                        self.dir.display()
-                    );
-                }
+        for (doc_uid, analyzed) in docs {
+            let added = writer.add_document(ChunkDoc([
+                (uid, OwnedValue::U64(u64::from(doc_uid))),
+                (len, OwnedValue::U64(analyzed.count as u64)),
+                (body, OwnedValue::Str(analyzed.terms)),
+            ]));
+            if let Err(err) = added {
+                // tantivy says only that its indexing threads died; the
+                // join inside a commit returns what killed them.
+                let cause = writer.commit().err().unwrap_or(err);
+                bail!(
+                    "cannot write the sparse index in {}: {cause}",
+                    self.dir.display()
+                );
             }
         }
         Ok(())
@@ -416,7 +433,15 @@ impl SparseWriter {
     /// `ords` (per uid, its chunk's ordinal or [`DEAD`]), writes the
     /// score bounds of every segment that has none yet, and counts the live
     /// documents, checking that every live uid has exactly one.
-    pub fn finish(mut self, ords: &[u32]) -> Result<SparseWritten> {
+    pub fn finish(self, ords: &[u32]) -> Result<SparseWritten> {
+        let live = ords.iter().filter(|&&o| o != DEAD).count() as u64;
+        self.finish_expecting(ords, live)
+    }
+
+    /// [`Self::finish`] for a list whose documents stand for some of the
+    /// live uids only (the file list's, one a file, under the uid of its
+    /// first chunk): checks that `live` documents are.
+    pub fn finish_expecting(mut self, ords: &[u32], live: u64) -> Result<SparseWritten> {
         if let Some(mut writer) = self.writer {
             let failed = |err: tantivy::TantivyError| {
                 anyhow::anyhow!(
@@ -466,10 +491,10 @@ impl SparseWriter {
             header.extend(dead.to_le_bytes());
             segment_ids.push(id);
         }
-        let expected = ords.iter().filter(|&&o| o != DEAD).count() as u64;
         ensure!(
-            stats.docs == expected,
-            "the sparse index holds {} live documents for {expected} chunks",
+            stats.docs == live,
+            "the sparse index in {} holds {} live documents where {live} were written",
+            self.dir.display(),
             stats.docs
         );
         header.extend(body);
@@ -596,6 +621,23 @@ pub struct AnalyzedPart {
     count: usize,
     /// The terms, each ended as [`ended_terms`] ends them.
     terms: String,
+}
+
+impl AnalyzedPart {
+    /// One document of `parts` in order, and `last` after them: a file's
+    /// chunks' documents joined into the file's, as their texts joined by
+    /// line breaks would be analyzed.
+    pub fn join<'a>(
+        parts: impl IntoIterator<Item = &'a AnalyzedPart>,
+        last: &'a AnalyzedPart,
+    ) -> Self {
+        let mut joined = AnalyzedPart::default();
+        for part in parts.into_iter().chain([last]) {
+            joined.count += part.count;
+            joined.terms.push_str(&part.terms);
+        }
+        joined
+    }
 }
 
 fn ended_terms(tokens: &[Token]) -> (usize, String) {
@@ -740,6 +782,26 @@ impl SparseList {
             segment.dead = dead;
             segment.buried = Some(bits);
         }
+        Ok(())
+    }
+
+    /// Counts BM25's live documents and tokens from the segments
+    /// themselves (dead and buried documents left out), for a list whose
+    /// manifest records no statistics: the file list's, a few documents a
+    /// file, whose counting costs little.
+    pub fn count_live(&mut self) -> Result<()> {
+        let (mut docs, mut tokens) = (0, 0);
+        for segment in &self.segments {
+            let ords = self.ords_of(segment)?;
+            for (doc, &ord) in (0u32..).zip(ords) {
+                if ord != DEAD && !segment.is_buried(doc) {
+                    docs += 1;
+                    tokens += segment.lengths.first(doc).unwrap_or(0);
+                }
+            }
+        }
+        self.stats.docs = docs;
+        self.stats.tokens = tokens;
         Ok(())
     }
 

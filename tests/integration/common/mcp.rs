@@ -519,7 +519,10 @@ pub fn assert_shared_answers(report: &Value) {
             "2024-02-07T00:00:00Z"
         ]])
     );
-    assert_eq!(report["dated_ranks"], json!(["dense", "recency", "sparse"]));
+    assert_eq!(
+        report["dated_ranks"],
+        json!(["dense", "file", "recency", "sparse"])
+    );
     assert_eq!(
         report["remembered"],
         json!({"path_tail": "numbat-rotation.md", "ids_match": true, "service": ["billing-service"]})
