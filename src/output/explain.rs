@@ -321,11 +321,13 @@ fn list_part(list: &'static str, weight: f64, standing: &Standing, window: usize
     }
 }
 
-/// Where the list `kind` ran: the graph list always runs on the index.
+/// Where the list `kind` ran: the graph, file and recency lists always run
+/// on the index.
 fn ran_on(kind: ListKind, backend: &str) -> String {
     match kind {
-        ListKind::Graph => "local".to_string(),
-        _ => backend.to_string(),
+        // A remote engine holds the chunks' sparse and dense lists only.
+        ListKind::Graph | ListKind::Files | ListKind::Recency => "local".to_string(),
+        ListKind::Sparse | ListKind::Dense => backend.to_string(),
     }
 }
 

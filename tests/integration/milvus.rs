@@ -273,9 +273,19 @@ fn explain_says_where_the_lists_ran_and_adds_up_as_locally() {
         &["explain", query, "--json", "-k", "5", "--backend", &uri],
     ))
     .unwrap();
+    // The chunks' lists run on the collection; the file list on the
+    // index's own files.
     for list in remote["lists"].as_array().unwrap() {
-        assert_eq!(list["ran_on"], uri.as_str());
+        let ran_on = match list["name"].as_str().unwrap() {
+            "sparse" | "dense" => uri.as_str(),
+            _ => "local",
+        };
+        assert_eq!(list["ran_on"], ran_on, "{list}");
     }
+    let names: Vec<&str> = (remote["lists"].as_array().unwrap().iter())
+        .map(|l| l["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["sparse", "dense", "file"]);
     for list in local["lists"].as_array().unwrap() {
         assert_eq!(list["ran_on"], "local");
     }
