@@ -607,19 +607,15 @@ impl Document for ChunkDoc {
 /// analyzer never makes it part of a term (it is no word character).
 const TERM_END: char = '\0';
 
-/// The terms of `tokens` as the text of a chunk's body field, each followed
-/// by [`TERM_END`], with how many there are.
-///
-/// One string a chunk, read back by [`TermsTokenizer`] into one reused
-/// token: a pre-tokenized value, one `String` a term, tantivy clones twice
-/// before it indexes it (once in `OwnedValue::as_value`, once more to
-/// stream it), three allocations a term where this makes none.
-/// Terms analyzed once to end several documents ([`SparseWriter::analyze`]).
+/// Analyzed terms, each ended as [`ended_terms`] ends them: a text's (a
+/// chunk's, [`SparseWriter::analyze_texts`]), a part analyzed once to end
+/// several documents ([`SparseWriter::analyze`]), or a document joined
+/// from them ([`AnalyzedPart::join`]).
 #[derive(Debug, Clone, Default)]
 pub struct AnalyzedPart {
     /// How many terms.
     count: usize,
-    /// The terms, each ended as [`ended_terms`] ends them.
+    /// The terms, each followed by [`TERM_END`].
     terms: String,
 }
 
@@ -640,6 +636,13 @@ impl AnalyzedPart {
     }
 }
 
+/// The terms of `tokens` as the text of a chunk's body field, each followed
+/// by [`TERM_END`], with how many there are.
+///
+/// One string a chunk, read back by [`TermsTokenizer`] into one reused
+/// token: a pre-tokenized value, one `String` a term, tantivy clones twice
+/// before it indexes it (once in `OwnedValue::as_value`, once more to
+/// stream it), three allocations a term where this makes none.
 fn ended_terms(tokens: &[Token]) -> (usize, String) {
     let mut terms = String::with_capacity(tokens.iter().map(|t| t.text.len() + 1).sum());
     for token in tokens {
