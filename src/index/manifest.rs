@@ -152,6 +152,13 @@ pub struct Manifest {
     /// it was built: none; see [`crate::lists::files`]).
     #[serde(default)]
     pub file_list: bool,
+    /// The dense list's noise floor ([`crate::lists::dense::floor`]) over
+    /// every row of the index, measured when it was written so that no
+    /// search embeds the probes; `None` for a static model, an index
+    /// without rows, or one written before it was recorded (a search
+    /// measures it then).
+    #[serde(default)]
+    pub noise_floor: Option<f32>,
     /// Chunker settings (a change forces every file to be re-chunked).
     pub chunker: ChunkOptions,
     /// The model that embedded the chunks (queries must use the same).
@@ -420,6 +427,7 @@ impl Manifest {
         let fusion = &self.fusion;
         fusion::check_weight("sparse", fusion.sparse_weight).context("fusion.sparse_weight")?;
         fusion::check_weight("dense", fusion.dense_weight).context("fusion.dense_weight")?;
+        fusion::check_weight("file", fusion.file_weight).context("fusion.file_weight")?;
         fusion::check_rrf_k(fusion.rrf_k).context("fusion.rrf_k")?;
         if let Some(window) = fusion.window {
             fusion::check_window(window).context("fusion.window")?;
@@ -453,6 +461,13 @@ impl Manifest {
                 .all(|&w| w <= MAX_FIELD_WEIGHT),
             "sparse_fields: a field weight must be at most {MAX_FIELD_WEIGHT}, got {heading}, {title}, {file_name}"
         );
+        if let Some(floor) = self.noise_floor {
+            // A cosine, with the rounding of int8 rows.
+            ensure!(
+                floor.is_finite() && floor.abs() <= 1.01,
+                "noise_floor: a cosine between -1 and 1, got {floor:?}"
+            );
+        }
         ensure!(
             self.embedder.dim > 0,
             "embedder.dim: the vector dimension must be at least 1"
@@ -497,6 +512,7 @@ mod tests {
             bm25: Bm25Params::default(),
             sparse_fields: Fields::default(),
             file_list: true,
+            noise_floor: None,
             chunker: ChunkOptions::default(),
             embedder: EmbedderInfo {
                 id: "m".into(),

@@ -14,10 +14,15 @@ use super::previous::{FusionChoice, Previous};
 use crate::corpus::Skipped;
 use crate::corpus::walk::SourceFile;
 
+use crate::embed::ModelKind;
 use crate::index::manifest::{Counts, FORMAT_VERSION, GraphManifest, Manifest, SkippedFile};
+use crate::lists::List;
+use crate::lists::dense::codes::DenseIndexSetting;
+use crate::lists::dense::{DenseList, DenseOptions};
 use crate::lists::sparse::Bm25Params;
 use crate::lists::vector_cache;
 use crate::store::checks::{self, Checksums};
+use crate::store::generation::Generation;
 use crate::store::{self, atomic};
 
 /// Creates the empty folder of generation `generation` under `index_dir`,
@@ -48,6 +53,38 @@ pub(super) fn checksums(
         None => Checksums::new(),
     };
     checks::compute(gen_dir, &linked)
+}
+
+/// The dense list's noise floor over the rows of generation `generation`
+/// (its files' checks `checksums`, its codes written under `setting`), as
+/// a search measures it ([`crate::lists::dense::floor`]): measured here,
+/// once, so that no search embeds the probes. `None` for a static model,
+/// which has no cosine floor, and for a generation without rows.
+pub(super) fn noise_floor(
+    run: &Run,
+    generation: u64,
+    checksums: &Checksums,
+    setting: DenseIndexSetting,
+) -> Result<Option<f32>> {
+    if run.embedder.kind() == ModelKind::Static {
+        return Ok(None);
+    }
+    let opened = Generation::open(&run.options.index_dir, generation, checksums)?;
+    let options = DenseOptions {
+        feedback: 0,
+        exact: false,
+        rescore: None,
+        probe: None,
+    };
+    let list = DenseList::open(
+        opened.dir(),
+        checksums,
+        opened.vector_flags(),
+        run.embedder,
+        setting,
+        options,
+    )?;
+    list.noise_floor()
 }
 
 /// The manifest of generation `generation`, written by `run` with the
@@ -82,6 +119,8 @@ pub(super) fn manifest(
         bm25: Bm25Params::default(),
         sparse_fields: options.sparse_fields,
         file_list: options.file_list,
+        // Measured over the written rows before the switch (`noise_floor`).
+        noise_floor: None,
         chunker: options.chunker,
         embedder: embedder.info().clone(),
         model_dir: options.model_dir.as_ref().map(|d| {

@@ -441,6 +441,13 @@ fn write(
     }
     atomic::sync_tree(&gen_dir)?;
     let checksums = commit::checksums(&gen_dir, &lists.linked(), previous.manifest.as_ref())?;
+    let setting = lists.dense_index.setting;
+    let floor = commit::noise_floor(run, generation, &checksums, setting)?;
+    // A delta's rows join the base's: the best over both is the best of each.
+    let noise_floor = match (&plan, &previous.manifest) {
+        (Some(_), Some(before)) => before.noise_floor.map(|b| floor.map_or(b, |d| b.max(d))),
+        _ => floor,
+    };
 
     let skipped = streamed.skipped;
     let mut counts = Counts {
@@ -472,6 +479,7 @@ fn write(
         checksums,
         previous.manifest.as_ref(),
     );
+    manifest.noise_floor = noise_floor;
     if let Some((appended, before)) = appended {
         // The base stays as the previous manifest records it.
         manifest.generation = before.generation;

@@ -140,7 +140,11 @@ pub(super) fn local_dense(
             Ok((list, index.parts().order_of(at)))
         })
         .collect::<Result<Vec<_>>>()?;
-    DenseList::of_parts(lists)
+    let list = DenseList::of_parts(lists)?;
+    if let Some(floor) = manifest.noise_floor {
+        list.know_noise_floor(Some(floor));
+    }
+    Ok(list)
 }
 
 impl Backend for Local {

@@ -957,6 +957,7 @@ mod tests {
             bm25: Default::default(),
             sparse_fields: Default::default(),
             file_list: false,
+            noise_floor: None,
             chunker: Default::default(),
             model_dir: None,
             embedder: crate::embed::EmbedderInfo {

@@ -55,6 +55,29 @@ fn an_index_built_with_a_model_folder_searches_with_it() {
             serde_json::json!(0.075)
         )
     );
+    // The noise floor was measured when the index was written, over its
+    // rows, as a search would measure it (so no search embeds the probes).
+    let index = memidx::index::Index::open(&corpus.path().join(".memidx")).unwrap();
+    let manifest = index.manifest();
+    let generation = index.parts().base();
+    let options = memidx::lists::dense::DenseOptions {
+        feedback: 0,
+        exact: false,
+        rescore: None,
+        probe: None,
+    };
+    let measured = memidx::lists::dense::DenseList::open(
+        generation.dir(),
+        manifest.parts()[0].1,
+        generation.vector_flags(),
+        memidx::embed::load(Some(&dir)).unwrap(),
+        manifest.dense_index.setting,
+        options,
+    )
+    .unwrap();
+    let measured = memidx::lists::List::noise_floor(&measured).unwrap();
+    assert!(measured.is_some());
+    assert_eq!(manifest.noise_floor, measured);
     // The paraphrase shares no word with its chunk; the transformer finds it.
     let response = corpus.search_json(
         "the writer node died, elect a follower",
@@ -208,6 +231,13 @@ fn nothing_matches_nonsense(corpus: &Corpus) {
     );
     let floor = dense["noise_floor"].as_f64().unwrap();
     assert!(dense["query_best"].as_f64().unwrap() < floor, "{dense}");
+    // The floor is the one the index recorded.
+    let meta = std::fs::read(corpus.path().join(".memidx/meta.json")).unwrap();
+    let meta: Value = serde_json::from_slice(&meta).unwrap();
+    assert_eq!(
+        f64::from(meta["noise_floor"].as_f64().unwrap() as f32),
+        floor
+    );
     // Explains a query whose results a search keeps, and checks it does.
     let kept = |query: &str| {
         let explained = corpus.json(&["explain", query, "-k", "1", "--json"]);

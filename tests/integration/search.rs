@@ -716,6 +716,10 @@ fn results_no_word_of_the_query_matched_are_said_to_be_ranked_by_meaning_alone()
         (dense["confident"].clone(), dense["noise_floor"].clone()),
         (false.into(), Value::Null)
     );
+    // A static model has no cosine floor, and the index records none.
+    let meta = std::fs::read(corpus.path().join(".memidx/meta.json")).unwrap();
+    let meta: Value = serde_json::from_slice(&meta).unwrap();
+    assert_eq!(meta["noise_floor"], Value::Null);
     assert!(dense["word_pieces"].as_f64() >= dense["word_floor"].as_f64());
     let explained = corpus.json(&["explain", "outage", "-k", "1", "--json"]);
     let dense = &explained["lists"][1];

@@ -8,7 +8,10 @@
 //! this index under this model: the best cosine that [`PROBES`] random
 //! strings of letters reach among its chunks (deterministic, the same for
 //! every index). A query whose own best cosine, before feedback moves it,
-//! stays below the floor is no closer to any chunk than noise is.
+//! stays below the floor is no closer to any chunk than noise is. The
+//! indexer measures it when it writes an index and records it in the
+//! manifest, so a search embeds only its query; an index written before
+//! that is measured by its first search that needs it.
 //!
 //! Static models have no cosine floor: one averages the vectors of a
 //! word's pieces, so a random string that happens to hold a medical word

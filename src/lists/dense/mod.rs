@@ -223,10 +223,19 @@ impl DenseList {
     /// error otherwise; the caller leaves out, and names, the rest). The
     /// first list's options hold for all.
     pub fn merge(lists: Vec<(Self, ChunkOrd)>) -> Result<Self> {
+        // The best cosine over all their rows is the best of each one's: a
+        // floor every list knows is known for all of them.
+        let floors: Option<Vec<Option<f32>>> = (lists.iter())
+            .map(|(list, _)| list.floor.get().copied())
+            .collect();
         let mut lists = lists.into_iter();
         let Some((mut merged, first_base)) = lists.next() else {
             bail!("no dense list to merge");
         };
+        merged.floor = OnceLock::new();
+        if let Some(floors) = floors {
+            merged.know_noise_floor(floors.into_iter().flatten().reduce(f32::max));
+        }
         for rows in &mut merged.parts {
             rows.base += first_base;
         }
@@ -241,6 +250,13 @@ impl DenseList {
             }));
         }
         Ok(merged)
+    }
+
+    /// Takes `floor` as this list's noise floor ([`floor`]) instead of
+    /// measuring it: the one the index recorded when it was written, so a
+    /// search embeds nothing but its query.
+    pub fn know_noise_floor(&self, floor: Option<f32>) {
+        let _ = self.floor.set(floor);
     }
 
     /// One list over the parts of one index, `lists` (one per part, in
