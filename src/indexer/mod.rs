@@ -441,12 +441,12 @@ fn write(
     }
     atomic::sync_tree(&gen_dir)?;
     let checksums = commit::checksums(&gen_dir, &lists.linked(), previous.manifest.as_ref())?;
-    let setting = lists.dense_index.setting;
-    let floor = commit::noise_floor(run, generation, &checksums, setting)?;
-    // A delta's rows join the base's: the best over both is the best of each.
+    // A delta's run keeps the base's floor (its few rows would cost the
+    // probes' embedding on every `remember`); a full run or a compaction
+    // measures it again.
     let noise_floor = match (&plan, &previous.manifest) {
-        (Some(_), Some(before)) => before.noise_floor.map(|b| floor.map_or(b, |d| b.max(d))),
-        _ => floor,
+        (Some(_), Some(before)) => before.noise_floor,
+        _ => commit::noise_floor(run, generation, &checksums, lists.dense_index.setting)?,
     };
 
     let skipped = streamed.skipped;
