@@ -99,13 +99,36 @@ def by_kind(collection, runs, kinds):
     return table
 
 
-def measure(binary, collection, model, model_dir, work, eval_flags):
-    """nDCG@10 and MRR@10 per mode of one collection under one model (and per query kind)."""
+def chosen_models(names, minilm):
+    """The models named (comma-separated: bundled, minilm) with their folders (None: bundled)."""
+    chosen = {}
+    for model in names.split(","):
+        if model == "bundled":
+            chosen[model] = None
+        elif model == "minilm":
+            if minilm:
+                chosen[model] = minilm
+            else:
+                print("MiniLM skipped (no --minilm and no MEMIDX_MINILM_DIR)", file=sys.stderr)
+        else:
+            sys.exit(f"unknown model '{model}' (bundled, minilm)")
+    return chosen
+
+
+def build_index(binary, collection, model, model_dir, work):
+    """Indexes the collection's docs into W/<docs>-<model> (named by the folder that holds
+    the docs, so collections sharing docs share an index; a re-run only checks the files)."""
     index = work / f"{(collection / 'docs').resolve().parent.name}-{model}"
     index_cmd = [binary, "index", collection / "docs", "--index", index, "--quiet"]
     if model_dir:
         index_cmd += ["--model", model_dir]
     run(index_cmd)
+    return index
+
+
+def measure(binary, collection, model, model_dir, work, eval_flags):
+    """nDCG@10 and MRR@10 per mode of one collection under one model (and per query kind)."""
+    index = build_index(binary, collection, model, model_dir, work)
     eval_cmd = [
         binary, "eval", "--index", index, "--json", "--quiet",
         "--queries", collection / "queries.jsonl", "--qrels", collection / "qrels.tsv",
@@ -244,17 +267,7 @@ def main():
 
     if not args.binary.is_file():
         sys.exit(f"quality: no binary at {args.binary} (cargo build --release)")
-    models = {}
-    for model in args.models.split(","):
-        if model == "bundled":
-            models[model] = None
-        elif model == "minilm":
-            if args.minilm:
-                models[model] = args.minilm
-            else:
-                print("quality: MiniLM skipped (no --minilm and no MEMIDX_MINILM_DIR)", file=sys.stderr)
-        else:
-            sys.exit(f"quality: unknown model '{model}' (bundled, minilm)")
+    models = chosen_models(args.models, args.minilm)
     args.work.mkdir(parents=True, exist_ok=True)
     dev = here.parent.parent / "shared/eval"
     eval_dirs = args.eval_dir or [dev]

@@ -70,12 +70,14 @@ pub trait Embedder: Send + Sync {
     /// The most word pieces of a text the model reads.
     fn window(&self) -> usize;
 
-    /// How many pieces the model splits `word` into (as many as it has
-    /// characters when it knows none of it), or `None` when it cannot
-    /// tell: how well a model that averages its pieces' vectors knows a
-    /// word (a static model: one it splits into short pieces it reads as
-    /// noise).
-    fn word_pieces(&self, word: &str) -> Option<usize> {
+    /// The weights of the pieces the model splits `word` into, first piece
+    /// first (the lengths of their vectors, which a static model made
+    /// small for frequent pieces such as `-s` and `-ing`; empty when it
+    /// knows none of the word), or `None` when it cannot tell: how well a
+    /// model that averages its pieces' vectors knows a word (a static
+    /// model knows `outages`, whose first piece `outage` carries most of
+    /// its weight, and reads `clipum`, `clip ##um`, as fragments).
+    fn piece_weights(&self, word: &str) -> Option<Vec<f32>> {
         let _ = word;
         None
     }

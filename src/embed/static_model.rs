@@ -83,6 +83,19 @@ impl BundledModel {
         })
     }
 
+    /// The length of token `id`'s row (`None` for an id past the matrix).
+    fn row_length(&self, id: u32) -> Option<f32> {
+        let row = self
+            .weights
+            .get(id as usize * self.dim..(id as usize + 1) * self.dim)?;
+        Some(
+            row.iter()
+                .map(|&v| f32::from(v).powi(2))
+                .sum::<f32>()
+                .sqrt(),
+        )
+    }
+
     /// Embeds one text into `out` (`dim` zeros): model2vec's steps — cut
     /// the text to a character budget, tokenize, keep [`MAX_TOKENS`] ids,
     /// average the rows of the known ones, scale to unit length. The rows
@@ -215,18 +228,18 @@ impl Embedder for StaticEmbedder {
         MAX_TOKENS
     }
 
-    /// The bundled model's pieces of `word`; a model2vec folder's cannot
-    /// be counted without its tokenizer's internals.
-    fn word_pieces(&self, word: &str) -> Option<usize> {
+    /// The bundled model's rows for `word`'s pieces; a model2vec folder's
+    /// tokenizer is internal to its runtime, so its pieces cannot be seen.
+    fn piece_weights(&self, word: &str) -> Option<Vec<f32>> {
         let Runtime::Bundled(model) = &self.runtime else {
             return None;
         };
         let mut ids = Vec::new();
         model.vocab.encode(word, &mut ids);
-        Some(match ids.contains(&model.vocab.unk_id()) {
-            true => word.chars().count(),
-            false => ids.len(),
-        })
+        if ids.contains(&model.vocab.unk_id()) {
+            return Some(Vec::new());
+        }
+        Some(ids.iter().filter_map(|&id| model.row_length(id)).collect())
     }
 }
 

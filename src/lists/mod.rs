@@ -262,10 +262,10 @@ pub trait List: Sync {
     }
 
     /// For a list whose model says how well it knows words (the dense list
-    /// under the bundled static model): the fewest word pieces per character
-    /// among `query`'s words, with the list's word floor (the fewest among
-    /// random strings', [`dense::floor`]); `None` (the default) from a list
-    /// that cannot tell.
+    /// under the bundled static model): the largest share of a `query`
+    /// word's weight its first piece carries, with the list's word floor
+    /// (the largest among made-up words', [`dense::floor`]); `None` (the
+    /// default) from a list that cannot tell.
     fn word_floor(&self, query: &str) -> Result<Option<(f32, f32)>> {
         let _ = query;
         Ok(None)

@@ -76,8 +76,8 @@ pub struct ListSummary {
     /// (null when it has no candidates): what its confidence reads.
     pub query_best: Option<f64>,
     /// Whether it matches the query with confidence: it returned a chunk,
-    /// its `query_best` reaches its `noise_floor` and its `word_pieces`
-    /// stay under its `word_floor` (where it has them), or it returned none
+    /// its `query_best` reaches its `noise_floor` and its `word_share`
+    /// rises above its `word_floor` (where it has them), or it returned none
     /// but holds a query word or one a slip from it (`near_miss`); null
     /// when not judged (a list before it matched, it does not read the
     /// query, or it weighs nothing).
@@ -86,11 +86,12 @@ pub struct ListSummary {
     /// measured it (the dense list under a transformer, judged); else null.
     pub noise_floor: Option<f64>,
     /// For a list judged by a word floor (the dense list under the bundled
-    /// static model): the fewest word pieces per character its model splits
-    /// a query word into; else null.
-    pub word_pieces: Option<f64>,
-    /// Its word floor: the fewest among 96 fixed random strings' words (a
-    /// query whose words all reach it is noise to the model); else null.
+    /// static model): the largest share of a query word's weight (its
+    /// pieces' vector lengths) its first piece carries; else null.
+    pub word_share: Option<f64>,
+    /// Its word floor: the largest share among fixed made-up words (a
+    /// query none of whose words rises above it is noise to the model);
+    /// else null.
     pub word_floor: Option<f64>,
     /// For a list that matched no chunk but vouches for the query: the
     /// query's word and the word it holds one typing slip away
@@ -203,7 +204,7 @@ impl ExplainReport {
                     confident: (run.confidence != Confidence::NotJudged)
                         .then(|| run.confidence.is_match()),
                     noise_floor: run.confidence.floor().map(f64::from),
-                    word_pieces: run.confidence.words().map(|(p, _)| f64::from(p)),
+                    word_share: run.confidence.words().map(|(s, _)| f64::from(s)),
                     word_floor: run.confidence.words().map(|(_, f)| f64::from(f)),
                     near_miss: match &run.confidence {
                         Confidence::NearMiss { word, held } => Some([word.clone(), held.clone()]),

@@ -377,12 +377,12 @@ fn print_confidence(out: &mut dyn Write, report: &ExplainReport) -> Result<()> {
         .filter_map(|l| {
             let best = l.query_best.map_or(String::new(), |b| format!("{b:.3}"));
             telling |= l.near_miss.is_some() || l.noise_floor.is_some() || l.word_floor.is_some();
-            if let (Some(confident), Some(pieces), Some(floor)) =
-                (l.confident, l.word_pieces, l.word_floor)
+            if let (Some(confident), Some(share), Some(floor)) =
+                (l.confident, l.word_share, l.word_floor)
             {
-                let how = if confident { "fewer" } else { "no fewer" };
+                let how = if confident { "more than" } else { "no more than" };
                 return Some(format!(
-                    "{}'s model splits a query word into {pieces:.2} pieces a character, {how} than random strings (from {floor:.2})",
+                    "{}'s model: a query word's first piece carries {share:.2} of it, {how} made-up words' {floor:.2}",
                     l.name
                 ));
             }

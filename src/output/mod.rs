@@ -125,8 +125,8 @@ pub fn nothing_matched_note(outcome: &SearchOutcome, keep_option: &str) -> Optio
                 Confidence::BelowFloor { best, floor } => Some(format!(
                     "no chunk is nearer the query in meaning than random letters come (the {list} list's best cosine {best:.3}; random letters reach {floor:.3} in this index)"
                 )),
-                Confidence::UnknownWords { pieces, floor } => Some(format!(
-                    "the {list} list's model knows none of the query's words: it reads them in fragments, as it reads random letters ({pieces:.2} pieces a character or more; known words take under {floor:.2})"
+                Confidence::UnknownWords { share, floor } => Some(format!(
+                    "the {list} list's model knows none of the query's words: it reads them in fragments, as it reads made-up words (a word's first piece carries {share:.2} of it at most; made-up words reach {floor:.2})"
                 )),
                 Confidence::Matched { .. } | Confidence::NearMiss { .. } | Confidence::NotJudged => {
                     None

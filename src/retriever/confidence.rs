@@ -46,8 +46,9 @@ pub enum Confidence {
     Matched {
         /// The noise floor its best score reached, for a list with one.
         floor: Option<f32>,
-        /// For a list with a word floor: the fewest pieces per character
-        /// among the query's words, and the floor they stay under.
+        /// For a list with a word floor: the largest share of a query
+        /// word's weight its first piece carries, and the floor it rose
+        /// above.
         words: Option<(f32, f32)>,
     },
     /// It returned no chunk.
@@ -60,13 +61,14 @@ pub enum Confidence {
         /// The word the list holds.
         held: String,
     },
-    /// Its model splits every query word into more pieces per character
-    /// than the most word-like random string (the static model's word
-    /// floor, [`crate::lists::dense::floor`]): the query is noise to it.
+    /// Its model knows no query word better than it knows made-up words
+    /// (the static model's word floor, [`crate::lists::dense::floor`]):
+    /// the query is noise to it.
     UnknownWords {
-        /// The fewest pieces per character among the query's words.
-        pieces: f32,
-        /// The word floor.
+        /// The largest share of a query word's weight its first piece
+        /// carries.
+        share: f32,
+        /// The word floor: the largest share among made-up words.
         floor: f32,
     },
     /// Its best score, before feedback moved the query, stays below its
@@ -86,12 +88,12 @@ impl Confidence {
         matches!(self, Self::Matched { .. } | Self::NearMiss { .. })
     }
 
-    /// The fewest word pieces per character among the query's words and
-    /// the list's word floor, when judging read them.
+    /// The largest share of a query word's weight its first piece carries
+    /// and the list's word floor, when judging read them.
     pub fn words(&self) -> Option<(f32, f32)> {
         match self {
             Self::Matched { words, .. } => *words,
-            Self::UnknownWords { pieces, floor } => Some((*pieces, *floor)),
+            Self::UnknownWords { share, floor } => Some((*share, *floor)),
             _ => None,
         }
     }
@@ -139,8 +141,8 @@ impl Retriever {
                             (Some(floor), _) if best < floor => {
                                 Confidence::BelowFloor { best, floor }
                             }
-                            (_, Some((pieces, floor))) if pieces >= floor => {
-                                Confidence::UnknownWords { pieces, floor }
+                            (_, Some((share, floor))) if share <= floor => {
+                                Confidence::UnknownWords { share, floor }
                             }
                             (floor, words) => Confidence::Matched { floor, words },
                         }

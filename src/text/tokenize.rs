@@ -570,8 +570,10 @@ fn is_alphabetic_word(word: &str) -> bool {
     !word.chars().any(|c| c.is_numeric() || c == '\'')
 }
 
-/// Whether a normalized word is in Lucene's English stop set.
-fn is_stop_word(word: &str) -> bool {
+/// Whether a normalized (lowercase) word is in Lucene's English stop set:
+/// a word the sparse list drops, and one that says nothing of what a query
+/// is about.
+pub fn is_stop_word(word: &str) -> bool {
     STOP_WORDS.binary_search(&word).is_ok()
 }
 

@@ -694,20 +694,30 @@ fn results_no_word_of_the_query_matched_are_said_to_be_ranked_by_meaning_alone()
     assert!(!json.to_string().contains("meaning alone"), "{json}");
     // The bundled static model has no cosine floor (a random string can
     // hold a word piece that lands nearer than real words the model
-    // splits); it has a word floor: the fewest pieces per character of
-    // random strings' words. A query none of whose words it knows better
-    // is noise: no results, exit 1, saying why.
+    // splits); it has a word floor: how much of a word's weight its first
+    // piece carries, which one made-up word in a hundred rises above. A
+    // query none of whose words it knows better is noise: no results, exit
+    // 1, saying why. Random letters and pronounceable nonsense alike.
+    for nonsense in ["xyzzyplugh", "clipum"] {
+        let output = corpus.memidx().args(["search", nonsense]).output().unwrap();
+        assert_eq!(output.status.code(), Some(1), "{output:?}");
+        assert!(output.stdout.is_empty());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("the dense list's model knows none of the query's words: it reads them in fragments, as it reads made-up words (a word's first piece carries 0."),
+            "{stderr}"
+        );
+    }
+    // `explain` says how much of the best-known word its first piece carries.
     let output = corpus
         .memidx()
-        .args(["search", "xyzzyplugh"])
+        .args(["explain", "clipum", "-k", "1"])
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(1), "{output:?}");
-    assert!(output.stdout.is_empty());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
-        stderr.contains("the dense list's model knows none of the query's words: it reads them in fragments, as it reads random letters (0.50 pieces a character or more; known words take under 0.40)"),
-        "{stderr}"
+        stdout.contains("dense's model: a query word's first piece carries 0.64 of it, no more than made-up words' 0.65"),
+        "{stdout}"
     );
     let explained = corpus.json(&["explain", "xyzzyplugh", "-k", "1", "--json"]);
     assert_eq!(explained["nothing_matched"], true);
@@ -720,11 +730,20 @@ fn results_no_word_of_the_query_matched_are_said_to_be_ranked_by_meaning_alone()
     let meta = std::fs::read(corpus.path().join(".memidx/meta.json")).unwrap();
     let meta: Value = serde_json::from_slice(&meta).unwrap();
     assert_eq!(meta["noise_floor"], Value::Null);
-    assert!(dense["word_pieces"].as_f64() >= dense["word_floor"].as_f64());
-    let explained = corpus.json(&["explain", "outage", "-k", "1", "--json"]);
-    let dense = &explained["lists"][1];
-    assert_eq!(dense["confident"], true);
-    assert!(dense["word_pieces"].as_f64() < dense["word_floor"].as_f64());
+    assert!(dense["word_share"].as_f64() <= dense["word_floor"].as_f64());
+    // A word the model holds whole, and one it knows as a word and an
+    // ending, though no chunk holds either.
+    for (known, share) in [("halibut", 1.0), ("halibuts", 0.8)] {
+        let explained = corpus.json(&["explain", known, "-k", "1", "--json"]);
+        let dense = &explained["lists"][1];
+        assert_eq!(explained["lists"][0]["matched"], 0, "{known}");
+        assert_eq!(dense["confident"], true, "{known}");
+        assert!(
+            dense["word_share"].as_f64().unwrap() >= share,
+            "{known}: {dense}"
+        );
+        assert!(dense["word_share"].as_f64() > dense["word_floor"].as_f64());
+    }
     // A misspelt word: the sparse list matches nothing but holds a word one
     // typing slip from it, and says so.
     let near_miss = || {
