@@ -217,7 +217,7 @@ impl ListKind {
 }
 
 /// A retrieval method over the chunks of one generation.
-pub trait List: Sync {
+pub trait List: Send + Sync {
     /// Which list this is.
     fn kind(&self) -> ListKind;
 

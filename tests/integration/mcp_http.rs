@@ -1222,3 +1222,67 @@ fn a_stalled_client_is_cut_off_and_holds_nothing() {
         );
     }
 }
+
+#[test]
+fn searches_beside_a_reindex_answer_from_the_generation_they_started_on() {
+    let Some(python) = crate::mcp::mcp_python() else {
+        return;
+    };
+    // Enough notes that a full re-index runs for a while.
+    let corpus = Corpus::fixtures();
+    let bulk = corpus.path().join("bulk");
+    std::fs::create_dir(&bulk).unwrap();
+    for n in 0..1500 {
+        let words: Vec<String> = (0..120)
+            .map(|w| format!("topic{} word{}", n % 37, (n * w) % 211))
+            .collect();
+        std::fs::write(
+            bulk.join(format!("note-{n}.md")),
+            format!("# Note {n}\n\n{}\n", words.join(" ")),
+        )
+        .unwrap();
+    }
+    corpus.index();
+    let (_keep, file) = token_file(TOKEN);
+    let server = HttpServer::start(corpus.path(), &["--token-file", file.to_str().unwrap()]);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_concurrent.py");
+    let output = Command::new(python)
+        .arg(script)
+        .arg(server.url())
+        .arg(TOKEN)
+        .arg("replication lag")
+        .output()
+        .expect("run the script");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the script failed:\n{stderr}");
+    let report: Value =
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}; stderr:\n{stderr}"));
+    eprintln!("beside a reindex: {report}");
+    let before = report["before"].as_u64().unwrap();
+    // The re-index made the next generation, and no call failed.
+    assert_eq!(report["reindex"], before + 1, "{report}");
+    assert_eq!(report["failures"], json!([]), "{report}");
+    // Searches were answered while it ran (they no longer wait behind it),
+    // each with results, from the generation they started on.
+    let during = report["during"].as_array().unwrap();
+    assert!(!during.is_empty(), "{report}");
+    assert!(during.iter().all(|n| n.as_u64() == Some(5)), "{report}");
+    // `status` gives the old generation until the new one is live (the
+    // last may come after the switch, before the answer reached the
+    // client), never an older one, never going back.
+    let statuses: Vec<u64> = (report["statuses"].as_array().unwrap().iter())
+        .map(|g| g.as_u64().unwrap())
+        .collect();
+    assert_eq!(statuses.first(), Some(&before), "{report}");
+    assert!(statuses.windows(2).all(|w| w[0] <= w[1]), "{report}");
+    assert!(
+        statuses.iter().all(|&g| g == before || g == before + 1),
+        "{report}"
+    );
+    // The first call after it answers from the new one.
+    assert_eq!(
+        report["after"],
+        json!({"results": 5, "generation": before + 1}),
+        "{report}"
+    );
+}

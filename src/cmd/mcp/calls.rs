@@ -1,17 +1,21 @@
-//! The index thread's work: what is open (the index, retrievers per list
-//! selection) and each tool call run against it, from parsed arguments to
-//! the structured result and its text rendering.
+//! The tool calls: what is open (the indexes, retrievers per list
+//! selection), shared by every call in flight, and each tool call run
+//! against it, from parsed arguments to the structured result and its text
+//! rendering.
 //!
 //! Before every call the state compares the identity, size and
 //! modification time of `meta.json` and of every file of the live
 //! generation with what it saw when it opened things ([`LiveStamp`]), and
-//! reopens when they differ: no answer comes from a generation a `memidx
-//! index` run replaced, no answer mixes two generations, and a file
-//! truncated or rewritten in place under the server (a backup restored
+//! drops what it opened when they differ, so the call opens them again: no
+//! call starts on a generation a `memidx index` run replaced, no answer
+//! mixes two generations (a call keeps what it took to its end), and a
+//! file truncated or rewritten in place under the server (a backup restored
 //! over the index) is never read through its old mapping (which would end
-//! the process with SIGBUS); the reopening runs the checks a fresh
-//! `memidx` run makes, so damage is named as the command line names it,
-//! and once the files are whole again the next call opens them.
+//! the process with SIGBUS); the reopening runs the checks a fresh `memidx`
+//! run makes, so damage is named as the command line names it, and once
+//! the files are whole again the next call opens them. A write (`reindex`,
+//! `remember`) writes a new generation beside the live one and touches none
+//! of its files, so calls beside it read on.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -65,38 +69,73 @@ pub struct Served {
     pub writer: Option<Arc<Mutex<Writer>>>,
 }
 
-/// What is open, and the `meta.json` of each served index it was opened
-/// from.
+/// The served indexes and what is open of them, shared by every call in
+/// flight: calls read it at once, each holding the index and retrievers it
+/// took (an `Arc`) for as long as it runs, so a call answers from the
+/// generation it started on while the next one may open a newer one.
 pub struct State {
     served: Vec<Served>,
+    /// Held only to look up, open or drop: never while a call runs.
+    open: Mutex<Open>,
+}
+
+/// What is open, and the `meta.json` of each served index it was opened
+/// from.
+struct Open {
     /// Per served index, the stamp of its live generation when last seen.
     stamps: Vec<Option<LiveStamp>>,
+    /// Per served index, how many times what was opened of it was dropped:
+    /// a retriever opened meanwhile is used by its call and not kept.
+    epochs: Vec<u64>,
     /// Per served index, opened when a call first needs it alone (`get`,
     /// `status`, `reindex`), so that one index's damage fails only the
     /// calls that read it.
-    opened: Vec<Option<Index>>,
+    opened: Vec<Option<Arc<Index>>>,
     /// Retrievers by list selection and the served indexes they search.
-    retrievers: Vec<(ListSelection, Vec<usize>, Retriever)>,
+    retrievers: Vec<(ListSelection, Vec<usize>, Arc<Retriever>)>,
+}
+
+impl Open {
+    /// Drops what was opened from served index `member`: it changed.
+    fn forget(&mut self, member: usize) {
+        self.epochs[member] += 1;
+        self.opened[member] = None;
+        self.retrievers
+            .retain(|(_, members, _)| !members.contains(&member));
+    }
 }
 
 impl State {
     /// Nothing open yet, serving `served` (at least one).
     pub fn new(served: Vec<Served>) -> Self {
+        let count = served.len();
         Self {
-            stamps: vec![None; served.len()],
-            opened: (0..served.len()).map(|_| None).collect(),
             served,
-            retrievers: Vec::new(),
+            open: Mutex::new(Open {
+                stamps: vec![None; count],
+                epochs: vec![0; count],
+                opened: (0..count).map(|_| None).collect(),
+                retrievers: Vec::new(),
+            }),
         }
+    }
+
+    /// What is open, locked (a call that panicked left it whole: every
+    /// change to it is one assignment).
+    fn open(&self) -> std::sync::MutexGuard<'_, Open> {
+        self.open.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Drops everything opened from an older `meta.json`, index by index:
     /// a retriever that does not search a changed index is kept.
-    pub fn refresh(&mut self) {
-        for i in 0..self.served.len() {
-            let now = LiveStamp::of(&self.served[i].dir);
-            if now != self.stamps[i] {
-                if self.stamps[i].is_some() {
+    pub fn refresh(&self) {
+        // Stamped under the lock: two calls refreshing at once agree on
+        // what they saw.
+        let mut open = self.open();
+        for (i, served) in self.served.iter().enumerate() {
+            let now = LiveStamp::of(&served.dir);
+            if now != open.stamps[i] {
+                if open.stamps[i].is_some() {
                     match self.served.len() {
                         1 => note("the index changed; reopening it"),
                         _ => note(&format!(
@@ -105,26 +144,21 @@ impl State {
                         )),
                     }
                 }
-                self.stamps[i] = now;
-                self.forget(i);
+                open.stamps[i] = now;
+                open.forget(i);
             }
         }
     }
 
-    /// Drops what was opened from served index `member`: it changed, or is
-    /// about to.
-    fn forget(&mut self, member: usize) {
-        self.opened[member] = None;
-        self.retrievers
-            .retain(|(_, members, _)| !members.contains(&member));
-    }
-
     /// The served index `member`, opened.
-    fn index(&mut self, member: usize) -> Result<&Index> {
-        if self.opened[member].is_none() {
-            self.opened[member] = Some(Index::open(&self.served[member].dir)?);
+    fn index(&self, member: usize) -> Result<Arc<Index>> {
+        let mut open = self.open();
+        if let Some(index) = &open.opened[member] {
+            return Ok(index.clone());
         }
-        Ok(self.opened[member].as_ref().expect("opened above"))
+        let index = Arc::new(Index::open(&self.served[member].dir)?);
+        open.opened[member] = Some(index.clone());
+        Ok(index)
     }
 
     /// The served index a chunk id or path names (`notes:db.md#3`, with
@@ -187,26 +221,39 @@ impl State {
         names.join(", ")
     }
 
+    /// Whether tool `name` reads (and may run beside any other call) or
+    /// writes (one at a time); `None` for a tool this server does not have.
+    pub fn access(read_only: bool, name: &str) -> Option<Access> {
+        match name {
+            "search" | "get" | "explain" | "status" => Some(Access::Read),
+            "reindex" | "remember" if !read_only => Some(Access::Write),
+            _ => None,
+        }
+    }
+
     /// Runs tool `name` on `arguments` against what is open, first
-    /// reopening what changed: `None` for an unknown tool.
+    /// reopening what changed: `None` for an unknown tool. A write leaves
+    /// what is open as it was, so calls beside it answer from the
+    /// generation they started on; the next call after it reopens.
     pub fn call(
-        &mut self,
+        &self,
         read_only: bool,
         name: &str,
         arguments: Value,
     ) -> Option<Result<(Value, String)>> {
+        Self::access(read_only, name)?;
         self.refresh();
         Some(match name {
             "search" => parse(arguments).and_then(|a| search(self, a)),
             "get" => parse(arguments).and_then(|a| get(self, a)),
             "explain" => parse(arguments).and_then(|a| explain(self, a)),
             "status" => parse::<NoArgs>(arguments).and_then(|_| status(self)),
-            "reindex" if !read_only => {
+            "reindex" => {
                 let result = parse(arguments).and_then(|a| reindex(self, a));
                 self.refresh();
                 result
             }
-            "remember" if !read_only => {
+            "remember" => {
                 let result = parse(arguments).and_then(|a| remember(self, a));
                 self.refresh();
                 result
@@ -216,35 +263,54 @@ impl State {
     }
 
     /// The retriever of `selection` over the served indexes `members`,
-    /// opened unless one is kept.
+    /// opened unless one is kept. It is opened with the lock released (a
+    /// model may load), and kept only when none of `members` changed
+    /// meanwhile.
     pub fn retriever(
-        &mut self,
+        &self,
         selection: &ListSelection,
         members: &[usize],
-    ) -> Result<&Retriever> {
-        let kept = (self.retrievers.iter()).position(|(s, m, _)| s == selection && m == members);
-        let position = match kept {
-            Some(position) => position,
-            None => {
-                if self.retrievers.len() >= RETRIEVERS_KEPT {
-                    self.retrievers.remove(0);
-                }
-                let retriever = match &self.served[..] {
-                    [only] => Retriever::open(&only.dir, selection)?,
-                    served => {
-                        let named: Vec<(Option<String>, PathBuf)> = (members.iter())
-                            .map(|&m| (Some(served[m].name.clone()), served[m].dir.clone()))
-                            .collect();
-                        Retriever::open_named(&named, selection)?
-                    }
-                };
-                self.retrievers
-                    .push((*selection, members.to_vec(), retriever));
-                self.retrievers.len() - 1
+    ) -> Result<Arc<Retriever>> {
+        let epochs = {
+            let open = self.open();
+            let kept = (open.retrievers.iter()).find(|(s, m, _)| s == selection && m == members);
+            if let Some((_, _, retriever)) = kept {
+                return Ok(retriever.clone());
             }
+            members.iter().map(|&m| open.epochs[m]).collect::<Vec<_>>()
         };
-        Ok(&self.retrievers[position].2)
+        let retriever = Arc::new(match &self.served[..] {
+            [only] => Retriever::open(&only.dir, selection)?,
+            served => {
+                let named: Vec<(Option<String>, PathBuf)> = (members.iter())
+                    .map(|&m| (Some(served[m].name.clone()), served[m].dir.clone()))
+                    .collect();
+                Retriever::open_named(&named, selection)?
+            }
+        });
+        let mut open = self.open();
+        let unchanged = members
+            .iter()
+            .zip(&epochs)
+            .all(|(&m, &e)| open.epochs[m] == e);
+        let kept = (open.retrievers.iter()).any(|(s, m, _)| s == selection && m == members);
+        if unchanged && !kept {
+            if open.retrievers.len() >= RETRIEVERS_KEPT {
+                open.retrievers.remove(0);
+            }
+            (open.retrievers).push((*selection, members.to_vec(), retriever.clone()));
+        }
+        Ok(retriever)
     }
+}
+
+/// What a tool does to the index: how many may run at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Reads the live generation (`search`, `get`, `explain`, `status`).
+    Read,
+    /// Writes a new generation (`reindex`, `remember`).
+    Write,
 }
 
 /// Parses tool arguments, naming the offending field on error.
@@ -362,7 +428,7 @@ impl QueryArgs {
     }
 }
 
-fn search(state: &mut State, args: QueryArgs) -> Result<(Value, String)> {
+fn search(state: &State, args: QueryArgs) -> Result<(Value, String)> {
     if args.chunk_id.is_some() {
         bail!("search takes no chunk_id; use get for a chunk, explain for why it ranks");
     }
@@ -394,7 +460,7 @@ struct GetArgs {
     indexes: Option<Vec<String>>,
 }
 
-fn get(state: &mut State, args: GetArgs) -> Result<(Value, String)> {
+fn get(state: &State, args: GetArgs) -> Result<(Value, String)> {
     let typed = match (&args.chunk_id, &args.path) {
         (Some(id), None) if args.from.is_none() && args.to.is_none() => id,
         (Some(_), None) => bail!("from and to go with a path, not a chunk_id"),
@@ -414,7 +480,7 @@ fn get(state: &mut State, args: GetArgs) -> Result<(Value, String)> {
             lines: Some(LineRange::new(from.unwrap_or(1), to)?),
         },
     };
-    let mut fetched = fetch::fetch(state.index(member)?, &target)?;
+    let mut fetched = fetch::fetch(&*state.index(member)?, &target)?;
     // With several served, ids and paths name their index, as search's do.
     if state.served.len() > 1 {
         let file = fetched.file_mut();
@@ -424,7 +490,7 @@ fn get(state: &mut State, args: GetArgs) -> Result<(Value, String)> {
     Ok((serde_json::to_value(&response)?, compact::get(&response)))
 }
 
-fn explain(state: &mut State, args: QueryArgs) -> Result<(Value, String)> {
+fn explain(state: &State, args: QueryArgs) -> Result<(Value, String)> {
     if args.max_chars.is_some() || args.include_text.is_some() {
         bail!("explain returns no text, so it takes no max_chars or include_text");
     }
@@ -437,7 +503,7 @@ fn explain(state: &mut State, args: QueryArgs) -> Result<(Value, String)> {
     let retriever = state.retriever(&selection, &members)?;
     let open_time = started.elapsed();
     let report = crate::cmd::explain::report(
-        retriever,
+        &retriever,
         &args.query,
         &params,
         args.chunk_id.as_deref(),
@@ -453,12 +519,12 @@ fn explain(state: &mut State, args: QueryArgs) -> Result<(Value, String)> {
 /// The status of each served index: its report alone when it is the only
 /// one, else `{"indexes": [{"name", "status"}]}` (see
 /// [`super::tools::statuses_schema`]), the text one report after another.
-fn status(state: &mut State) -> Result<(Value, String)> {
+fn status(state: &State) -> Result<(Value, String)> {
     let several = state.served.len() > 1;
     let mut reports = Vec::new();
     let mut text = String::new();
     for member in 0..state.served.len() {
-        let report = StatusReport::of(state.index(member)?, None, None)?;
+        let report = StatusReport::of(&*state.index(member)?, None, None)?;
         let name = &state.served[member].name;
         if several {
             text.push_str(&format!("index {name}\n"));
@@ -492,7 +558,7 @@ struct RememberArgs {
     into: Option<String>,
 }
 
-fn remember(state: &mut State, args: RememberArgs) -> Result<(Value, String)> {
+fn remember(state: &State, args: RememberArgs) -> Result<(Value, String)> {
     let member = state.member(args.into.as_deref())?;
     let served = state.served[member].clone();
     let note = Note {
@@ -501,8 +567,6 @@ fn remember(state: &mut State, args: RememberArgs) -> Result<(Value, String)> {
         meta: args.meta.unwrap_or_default().into_iter().collect(),
     };
     let folder = PathBuf::from(args.dir.as_deref().unwrap_or(DEFAULT_NOTES_DIR));
-    // The index is about to change: nothing opened from it is kept.
-    state.forget(member);
     let mut held = served
         .writer
         .as_ref()
@@ -550,14 +614,12 @@ struct ReindexReport {
     elapsed_ms: f64,
 }
 
-fn reindex(state: &mut State, args: ReindexArgs) -> Result<(Value, String)> {
+fn reindex(state: &State, args: ReindexArgs) -> Result<(Value, String)> {
     let member = state.member(args.index.as_deref())?;
     let options = IndexOptions {
         full: args.full.unwrap_or(false),
-        ..IndexOptions::updating(state.index(member)?)
+        ..IndexOptions::updating(&*state.index(member)?)
     };
-    // The index is about to change: nothing opened from it is kept.
-    state.forget(member);
     let embedder = memidx::embed::load(options.model_dir.as_deref())?;
     let report = match &state.served[member].writer {
         Some(writer) => writer

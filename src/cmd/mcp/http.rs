@@ -10,7 +10,7 @@
 //! reading a request's head and body, a bound on open connections, and a
 //! clean stop on Ctrl-C or SIGTERM (no new connections, calls in flight
 //! answered, then exit 0). Every session is a clone of one `Server`, so
-//! all share the open index and its single index thread.
+//! all share the open index and its bounds on calls at once.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;

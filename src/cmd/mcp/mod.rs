@@ -11,11 +11,13 @@
 //! The indexes are fixed at start (`--index NAME=PATH`, repeated: one
 //! server of several indexes, which `search`, `explain` and `get` take by
 //! name in `indexes`, all by default, ranked as one index; `reindex` and
-//! `remember` take one, the first by default). One thread owns what is
-//! open and runs the calls in order (`server.rs`, `calls.rs`); before every
-//! call it checks that each generation it opened is still the live one and
-//! reopens what is not, index by index, so it never answers from a
-//! generation a `memidx index` run replaced. Notices go to stderr.
+//! `remember` take one, the first by default). Calls share what is open
+//! and run at once, reads one per core and writes one at a time beside
+//! them (`server.rs`, `calls.rs`); before every call the server checks that
+//! each generation it opened is still the live one and reopens what is
+//! not, index by index, so no call starts on a generation a `memidx index`
+//! run replaced, and one running keeps the generation it started on.
+//! Notices go to stderr.
 //!
 //! With `--watch` the server also keeps the index fresh: it takes the
 //! writer lock at start and runs the watch loop of `watch.rs` on a thread

@@ -1,12 +1,14 @@
-//! The MCP server handler: the tools it lists, and each call handed to
-//! the one thread that owns what is open (the lists hold memory maps and
-//! readers that are shared, not sent, between threads, so one thread
-//! opens and uses them all). Every transport (stdio, Streamable HTTP)
-//! serves clones of one `Server`: all sessions share the open index.
+//! The MCP server handler: the tools it lists, and each call run on
+//! tokio's blocking threads against the shared [`State`]. Reads (`search`,
+//! `get`, `explain`, `status`) run at once, as many as the machine has
+//! cores ([`reads_at_once`]); writes (`reindex`, `remember`) run one at a
+//! time, beside the reads, which answer from the generation they started
+//! on. Every transport (stdio, Streamable HTTP) serves clones of one
+//! `Server`: all sessions share the open index.
 
-use std::sync::{Arc, mpsc};
+use std::sync::Arc;
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Result, anyhow};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
@@ -15,89 +17,71 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::Value;
-use tokio::sync::{Semaphore, oneshot};
+use tokio::sync::{Mutex, Semaphore};
 
-use super::calls::{Served, State};
+use super::calls::{Access, Served, State};
 use super::tools::{INSTRUCTIONS, tools};
 use memidx::retriever::ListSelection;
 
-/// The server: its tools, and the thread that owns what is open (the
-/// lists hold memory maps and readers that are shared, not sent, between
-/// threads, so one thread opens and uses them all).
+/// The server: its tools, the shared state, and what bounds the calls
+/// running on it.
 #[derive(Clone)]
 pub struct Server {
     tools: Arc<Vec<Tool>>,
-    calls: mpsc::Sender<Call>,
-    /// Calls handed over and not yet answered, at most `CALLS_IN_FLIGHT`:
-    /// a client that sends faster than the index thread answers waits
-    /// here, so what is queued stays bounded.
-    in_flight: Arc<Semaphore>,
+    state: Arc<State>,
+    read_only: bool,
+    /// Reads running at once, at most [`reads_at_once`]: a call past that
+    /// waits here (no thread held), so what runs stays bounded.
+    reads: Arc<Semaphore>,
+    /// Held by the one write running.
+    writes: Arc<Mutex<()>>,
 }
 
-/// How many tool calls may wait for the index thread at once, across all
-/// sessions.
-const CALLS_IN_FLIGHT: usize = 32;
-
-/// One tool call handed to the index thread, with where to answer.
-struct Call {
-    name: String,
-    arguments: Value,
-    reply: oneshot::Sender<Option<Result<(Value, String)>>>,
+/// How many reads run at once: one per core (a search already spreads its
+/// lists over the cores; more at once only share them).
+pub fn reads_at_once() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().max(2))
 }
 
 impl Server {
-    /// Starts the index thread, which opens the `served` indexes once (so a
-    /// bad `--index` fails at start) and then answers calls in order.
+    /// Opens the `served` indexes' default retriever once, so a bad
+    /// `--index` fails at start.
     pub fn open(served: Vec<Served>, read_only: bool) -> Result<Self> {
-        let (calls, inbox) = mpsc::channel::<Call>();
-        let (opened, started) = mpsc::channel();
         let names: Vec<String> = served.iter().map(|s| s.name.clone()).collect();
-        std::thread::Builder::new()
-            .name("memidx-index".into())
-            .spawn(move || {
-                let all: Vec<usize> = (0..served.len()).collect();
-                let mut state = State::new(served);
-                state.refresh();
-                let open = state.retriever(&ListSelection::default(), &all).map(|_| ());
-                let ok = open.is_ok();
-                let _ = opened.send(open);
-                if !ok {
-                    return;
-                }
-                for call in inbox {
-                    let answer = state.call(read_only, &call.name, call.arguments);
-                    let _ = call.reply.send(answer);
-                }
-            })
-            .context("cannot start the index thread")?;
-        started
-            .recv()
-            .context("the index thread stopped while opening the index")??;
+        let all: Vec<usize> = (0..served.len()).collect();
+        let state = State::new(served);
+        state.refresh();
+        state.retriever(&ListSelection::default(), &all)?;
         Ok(Self {
             tools: Arc::new(tools(read_only, &names)?),
-            calls,
-            in_flight: Arc::new(Semaphore::new(CALLS_IN_FLIGHT)),
+            state: Arc::new(state),
+            read_only,
+            reads: Arc::new(Semaphore::new(reads_at_once())),
+            writes: Arc::new(Mutex::new(())),
         })
     }
 
-    /// Runs tool `name` on the index thread: `None` for an unknown tool.
-    /// The runtime's thread is not blocked meanwhile: other sessions, pings
-    /// and cancellations go on while the index thread works.
+    /// Runs tool `name` on a blocking thread, once its turn came: `None`
+    /// for an unknown tool. The runtime's threads are not blocked
+    /// meanwhile: other sessions, pings and cancellations go on.
     async fn call(&self, name: &str, arguments: Value) -> Option<Result<(Value, String)>> {
-        let stopped = || Some(Err(anyhow!("the index thread stopped")));
-        let Ok(_permit) = self.in_flight.acquire().await else {
-            return stopped();
+        let access = State::access(self.read_only, name)?;
+        // The turn is held until the call ends, on its thread.
+        let turn: Box<dyn Send> = match access {
+            Access::Read => match self.reads.clone().acquire_owned().await {
+                Ok(permit) => Box::new(permit),
+                Err(_) => return Some(Err(anyhow!("the server is stopping"))),
+            },
+            Access::Write => Box::new(self.writes.clone().lock_owned().await),
         };
-        let (reply, answer) = oneshot::channel();
-        let call = Call {
-            name: name.to_string(),
-            arguments,
-            reply,
-        };
-        if self.calls.send(call).is_err() {
-            return stopped();
-        }
-        answer.await.unwrap_or_else(|_| stopped())
+        let (state, read_only, name) = (self.state.clone(), self.read_only, name.to_string());
+        let ran = tokio::task::spawn_blocking(move || {
+            let answer = state.call(read_only, &name, arguments);
+            drop(turn);
+            answer
+        })
+        .await;
+        ran.unwrap_or_else(|panicked| Some(Err(anyhow!("the call failed: {panicked}"))))
     }
 }
 
