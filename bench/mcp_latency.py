@@ -46,9 +46,9 @@ class Server:
     """`memidx mcp` over pipes: one request at a time, answers read line by line."""
     name = "stdio"
 
-    def __init__(self, binary, corpus):
+    def __init__(self, binary, corpus, read_only=True):
         self.proc = subprocess.Popen(
-            [binary, "mcp", "--read-only", "--index", corpus],
+            [binary, "mcp", *(["--read-only"] if read_only else []), "--index", corpus],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )
         self.next_id = 1
@@ -81,22 +81,28 @@ class Server:
             die(f"the server exited {code}; stderr:\n{self.proc.stderr.read().decode()}")
 
 
-class HttpServer:
-    """`memidx mcp --http` on a free loopback port: one request at a time, each a POST
-    on one kept-alive connection; the answer is JSON or an event stream."""
+def start_http(binary, corpus, read_only=True):
+    """`memidx mcp --http` on a free loopback port: (process, host, port)."""
+    proc = subprocess.Popen(
+        [binary, "mcp", *(["--read-only"] if read_only else []), "--http", "127.0.0.1:0",
+         "--index", corpus],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    line = proc.stderr.readline().decode()
+    url = next((w for w in line.split() if w.startswith("http://")), None)
+    if url is None:
+        die(f"memidx mcp --http printed no URL: {line!r}")
+    host, port = url[len("http://"):].split("/")[0].rsplit(":", 1)
+    return proc, host, int(port)
+
+
+class HttpClient:
+    """One MCP session over Streamable HTTP: one request at a time, each a POST on one
+    kept-alive connection; the answer is JSON or an event stream."""
     name = "http"
 
-    def __init__(self, binary, corpus):
-        self.proc = subprocess.Popen(
-            [binary, "mcp", "--read-only", "--http", "127.0.0.1:0", "--index", corpus],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        )
-        line = self.proc.stderr.readline().decode()
-        url = next((w for w in line.split() if w.startswith("http://")), None)
-        if url is None:
-            die(f"memidx mcp --http printed no URL: {line!r}")
-        host, port = url[len("http://"):].split("/")[0].rsplit(":", 1)
-        self.conn = http.client.HTTPConnection(host, int(port), timeout=TIMEOUT_S)
+    def __init__(self, host, port):
+        self.conn = http.client.HTTPConnection(host, port, timeout=TIMEOUT_S)
         self.session = None
         self.next_id = 1
 
@@ -134,6 +140,17 @@ class HttpServer:
 
     def close(self):
         self.conn.close()
+
+
+class HttpServer(HttpClient):
+    """`memidx mcp --http` on a free loopback port, with one session of its own."""
+
+    def __init__(self, binary, corpus, read_only=True):
+        self.proc, host, port = start_http(binary, corpus, read_only)
+        super().__init__(host, port)
+
+    def close(self):
+        super().close()
         self.proc.terminate()
         code = self.proc.wait(timeout=TIMEOUT_S)
         if code != 0:
@@ -203,16 +220,21 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def start(kind, binary, corpus):
-    """A started and initialized server, and the seconds that took."""
-    started = time.perf_counter_ns()
-    server = kind(binary, corpus)
+def initialize(server):
+    """Opens the MCP session of `server` (a Server, an HttpServer or an HttpClient)."""
     _, init, _ = server.request("initialize", {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "memidx-bench", "version": "0"}})
     if "result" not in init:
         die(f"initialize failed over {server.name}: {init}")
     server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return server
+
+
+def start(kind, binary, corpus):
+    """A started and initialized server, and the seconds that took."""
+    started = time.perf_counter_ns()
+    server = initialize(kind(binary, corpus))
     return server, (time.perf_counter_ns() - started) / 1e9
 
 
