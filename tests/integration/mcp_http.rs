@@ -1286,3 +1286,42 @@ fn searches_beside_a_reindex_answer_from_the_generation_they_started_on() {
         "{report}"
     );
 }
+
+#[test]
+fn a_body_that_is_not_a_json_rpc_message_gets_a_json_rpc_error_and_the_server_serves_on() {
+    let corpus = indexed();
+    let server = HttpServer::start(corpus.path(), &[]);
+    let mut session = Client::of(&server, None);
+    session.initialize();
+    for (body, code, says) in [
+        (
+            &br#"{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "#[..],
+            -32700,
+            "Parse error: ",
+        ),
+        (b"[1, 2", -32700, "Parse error: "),
+        (br#"{"foo": 1}"#, -32600, "Invalid Request: "),
+        (
+            br#"{"jsonrpc": "2.0", "id": 1}"#,
+            -32600,
+            "Invalid Request: ",
+        ),
+    ] {
+        let reply = session.post_raw(body, &[]);
+        let shown = String::from_utf8_lossy(body);
+        assert_eq!(reply.status, 400, "{shown}: {reply:?}");
+        assert_eq!(
+            reply.header("content-type"),
+            Some("application/json"),
+            "{shown}"
+        );
+        let error: Value = serde_json::from_slice(&reply.body).unwrap();
+        assert_eq!(error["jsonrpc"], "2.0", "{error}");
+        assert_eq!(error["id"], Value::Null, "{error}");
+        assert_eq!(error["error"]["code"], code, "{shown}: {error}");
+        let message = error["error"]["message"].as_str().unwrap();
+        assert!(message.starts_with(says), "{shown}: {message}");
+    }
+    // The session serves on.
+    assert!(!session.search_ids("replication lag").is_empty());
+}

@@ -7,7 +7,9 @@
 //! hyper serves it over HTTP/1.1. In front of it this module adds what the
 //! SDK leaves to the server: the path, a bearer token (required off
 //! loopback, compared in constant time with `subtle`), deadlines for
-//! reading a request's head and body, a bound on open connections, and a
+//! reading a request's head and body (a pause, and the whole body), a
+//! POST's body checked to be a JSON-RPC message (else 400 with -32700 or
+//! -32600, as JSON-RPC says), a bound on open connections, and a
 //! clean stop on Ctrl-C or SIGTERM (no new connections, calls in flight
 //! answered, then exit 0). Every session is a clone of one `Server`, so
 //! all share the open index and its bounds on calls at once.
@@ -21,12 +23,13 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue, WWW_AUTHENTICATE};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
+use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use subtle::ConstantTimeEq;
@@ -50,6 +53,11 @@ const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long a request body may pause between two of its pieces.
 const BODY_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a whole request body may take: a client trickling a byte now
+/// and then (under [`BODY_IDLE_TIMEOUT`] each time) holds a connection no
+/// longer than this. A [`MAX_BODY_BYTES`] body arrives in it at 140 KB/s.
+const BODY_DEADLINE: Duration = Duration::from_secs(30);
 
 /// Connections served at once; more wait in the kernel's backlog. With
 /// [`MAX_BODY_BYTES`] it bounds what request bodies can hold (256 MiB).
@@ -190,9 +198,6 @@ impl Drop for OpenPost {
     }
 }
 
-/// What a request body's read fails with.
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
 /// The body type the SDK answers with, and so every answer.
 type Body = BoxBody<Bytes, Infallible>;
 
@@ -228,17 +233,30 @@ impl Gate {
             );
         }
         let open = (request.method() == Method::POST).then(|| OpenPost::new(&self.open_posts));
-        // A body that pauses too long ends the request: 408, not the
-        // SDK's 500 for a body it could not read.
-        let stalled = Arc::new(AtomicBool::new(false));
-        let request = request.map(|body| timed(body, stalled.clone()));
+        let request = match request.method() == Method::POST {
+            // A POST's body is read whole here, within its deadlines, and
+            // checked to be a JSON-RPC message: the SDK answers anything
+            // else with 415 and plain text, where JSON-RPC says 400 with
+            // -32700 (not JSON) or -32600 (not a message).
+            true => {
+                let (parts, body) = request.into_parts();
+                let bytes = match read_body(body).await {
+                    Ok(bytes) => bytes,
+                    Err(response) => return response,
+                };
+                if is_json(&parts.headers)
+                    && let Some(refusal) = not_a_message(&bytes)
+                {
+                    return refusal;
+                }
+                Request::from_parts(
+                    parts,
+                    Full::new(bytes).map_err(|never| match never {}).boxed(),
+                )
+            }
+            false => request.map(|body| TimeoutBody::new(BODY_IDLE_TIMEOUT, body).boxed()),
+        };
         let response = self.mcp.handle(request).await;
-        if stalled.load(Ordering::SeqCst) {
-            return plain(
-                StatusCode::REQUEST_TIMEOUT,
-                &format!("the request body paused over {BODY_IDLE_TIMEOUT:?}"),
-            );
-        }
         match open {
             // The count drops with the body, once the answer is all sent.
             Some(open) => response.map(|body| {
@@ -284,18 +302,63 @@ impl Gate {
     }
 }
 
-/// `body`, cut off with an error when it pauses over [`BODY_IDLE_TIMEOUT`],
-/// which sets `stalled`.
-fn timed(
-    body: Incoming,
-    stalled: Arc<AtomicBool>,
-) -> impl hyper::body::Body<Data = Bytes, Error = BoxError> + Send + 'static {
-    TimeoutBody::new(BODY_IDLE_TIMEOUT, body).map_err(move |err: BoxError| {
-        if err.is::<TimeoutError>() {
-            stalled.store(true, Ordering::SeqCst);
-        }
-        err
+/// A POST's whole body, or the answer when it cannot be had: 408 when it
+/// pauses over [`BODY_IDLE_TIMEOUT`] or takes over [`BODY_DEADLINE`], 413
+/// over [`MAX_BODY_BYTES`], 400 when the connection fails mid-way.
+async fn read_body(body: Incoming) -> Result<Bytes, Response<Body>> {
+    let limited = Limited::new(TimeoutBody::new(BODY_IDLE_TIMEOUT, body), MAX_BODY_BYTES);
+    let slow = || {
+        plain(
+            StatusCode::REQUEST_TIMEOUT,
+            &format!(
+                "the request body paused over {BODY_IDLE_TIMEOUT:?} or took over {BODY_DEADLINE:?}"
+            ),
+        )
+    };
+    match tokio::time::timeout(BODY_DEADLINE, limited.collect()).await {
+        Err(_) => Err(slow()),
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(err)) if err.is::<TimeoutError>() => Err(slow()),
+        Ok(Err(err)) if err.is::<LengthLimitError>() => Err(plain(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!("request body over {MAX_BODY_BYTES} bytes"),
+        )),
+        Ok(Err(err)) => Err(plain(
+            StatusCode::BAD_REQUEST,
+            &format!("cannot read the request body: {err}"),
+        )),
+    }
+}
+
+/// Whether the request says its body is JSON (`application/json`, any
+/// parameters): the bodies [`not_a_message`] judges; the SDK answers
+/// others 415.
+fn is_json(headers: &hyper::HeaderMap) -> bool {
+    (headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok())).is_some_and(|value| {
+        let essence = value.split(';').next().unwrap_or_default().trim();
+        essence.eq_ignore_ascii_case("application/json")
     })
+}
+
+/// A JSON-RPC error answer (400, id null) when `body` is not JSON
+/// (-32700) or not a JSON-RPC message a client sends (-32600).
+fn not_a_message(body: &[u8]) -> Option<Response<Body>> {
+    let (code, message) = match serde_json::from_slice::<serde_json::Value>(body) {
+        Err(err) => (-32700, format!("Parse error: {err}")),
+        Ok(value) => match serde_json::from_value::<ClientJsonRpcMessage>(value) {
+            Ok(_) => return None,
+            Err(err) => (-32600, format!("Invalid Request: {err}")),
+        },
+    };
+    let error = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": code, "message": message},
+    });
+    let mut response = Response::new(Full::new(Bytes::from(error.to_string())).boxed());
+    *response.status_mut() = StatusCode::BAD_REQUEST;
+    (response.headers_mut()).insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    Some(response)
 }
 
 /// A short plain-text answer.
