@@ -2,7 +2,8 @@
 //! writes: every malformed line is answered (a client never waits
 //! forever) and the session goes on; messages before the session starts
 //! are ignored; thousands of requests written at once do not grow memory;
-//! a closed stdout ends the server.
+//! a closed stdout ends the server; a signal ends it once what it read is
+//! answered.
 
 use crate::common::Corpus;
 use crate::common::mcp::{PROTOCOL, RawSession, rss_kib};
@@ -581,4 +582,79 @@ fn get_reads_a_path_s_line_range_as_the_command_line_does() {
     let text = folder["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("ends in a separator"), "{text}");
     assert_eq!(session.finish(), Some(0));
+}
+
+#[test]
+fn sigterm_sigint_or_sighup_end_the_session_once_the_requests_read_are_answered() {
+    // Enough notes that a full re-index is still running when the signal
+    // comes.
+    let corpus = Corpus::fixtures();
+    let bulk = corpus.path().join("bulk");
+    std::fs::create_dir(&bulk).unwrap();
+    for n in 0..1500 {
+        let words: Vec<String> = (0..120)
+            .map(|w| format!("topic{} word{}", n % 37, (n * w) % 211))
+            .collect();
+        let text = format!("# Note {n}\n\n{}\n", words.join(" "));
+        std::fs::write(bulk.join(format!("note-{n}.md")), text).unwrap();
+    }
+    corpus.index();
+    let index = corpus.path().join(".memidx");
+    for signal in ["TERM", "INT", "HUP"] {
+        let generation = |dir: &std::path::Path| -> u64 {
+            let meta: Value =
+                serde_json::from_slice(&std::fs::read(dir.join("meta.json")).unwrap()).unwrap();
+            meta["generation"].as_u64().unwrap()
+        };
+        let before = generation(&index);
+        let mut session = RawSession::start(&index, &[]);
+        let call = |id: u64, tool: &str, arguments: Value| {
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                   "params": {"name": tool, "arguments": arguments}})
+        };
+        session.send(&call(1, "reindex", json!({"full": true})));
+        for id in 2..=4 {
+            session.send(&call(id, "search", json!({"query": "replication lag"})));
+        }
+        // The requests are read before the signal comes, the re-index
+        // still running.
+        std::thread::sleep(Duration::from_millis(100));
+        let sent = Command::new("kill")
+            .args(["-s", signal, &session.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let mut answered = Vec::new();
+        let mut stdout = session.take_stdout();
+        let mut line = String::new();
+        while std::io::BufRead::read_line(&mut stdout, &mut line).unwrap() > 0 {
+            let message: Value = serde_json::from_str(&line).unwrap();
+            assert!(message.get("result").is_some(), "SIG{signal}: {message}");
+            assert_ne!(message["result"]["isError"], true, "SIG{signal}: {message}");
+            answered.push(message["id"].as_u64().unwrap());
+            line.clear();
+        }
+        answered.sort_unstable();
+        assert_eq!(answered, [1, 2, 3, 4], "SIG{signal}");
+        assert_eq!(
+            session.wait_for_exit(Duration::from_secs(40)),
+            Some(Some(0)),
+            "SIG{signal}"
+        );
+        // The re-index ran to its end: its generation is live, and no
+        // folder of an unfinished one is left beside it.
+        let live = generation(&index);
+        assert_eq!(live, before + 1, "SIG{signal}");
+        let folders: Vec<u64> = std::fs::read_dir(&index)
+            .unwrap()
+            .filter_map(|e| {
+                let name = e.unwrap().file_name().to_string_lossy().into_owned();
+                name.strip_prefix("gen-").and_then(|n| n.parse().ok())
+            })
+            .collect();
+        assert!(
+            folders.iter().all(|&g| g <= live),
+            "SIG{signal}: {folders:?}"
+        );
+    }
 }

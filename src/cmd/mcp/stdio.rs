@@ -13,7 +13,10 @@
 //! - a notification or response before the session starts is ignored
 //!   (with a notice), not the end of the server;
 //! - when stdout breaks (the client closed it), the session ends at once,
-//!   instead of running tools nobody will read.
+//!   instead of running tools nobody will read;
+//! - SIGTERM, SIGINT or SIGHUP stop it as the end of input does, once the
+//!   requests read are answered (a `reindex` runs to its end, so no half
+//!   made generation is left), at most [`STOP_GRACE`] later; exit 0.
 
 use std::collections::HashMap;
 use std::io;
@@ -40,6 +43,9 @@ pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 /// Requests read and not yet answered, at most.
 pub const REQUESTS_IN_FLIGHT: usize = 64;
 
+/// How long a stop by signal waits for the requests read to be answered.
+const STOP_GRACE: Duration = Duration::from_secs(30);
+
 /// Runs the MCP session on stdin/stdout until it ends.
 pub fn serve(server: Server) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -62,7 +68,24 @@ async fn session(server: Server) -> Result<()> {
     let (to_sdk, inbox) = mpsc::channel(REQUESTS_IN_FLIGHT);
     let (outbox, to_write) = mpsc::channel(REQUESTS_IN_FLIGHT);
     let input = BufReader::with_capacity(64 * 1024, tokio::io::stdin());
-    tokio::spawn(read(input, to_sdk, outbox.clone(), pending.clone()));
+    // Cancelled by a signal: stop reading, answer what was read, end.
+    let quit = CancellationToken::new();
+    #[cfg(unix)]
+    tokio::spawn(on_signal(quit.clone()));
+    let reader = read(input, to_sdk.clone(), outbox.clone(), pending.clone());
+    let answering = pending.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            () = reader => {}
+            () = quit.cancelled() => {
+                if !answering.drained(STOP_GRACE).await {
+                    note("stopped with requests still unanswered after the grace period");
+                }
+            }
+        }
+        // The SDK's input ends here: the session ends as at end of input.
+        drop(to_sdk);
+    });
     let writer = tokio::spawn(write(to_write, pending, stop.clone()));
     #[cfg(unix)]
     tokio::spawn(watch_stdout(stop.clone()));
@@ -136,6 +159,19 @@ impl Default for Pending {
 impl Pending {
     fn ids(&self) -> std::sync::MutexGuard<'_, HashMap<String, OwnedSemaphorePermit>> {
         self.ids.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits (at most `limit`) until every request read was answered;
+    /// whether they all were.
+    async fn drained(&self, limit: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        while !self.ids().is_empty() {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        true
     }
 
     /// Frees the slot of request `id` (answered or cancelled).
@@ -296,6 +332,27 @@ async fn write(
             return;
         }
     }
+}
+
+/// Cancels `quit` on SIGTERM, SIGINT or SIGHUP (a terminal closed, a
+/// supervisor stopping the agent), saying so on stderr.
+#[cfg(unix)]
+async fn on_signal(quit: CancellationToken) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::hangup()),
+    ) else {
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+        _ = hup.recv() => {}
+    }
+    note("stopping: answering the requests read");
+    quit.cancel();
 }
 
 /// Ends the session when the reading end of stdout is closed, even while
