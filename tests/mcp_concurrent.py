@@ -7,10 +7,13 @@ over an indexed folder. With the official Python SDK (the `mcp` package from
 PyPI) the script opens two sessions: the writer calls `reindex` with `full`
 (the whole index written again), and while that call is in flight the reader
 calls `search` for QUERY, then `status`, again and again until the
-`reindex` answer arrives, and then once more each. It prints one JSON
-document: the generation before, what `reindex` answered, the searches
-answered while it ran and their result counts, the generations `status` gave
-meanwhile, the failures, and those after it. The Rust test asserts on them.
+`reindex` answer arrives, and then once more each. Then the reader makes
+REMEMBERS `remember` calls at once, each a note with a word of its own, and
+searches each word. It prints one JSON document: the generation before, what
+`reindex` answered, the searches answered while it ran and their result
+counts, the generations `status` gave meanwhile, the failures, those after
+it, and how many notes were indexed and found. The Rust test asserts on
+them.
 """
 
 import asyncio
@@ -18,6 +21,8 @@ import json
 import sys
 
 import httpx2
+
+REMEMBERS = 50
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
@@ -68,6 +73,15 @@ async def main(url, token, query):
                 "results": len(found["results"]),
                 "generation": (await call(reader, "status", {}))["generation"],
             }
+            notes = await asyncio.gather(*(
+                call(reader, "remember", {"text": f"Note {i} of many at once, marker MCPNOTE{i}X."})
+                for i in range(REMEMBERS)))
+            report["remembered"] = sum(1 for note in notes if note["indexed"])
+            found = 0
+            for i in range(REMEMBERS):
+                hits = await call(reader, "search", {"query": f"MCPNOTE{i}X", "mode": "sparse"})
+                found += len(hits["results"])
+            report["found"] = found
     print(json.dumps(report))
 
 

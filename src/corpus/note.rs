@@ -17,7 +17,9 @@
 //!
 //! Everything is checked before anything is written: the front matter is
 //! read back with the indexer's own parser and must give every key and value
-//! exactly as given, and the note must make at least one chunk.
+//! exactly as given, the note must make at least one chunk, and the walk
+//! must read the folder (no ignore, exclude or include rule, no hidden
+//! folder leaves it out).
 
 use std::io::Write;
 use std::path::{Component, Path, PathBuf};
@@ -29,6 +31,7 @@ use jiff::Timestamp;
 use super::beneath;
 use super::chunk::{ChunkOptions, parse_file};
 use super::front_matter::{double_quoted, parse_front_matter};
+use super::walk::{WalkOptions, would_keep};
 
 /// The folder notes go to when the caller names none.
 pub const DEFAULT_NOTES_DIR: &str = "memories";
@@ -64,7 +67,8 @@ pub struct Note {
 }
 
 /// Where a note goes and what it may be: the indexed folder, the index
-/// folder (which no note may go into), and the largest note.
+/// folder (which no note may go into), the walk's rules (a note goes only
+/// where the index reads), and the largest note.
 #[derive(Debug, Clone, Copy)]
 pub struct Destination<'a> {
     /// The indexed folder.
@@ -72,6 +76,8 @@ pub struct Destination<'a> {
     /// The index folder, which memidx rewrites and prunes: a note inside it
     /// would be left out of the index, then deleted with its generation.
     pub index_dir: &'a Path,
+    /// The walk's options: a folder they leave out takes no note.
+    pub walk: &'a WalkOptions,
     /// The largest note written, in bytes.
     pub max_bytes: u64,
 }
@@ -83,6 +89,7 @@ pub fn write(to: Destination<'_>, folder: &Path, note: &Note, now: Timestamp) ->
     let Destination {
         root,
         index_dir,
+        walk,
         max_bytes,
     } = to;
     let (title, content) = checked_content(note, now)?;
@@ -107,12 +114,17 @@ pub fn write(to: Destination<'_>, folder: &Path, note: &Note, now: Timestamp) ->
     );
     let day = now.strftime("%Y-%m-%d").to_string();
     let stem = format!("{day}-{}", slug(&title));
-    let name = place(&root, &relative, &stem, content.as_bytes())?;
     let mut parts: Vec<String> = relative
         .components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .collect();
-    parts.push(name);
+    let would_be = [&parts[..], &[format!("{stem}.md")]].concat().join("/");
+    ensure!(
+        would_keep(&root, &would_be, walk)?,
+        "--dir {} is left out of the index (a hidden folder, an --exclude or --include pattern, or an ignore file rules it out), so a note there would never be found; nothing was written; choose another --dir",
+        folder.display()
+    );
+    parts.push(place(&root, &relative, &stem, content.as_bytes())?);
     Ok(parts.join("/"))
 }
 
@@ -529,9 +541,17 @@ mod tests {
         Destination {
             root,
             index_dir: Path::new(INDEX_OF_TESTS),
+            walk: &WALK_OF_TESTS,
             max_bytes,
         }
     }
+
+    /// The walk's defaults: ignore files read, no patterns.
+    static WALK_OF_TESTS: WalkOptions = WalkOptions {
+        no_ignore: false,
+        include: Vec::new(),
+        exclude: Vec::new(),
+    };
 
     /// An index folder none of these tests' roots holds.
     const INDEX_OF_TESTS: &str = "/nonexistent/.memidx";

@@ -412,6 +412,27 @@ fn under_hidden(rel: &str) -> bool {
     folders.iter().any(|folder| folder.starts_with('.'))
 }
 
+/// Whether [`walk`] would list the markdown file `rel` (relative to `root`,
+/// `/`-separated) if it were there: it is not hidden nor in a hidden
+/// folder, and no exclude, include or ignore rule leaves it out. What
+/// `remember` asks before it writes a note, so that a note is never
+/// written where the index would not read it.
+pub fn would_keep(root: &Path, rel: &str, options: &WalkOptions) -> Result<bool> {
+    let name = rel.rsplit('/').next().unwrap_or_default();
+    if rel.is_empty() || name.starts_with('.') || under_hidden(rel) {
+        return Ok(false);
+    }
+    let include = glob_set(&options.include)?;
+    let exclude = glob_set(&options.exclude)?;
+    Ok(keeps(
+        root,
+        rel,
+        options,
+        include.as_ref(),
+        exclude.as_ref(),
+    ))
+}
+
 /// Whether [`walk`] keeps the markdown file `rel` under `root`: no folder
 /// on its way is hidden, excluded or ignored, and the file itself is
 /// neither excluded nor ignored and matches the includes. The ignore files

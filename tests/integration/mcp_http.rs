@@ -1224,7 +1224,8 @@ fn a_stalled_client_is_cut_off_and_holds_nothing() {
 }
 
 #[test]
-fn searches_beside_a_reindex_answer_from_the_generation_they_started_on() {
+fn searches_beside_a_reindex_answer_from_the_generation_they_started_on_and_remembers_at_once_all_land()
+ {
     let Some(python) = crate::mcp::mcp_python() else {
         return;
     };
@@ -1285,6 +1286,9 @@ fn searches_beside_a_reindex_answer_from_the_generation_they_started_on() {
         json!({"results": 5, "generation": before + 1}),
         "{report}"
     );
+    // Fifty `remember` calls at once: every note indexed, and found.
+    assert_eq!(report["remembered"], 50, "{report}");
+    assert_eq!(report["found"], 50, "{report}");
 }
 
 #[test]

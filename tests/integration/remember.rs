@@ -242,10 +242,13 @@ fn a_lock_held_past_the_wait_reports_the_note_written_not_a_failure() {
 }
 
 #[test]
-fn parallel_remembers_wait_for_each_other_and_all_succeed() {
+fn fifty_remembers_at_once_share_runs_and_all_are_indexed() {
     let corpus = Corpus::fixtures();
     corpus.index();
-    let runs: Vec<_> = (0..12)
+    // The run that holds the lock indexes the notes written beside its own
+    // meanwhile, so the others find theirs indexed instead of waiting their
+    // turn (twenty at once used to leave some unindexed past the wait).
+    let runs: Vec<_> = (0..50)
         .map(|i| {
             std::process::Command::new(assert_cmd::cargo::cargo_bin("memidx"))
                 .current_dir(corpus.path())
@@ -273,7 +276,7 @@ fn parallel_remembers_wait_for_each_other_and_all_succeed() {
         assert_eq!(report["indexed"], true, "{report}");
         assert_eq!(report["chunk_ids"].as_array().unwrap().len(), 1);
     }
-    for i in 0..12 {
+    for i in 0..50 {
         let found = corpus.search_json(&format!("PARNOTE{i}X"), &["-k", "1", "--mode", "sparse"]);
         assert_eq!(found["results"].as_array().unwrap().len(), 1, "{i}");
     }
@@ -292,6 +295,33 @@ fn a_dir_inside_the_index_folder_is_refused_before_writing() {
             .count(),
         0
     );
+}
+
+#[test]
+fn a_dir_the_index_would_not_read_is_refused_before_writing() {
+    let corpus = Corpus::fixtures();
+    fs::write(corpus.path().join(".gitignore"), "scratch/\n").unwrap();
+    corpus.index_with(&["--exclude", "drafts/**"]);
+    let left_out = "is left out of the index (a hidden folder, an --exclude or --include pattern, or an ignore file rules it out), so a note there would never be found; nothing was written";
+    let hidden = "is a hidden folder, which the index leaves out";
+    for (dir, says) in [
+        ("scratch", left_out),
+        ("drafts", left_out),
+        ("drafts/2026", left_out),
+        (".private", hidden),
+        ("notes/.hidden", hidden),
+    ] {
+        let err = refused(&corpus, &["A note nobody would find.", "--dir", dir], b"");
+        assert!(err.contains(says), "{dir}: {err}");
+        let notes = names_in(&corpus, dir);
+        assert!(
+            notes.iter().all(|n| !n.ends_with(".md")),
+            "{dir}: {notes:?}"
+        );
+    }
+    // A folder the index reads takes it, and it is found at once.
+    let report = remember_json(&corpus, &["A note in the runbooks.", "--dir", "runbooks"]);
+    assert_eq!(report["indexed"], true, "{report}");
 }
 
 /// The written note's front matter, parsed by the indexer's own reader.
@@ -664,9 +694,11 @@ fn a_folder_swapped_for_a_link_while_notes_are_written_never_carries_one_out() {
         })
     };
     let index_dir = root.path().join(".memidx");
+    let walk = memidx::corpus::walk::WalkOptions::default();
     let to = Destination {
         root: root.path(),
         index_dir: &index_dir,
+        walk: &walk,
         max_bytes: 1 << 20,
     };
     let now = jiff::Timestamp::now();
