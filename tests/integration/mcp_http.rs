@@ -1329,3 +1329,159 @@ fn a_body_that_is_not_a_json_rpc_message_gets_a_json_rpc_error_and_the_server_se
     // The session serves on.
     assert!(!session.search_ids("replication lag").is_empty());
 }
+
+#[test]
+fn a_full_server_answers_503_at_once_and_serves_again_when_connections_close() {
+    let corpus = indexed();
+    let server = HttpServer::start(corpus.path(), &[]);
+    // Silent connections past the server's cap (128 per core, at least two
+    // cores): the server serves its cap and tells the rest at once, with
+    // 503, instead of leaving them waiting.
+    let cap = 128 * std::thread::available_parallelism().map_or(2, |n| n.get().max(2));
+    let silent: Vec<TcpStream> = (0..cap + 20)
+        .map(|_| TcpStream::connect(server.dial()).unwrap())
+        .collect();
+    let told: Vec<Reply> = (silent.iter().rev().take(20))
+        .filter_map(|stream| {
+            let mut stream = stream.try_clone().unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_secs(5)))
+                .unwrap();
+            let mut raw = Vec::new();
+            stream.read_to_end(&mut raw).ok()?;
+            (!raw.is_empty()).then(|| Reply::parse(&raw))
+        })
+        .collect();
+    assert!(told.len() >= 10, "{} of the last 20 were told", told.len());
+    for full in &told {
+        assert_eq!(full.status, 503, "{full:?}");
+        assert_eq!(full.header("retry-after"), Some("1"), "{full:?}");
+        assert!(
+            full.text().contains("every connection is in use"),
+            "{full:?}"
+        );
+    }
+    drop(silent);
+    // Their slots come back: a client is served again.
+    let started = Instant::now();
+    loop {
+        let mut session = Client::of(&server, None);
+        let reply = session.post(&Client::initialize_message(), &[]);
+        if reply.status == 200 {
+            session.session = reply.header("mcp-session-id").map(str::to_string);
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "{reply:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_session_holds_one_event_stream_and_sessions_are_capped() {
+    let corpus = indexed();
+    let server = HttpServer::start(corpus.path(), &[]);
+    let mut session = Client::of(&server, None);
+    session.initialize();
+    let id = session.session.clone().unwrap();
+    // The first GET stream stays open; a second of the same session is refused.
+    let mut stream = TcpStream::connect(server.dial()).unwrap();
+    let head = format!(
+        "GET /mcp HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {id}\r\n\r\n",
+        server.dial()
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut first = [0u8; 12];
+    let n = stream.read(&mut first).unwrap();
+    assert_eq!(
+        &first[..n],
+        b"HTTP/1.1 200",
+        "{:?}",
+        String::from_utf8_lossy(&first[..n])
+    );
+    let again = http(
+        &server.dial(),
+        "GET",
+        "/mcp",
+        &[("Accept", "text/event-stream"), ("Mcp-Session-Id", &id)],
+        b"",
+    );
+    assert_eq!(again.status, 409, "{again:?}");
+    assert_eq!(
+        again.text(),
+        "this session has an event stream open already\n"
+    );
+    // Once it closes, the session may open another.
+    drop(stream);
+    let started = Instant::now();
+    loop {
+        let mut stream = TcpStream::connect(server.dial()).unwrap();
+        stream.write_all(head.as_bytes()).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let n = stream.read(&mut first).unwrap();
+        if &first[..n] == b"HTTP/1.1 200" {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            &first[..n]
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // Sessions: a thousand at once, then a clear refusal (none is idle long
+    // enough to be closed for a new one), and memory stays bounded.
+    let (before, _) = server.rss_kib();
+    let mut opened = 1;
+    let refusal = loop {
+        let reply = Client::of(&server, None).post(&Client::initialize_message(), &[]);
+        if reply.status != 200 {
+            break reply;
+        }
+        opened += 1;
+        assert!(opened <= 1000, "session {opened} was opened");
+    };
+    assert_eq!(opened, 1000);
+    assert_eq!(refusal.status, 503, "{refusal:?}");
+    assert!(
+        refusal
+            .text()
+            .contains("1000 sessions are open, none idle over 60s"),
+        "{}",
+        refusal.text()
+    );
+    let (after, peak) = server.rss_kib();
+    eprintln!("1000 sessions: RSS {before} KiB before, {after} KiB after, peak {peak} KiB");
+    assert!(peak < 150 * 1024, "peak RSS {peak} KiB");
+    // The sessions open still answer.
+    assert!(!session.search_ids("replication lag").is_empty());
+}
+
+#[test]
+fn a_hundred_sdk_clients_at_once_are_all_answered() {
+    let Some(python) = crate::mcp::mcp_python() else {
+        return;
+    };
+    let corpus = indexed();
+    let server = HttpServer::start(corpus.path(), &[]);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_many.py");
+    let output = Command::new(python)
+        .arg(script)
+        .arg(server.url())
+        .args(["100", "6"])
+        .output()
+        .expect("run the script");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the script failed:\n{stderr}");
+    let report: Value =
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}; stderr:\n{stderr}"));
+    eprintln!("a hundred SDK clients: {report}");
+    // Each keeps a connection or two of its own: none starves, none fails.
+    assert_eq!(report["failed"], 0, "{report}");
+    assert_eq!(report["answered"], 600, "{report}");
+}

@@ -9,7 +9,8 @@
 //! loopback, compared in constant time with `subtle`), deadlines for
 //! reading a request's head and body (a pause, and the whole body), a
 //! POST's body checked to be a JSON-RPC message (else 400 with -32700 or
-//! -32600, as JSON-RPC says), a bound on open connections, and a
+//! -32600, as JSON-RPC says), bounds on open connections (past them a 503
+//! at once), sessions and event streams (`limits.rs`), and a
 //! clean stop on Ctrl-C or SIGTERM (no new connections, calls in flight
 //! answered, then exit 0). Every session is a clone of one `Server`, so
 //! all share the open index and its bounds on calls at once.
@@ -25,7 +26,7 @@ use anyhow::{Context, Result, bail};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::{Bytes, Incoming};
-use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue, WWW_AUTHENTICATE};
+use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
@@ -33,11 +34,13 @@ use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use subtle::ConstantTimeEq;
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tower_http::timeout::{TimeoutBody, TimeoutError};
 
+use super::limits::{EVICTABLE_AFTER, MAX_SESSIONS, NoStream, Sessions, Streams};
 use super::note::note;
 use super::server::Server;
 
@@ -59,9 +62,20 @@ const BODY_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// longer than this. A [`MAX_BODY_BYTES`] body arrives in it at 140 KB/s.
 const BODY_DEADLINE: Duration = Duration::from_secs(30);
 
-/// Connections served at once; more wait in the kernel's backlog. With
-/// [`MAX_BODY_BYTES`] it bounds what request bodies can hold (256 MiB).
-const MAX_CONNECTIONS: usize = 64;
+/// Connections served at once, per read a server runs at once
+/// ([`super::server::reads_at_once`]): 256 on two cores. A connection past
+/// them is answered 503 at once and closed, never left waiting in silence;
+/// idle and slow ones free their slot by the head and body deadlines.
+const CONNECTIONS_PER_READ: usize = 128;
+
+/// Connections per open event stream (GET) allowed: streams held open
+/// take at most a quarter of the connections ([`limits::Streams`]).
+const CONNECTIONS_PER_STREAM: usize = 4;
+
+/// Connections served at once on this machine.
+fn max_connections() -> usize {
+    CONNECTIONS_PER_READ * super::server::reads_at_once()
+}
 
 /// How long a stop waits for calls in flight before it exits anyway.
 const STOP_GRACE: Duration = Duration::from_secs(30);
@@ -119,9 +133,10 @@ pub fn serve(
             .with_context(|| format!("cannot listen on {}", options.addr))?;
         let local = listener.local_addr()?;
         let stop = CancellationToken::new();
+        let manager = Arc::new(LocalSessionManager::default());
         let mcp = StreamableHttpService::new(
             move || Ok(server.clone()),
-            Arc::new(LocalSessionManager::default()),
+            manager.clone(),
             protocol_config(local, token.is_some(), stop.child_token()),
         );
         let gate = Arc::new(Gate {
@@ -129,6 +144,8 @@ pub fn serve(
             token,
             open_posts: Arc::new(AtomicUsize::new(0)),
             stopping: AtomicBool::new(false),
+            sessions: Sessions::new(manager),
+            streams: Arc::new(Streams::default()),
         });
         note(&format!(
             "serving {what} at http://{local}{ENDPOINT}{}",
@@ -179,6 +196,10 @@ struct Gate {
     open_posts: Arc<AtomicUsize>,
     /// Set when a stop began: new requests are refused.
     stopping: AtomicBool,
+    /// The sessions open, capped.
+    sessions: Sessions,
+    /// The event streams open, capped.
+    streams: Arc<Streams>,
 }
 
 /// One open POST, counted in [`Gate::open_posts`] until dropped with the
@@ -232,6 +253,38 @@ impl Gate {
                 &format!("request body over {MAX_BODY_BYTES} bytes"),
             );
         }
+        let session = (request.headers().get(SESSION_HEADER))
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        match (request.method(), &session) {
+            (&Method::POST, None) if !self.sessions.room_for_one().await => {
+                return busy(&format!(
+                    "{MAX_SESSIONS} sessions are open, none idle over {EVICTABLE_AFTER:?}; \
+                     close one (DELETE) or try again later"
+                ));
+            }
+            (&Method::DELETE, Some(id)) => self.sessions.closed(id),
+            (_, Some(id)) => self.sessions.used(id),
+            _ => {}
+        }
+        let stream = match (request.method(), &session) {
+            (&Method::GET, Some(id)) => {
+                let cap = max_connections() / CONNECTIONS_PER_STREAM;
+                match self.streams.take(id, cap) {
+                    Ok(stream) => Some(stream),
+                    Err(NoStream::SessionHasOne) => {
+                        return plain(
+                            StatusCode::CONFLICT,
+                            "this session has an event stream open already",
+                        );
+                    }
+                    Err(NoStream::Full) => {
+                        return busy(&format!("{cap} event streams are open, the most at once"));
+                    }
+                }
+            }
+            _ => None,
+        };
         let open = (request.method() == Method::POST).then(|| OpenPost::new(&self.open_posts));
         let request = match request.method() == Method::POST {
             // A POST's body is read whole here, within its deadlines, and
@@ -257,16 +310,25 @@ impl Gate {
             false => request.map(|body| TimeoutBody::new(BODY_IDLE_TIMEOUT, body).boxed()),
         };
         let response = self.mcp.handle(request).await;
-        match open {
-            // The count drops with the body, once the answer is all sent.
-            Some(open) => response.map(|body| {
+        // A session given out counts as used now.
+        if let Some(id) = response
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+        {
+            self.sessions.used(id);
+        }
+        match (open, stream) {
+            (None, None) => response,
+            // The count drops with the body, once the answer is all sent
+            // (or the stream ends, or the client left).
+            held => response.map(|body| {
                 body.map_frame(move |frame| {
-                    let _ = &open;
+                    let _ = &held;
                     frame
                 })
                 .boxed()
             }),
-            None => response,
         }
     }
 
@@ -361,6 +423,19 @@ fn not_a_message(body: &[u8]) -> Option<Response<Body>> {
     Some(response)
 }
 
+/// The header naming a request's session.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// A 503 saying the server is at a limit (`why`), to try again in a second.
+fn busy(why: &str) -> Response<Body> {
+    let mut response = plain(
+        StatusCode::SERVICE_UNAVAILABLE,
+        &format!("the server is busy: {why}"),
+    );
+    (response.headers_mut()).insert(RETRY_AFTER, HeaderValue::from_static("1"));
+    response
+}
+
 /// A short plain-text answer.
 fn plain(status: StatusCode, text: &str) -> Response<Body> {
     let mut response = Response::new(Full::new(Bytes::from(format!("{text}\n"))).boxed());
@@ -376,15 +451,11 @@ fn plain(status: StatusCode, text: &str) -> Response<Body> {
 /// finish what they are answering.
 async fn accept(listener: TcpListener, gate: Arc<Gate>, stop: CancellationToken) {
     let graceful = GracefulShutdown::new();
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let slots = Arc::new(Semaphore::new(max_connections()));
     let signal = stop_signal();
     tokio::pin!(signal);
     loop {
-        let slot = tokio::select! {
-            slot = slots.clone().acquire_owned() => slot.expect("never closed"),
-            () = &mut signal => break,
-        };
-        let (stream, _) = tokio::select! {
+        let (mut stream, _) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 // Out of file descriptors and the like: try again shortly.
@@ -395,6 +466,18 @@ async fn accept(listener: TcpListener, gate: Arc<Gate>, stop: CancellationToken)
                 }
             },
             () = &mut signal => break,
+        };
+        // Past the cap a connection is told so at once and closed, rather
+        // than left waiting in the kernel's backlog.
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            tokio::spawn(async move {
+                let answer = tokio::time::timeout(Duration::from_secs(1), async {
+                    stream.write_all(full().as_bytes()).await?;
+                    stream.shutdown().await
+                });
+                let _ = answer.await;
+            });
+            continue;
         };
         // Answers go out as written, not held back for Nagle's algorithm
         // (which with the client's delayed ACK costs 40 ms a call).
@@ -425,6 +508,16 @@ async fn accept(listener: TcpListener, gate: Arc<Gate>, stop: CancellationToken)
     if !drained || closed.is_err() {
         note("stopped with calls still unanswered after the grace period");
     }
+}
+
+/// The whole answer to a connection past [`max_connections`].
+fn full() -> String {
+    let why = "the server is busy: every connection is in use; try again soon\n";
+    format!(
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n\
+         Retry-After: 1\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{why}",
+        why.len()
+    )
 }
 
 /// Resolves on Ctrl-C (SIGINT) or SIGTERM.

@@ -27,6 +27,7 @@
 mod calls;
 mod framing;
 mod http;
+mod limits;
 mod note;
 mod server;
 mod stdio;

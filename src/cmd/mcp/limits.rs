@@ -1,0 +1,133 @@
+//! What no HTTP client may take all of: sessions and event streams.
+//!
+//! Sessions are capped at [`MAX_SESSIONS`]: a new one past the cap closes
+//! the session idle longest, if it has been idle over [`EVICTABLE_AFTER`],
+//! and is refused otherwise (503, saying why), so a client opening
+//! sessions in a loop cannot grow the server's memory. Event streams (a
+//! GET, which stays open) are one per session and at most a quarter of the
+//! connections in all, so clients holding streams open never take every
+//! connection. The SDK's session manager holds the sessions; this module
+//! only watches them (the ids it gave out, when each was last used).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use rmcp::transport::streamable_http_server::session::SessionManager;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+
+/// Sessions at once, at most: each holds a task and its buffers (about
+/// 50 KB), so this bounds their memory (about 50 MB).
+pub const MAX_SESSIONS: usize = 1000;
+
+/// How long a session must have been idle to be closed for a new one when
+/// [`MAX_SESSIONS`] are open (the longest idle first).
+pub const EVICTABLE_AFTER: Duration = Duration::from_secs(60);
+
+/// The sessions the SDK holds, and when each was last used.
+pub struct Sessions {
+    manager: Arc<LocalSessionManager>,
+    last_used: Mutex<HashMap<String, Instant>>,
+}
+
+impl Sessions {
+    /// Watches the sessions `manager` holds.
+    pub fn new(manager: Arc<LocalSessionManager>) -> Self {
+        Self {
+            manager,
+            last_used: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn last_used(&self) -> std::sync::MutexGuard<'_, HashMap<String, Instant>> {
+        self.last_used
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Notes that session `id` was used now (given out, or sent a request).
+    pub fn used(&self, id: &str) {
+        self.last_used().insert(id.to_string(), Instant::now());
+    }
+
+    /// Forgets session `id` (the client closed it).
+    pub fn closed(&self, id: &str) {
+        self.last_used().remove(id);
+    }
+
+    /// Whether a new session may open: under the cap, or once the session
+    /// idle longest (over [`EVICTABLE_AFTER`]) was closed for it.
+    pub async fn room_for_one(&self) -> bool {
+        let open: Vec<Arc<str>> = self.manager.sessions.read().await.keys().cloned().collect();
+        let victim = {
+            let mut last_used = self.last_used();
+            // Sessions the SDK ended (idle past its keep-alive) are gone.
+            let live: HashSet<&str> = open.iter().map(|id| &**id).collect();
+            last_used.retain(|id, _| live.contains(id.as_str()));
+            if open.len() < MAX_SESSIONS {
+                return true;
+            }
+            (last_used.iter())
+                .filter(|(_, at)| at.elapsed() >= EVICTABLE_AFTER)
+                .min_by_key(|(_, at)| **at)
+                .map(|(id, _)| id.clone())
+        };
+        let Some(victim) = victim else {
+            return false;
+        };
+        self.closed(&victim);
+        let id: Arc<str> = victim.into();
+        // Gone meanwhile, or closed now: either way there is room.
+        let _ = self.manager.close_session(&id).await;
+        true
+    }
+}
+
+/// The event streams open: how many, and which sessions hold one.
+#[derive(Default)]
+pub struct Streams {
+    open: Mutex<HashSet<String>>,
+}
+
+/// Why a stream may not open.
+pub enum NoStream {
+    /// The session has one open already.
+    SessionHasOne,
+    /// The streams open are at their cap.
+    Full,
+}
+
+impl Streams {
+    fn open(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.open.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Opens the stream of session `id`, at most `cap` in all: the guard
+    /// that closes it when dropped (with the response's body).
+    pub fn take(self: &Arc<Self>, id: &str, cap: usize) -> Result<OpenStream, NoStream> {
+        let mut open = self.open();
+        if open.contains(id) {
+            return Err(NoStream::SessionHasOne);
+        }
+        if open.len() >= cap {
+            return Err(NoStream::Full);
+        }
+        open.insert(id.to_string());
+        Ok(OpenStream {
+            streams: self.clone(),
+            id: id.to_string(),
+        })
+    }
+}
+
+/// An open event stream, counted in [`Streams`] until dropped.
+pub struct OpenStream {
+    streams: Arc<Streams>,
+    id: String,
+}
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        self.streams.open().remove(&self.id);
+    }
+}
