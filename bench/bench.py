@@ -66,6 +66,13 @@ def read_doc(path):
     return text
 
 
+def write_json(path, value):
+    """Writes `value` to `path` as indented JSON ending in a newline (a run's --json figures)."""
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(value, f, indent=1)
+        f.write("\n")
+
+
 def percentile(values, q):
     """Nearest-rank percentile (q in 0..100) of a non-empty list."""
     ordered = sorted(values)
@@ -319,9 +326,7 @@ def cmd_report(args):
     text = "\n".join(lines)
     print(text)
     if json_out:
-        with open(json_out, "w", encoding="utf-8") as f:
-            json.dump(out, f, indent=1)
-            f.write("\n")
+        write_json(json_out, out)
 
 
 def main():

@@ -31,7 +31,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from bench import percentile  # noqa: E402  (bench/bench.py, the run.sh helper)
+from bench import percentile, write_json  # noqa: E402  (bench/bench.py, the run.sh helper)
 
 REPO = os.path.dirname(HERE)
 TIMEOUT_S = 60
@@ -305,9 +305,7 @@ def run(args, corpus, binary, queries):
           f"{ms(report['http_minus_stdio_p90_s'])} |")
     print(f"| MCP (stdio) / CLI | {report['ratio_median']:.3f} | {report['ratio_p90']:.3f} |")
     if args.json_out:
-        with open(args.json_out, "w", encoding="utf-8") as f:
-            json.dump(report, f, indent=1)
-            f.write("\n")
+        write_json(args.json_out, report)
 
 
 if __name__ == "__main__":

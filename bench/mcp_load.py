@@ -28,7 +28,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from bench import percentile  # noqa: E402
+from bench import percentile, write_json  # noqa: E402
 from mcp_latency import REPO, HttpClient, Server, die, initialize, start_http  # noqa: E402
 
 TOOLS = ("search", "search", "get", "search", "status")
@@ -173,9 +173,7 @@ def main():
         print(f"HTTP / stdio throughput{' beside a reindex' if reindex else ''}: "
               f"{http['calls_per_s'] / stdio['calls_per_s']:.2f}")
     if args.json_out:
-        with open(args.json_out, "w", encoding="utf-8") as f:
-            json.dump(runs, f, indent=1)
-            f.write("\n")
+        write_json(args.json_out, runs)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@
 //! (the same as over stdio), and a clean stop on SIGTERM and SIGINT.
 
 use crate::common::Corpus;
-use crate::common::mcp::{HttpServer, PROTOCOL, RawSession};
+use crate::common::mcp::{HttpServer, PROTOCOL, RawSession, client_report};
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -1224,41 +1224,21 @@ fn a_stalled_client_is_cut_off_and_holds_nothing() {
 }
 
 #[test]
-fn searches_beside_a_reindex_answer_from_the_generation_they_started_on_and_remembers_at_once_all_land()
- {
+fn searches_beside_a_reindex_keep_their_generation_and_remembers_at_once_all_land() {
     let Some(python) = crate::mcp::mcp_python() else {
         return;
     };
-    // Enough notes that a full re-index runs for a while.
-    let corpus = Corpus::fixtures();
-    let bulk = corpus.path().join("bulk");
-    std::fs::create_dir(&bulk).unwrap();
-    for n in 0..1500 {
-        let words: Vec<String> = (0..120)
-            .map(|w| format!("topic{} word{}", n % 37, (n * w) % 211))
-            .collect();
-        std::fs::write(
-            bulk.join(format!("note-{n}.md")),
-            format!("# Note {n}\n\n{}\n", words.join(" ")),
-        )
-        .unwrap();
-    }
-    corpus.index();
+    let corpus = Corpus::fixtures_with_bulk(1500);
     let (_keep, file) = token_file(TOKEN);
     let server = HttpServer::start(corpus.path(), &["--token-file", file.to_str().unwrap()]);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_concurrent.py");
-    let output = Command::new(python)
-        .arg(script)
-        .arg(server.url())
-        .arg(TOKEN)
-        .arg("replication lag")
-        .output()
-        .expect("run the script");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "the script failed:\n{stderr}");
-    let report: Value =
-        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}; stderr:\n{stderr}"));
-    eprintln!("beside a reindex: {report}");
+    let report = client_report(
+        Command::new(python)
+            .arg(script)
+            .arg(server.url())
+            .arg(TOKEN)
+            .arg("replication lag"),
+    );
     let before = report["before"].as_u64().unwrap();
     // The re-index made the next generation, and no call failed.
     assert_eq!(report["reindex"], before + 1, "{report}");
@@ -1470,17 +1450,12 @@ fn a_hundred_sdk_clients_at_once_are_all_answered() {
     let corpus = indexed();
     let server = HttpServer::start(corpus.path(), &[]);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_many.py");
-    let output = Command::new(python)
-        .arg(script)
-        .arg(server.url())
-        .args(["100", "6"])
-        .output()
-        .expect("run the script");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "the script failed:\n{stderr}");
-    let report: Value =
-        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}; stderr:\n{stderr}"));
-    eprintln!("a hundred SDK clients: {report}");
+    let report = client_report(
+        Command::new(python)
+            .arg(script)
+            .arg(server.url())
+            .args(["100", "6"]),
+    );
     // Each keeps a connection or two of its own: none starves, none fails.
     assert_eq!(report["failed"], 0, "{report}");
     assert_eq!(report["answered"], 600, "{report}");

@@ -588,17 +588,7 @@ fn get_reads_a_path_s_line_range_as_the_command_line_does() {
 fn sigterm_sigint_or_sighup_end_the_session_once_the_requests_read_are_answered() {
     // Enough notes that a full re-index is still running when the signal
     // comes.
-    let corpus = Corpus::fixtures();
-    let bulk = corpus.path().join("bulk");
-    std::fs::create_dir(&bulk).unwrap();
-    for n in 0..1500 {
-        let words: Vec<String> = (0..120)
-            .map(|w| format!("topic{} word{}", n % 37, (n * w) % 211))
-            .collect();
-        let text = format!("# Note {n}\n\n{}\n", words.join(" "));
-        std::fs::write(bulk.join(format!("note-{n}.md")), text).unwrap();
-    }
-    corpus.index();
+    let corpus = Corpus::fixtures_with_bulk(1500);
     let index = corpus.path().join(".memidx");
     for signal in ["TERM", "INT", "HUP"] {
         let generation = |dir: &std::path::Path| -> u64 {

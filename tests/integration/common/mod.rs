@@ -25,6 +25,24 @@ impl Corpus {
         corpus
     }
 
+    /// A copy of `fixtures/corpus` with `notes` generated notes more in
+    /// `bulk/`, indexed: enough of them and a full re-index runs a while
+    /// (for a test of what happens meanwhile).
+    pub fn fixtures_with_bulk(notes: usize) -> Self {
+        let corpus = Self::fixtures();
+        let bulk = corpus.path().join("bulk");
+        std::fs::create_dir(&bulk).expect("create bulk/");
+        for n in 0..notes {
+            let words: Vec<String> = (0..120)
+                .map(|w| format!("topic{} word{}", n % 37, (n * w) % 211))
+                .collect();
+            let text = format!("# Note {n}\n\n{}\n", words.join(" "));
+            std::fs::write(bulk.join(format!("note-{n}.md")), text).expect("write a note");
+        }
+        corpus.index();
+        corpus
+    }
+
     /// An empty folder.
     pub fn empty() -> Self {
         Self {
