@@ -77,11 +77,28 @@ impl Server {
         let (state, read_only, name) = (self.state.clone(), self.read_only, name.to_string());
         let ran = tokio::task::spawn_blocking(move || {
             let answer = state.call(read_only, &name, arguments);
+            if access == Access::Write {
+                give_back_freed_memory();
+            }
             drop(turn);
             answer
         })
         .await;
         ran.unwrap_or_else(|panicked| Some(Err(anyhow!("the call failed: {panicked}"))))
+    }
+}
+
+/// Returns the heap a write freed to the system. An index run allocates
+/// hundreds of megabytes across the pool's threads (the sparse writer's
+/// arena, the tables it builds) and frees them at its end, but glibc keeps
+/// freed memory in each thread's arena: without this a server grew from
+/// 19 MB to 350 MB over 200 `remember` calls and stayed there.
+fn give_back_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free memory; it touches no live
+    // allocation and is safe to call from any thread at any time.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
