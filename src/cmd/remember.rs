@@ -3,7 +3,7 @@
 //! chunk ids. The MCP server's `remember` tool runs the same steps.
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow, bail};
@@ -12,7 +12,6 @@ use super::Status;
 use crate::cli::RememberArgs;
 use crate::config;
 use memidx::corpus::note::{self, Note};
-use memidx::corpus::walk::is_markdown;
 use memidx::error::IndexError;
 use memidx::index::Index;
 use memidx::indexer::{self, IndexOptions, Writer};
@@ -65,7 +64,7 @@ const LOCK_POLL: Duration = Duration::from_millis(50);
 
 /// Writes `note` into `folder` of the index's root (refused before
 /// anything is written when the index would not read it there) and indexes
-/// it with the notes written beside it meanwhile ([`fresh_notes`]), under
+/// it with the notes written beside it meanwhile ([`note::written_beside`]), under
 /// `writer` when the caller holds the index's writer lock (a watching MCP
 /// server), else under a lock taken for this run. When another run holds
 /// the lock, it waits up to [`LOCK_WAIT`] for it, or for that run (a
@@ -94,7 +93,7 @@ pub fn remember(
     // The run looks at the note, not at the whole folder, and at the notes
     // other calls wrote beside it meanwhile: calls at once share a run
     // instead of each waiting for the lock in turn.
-    options.told = Some(fresh_notes(&written));
+    options.told = Some(note::written_beside(&written, FRESH));
     let embedder = memidx::embed::load(options.model_dir.as_deref())?;
     let (generation, embedded) = match writer {
         Some(writer) => {
@@ -166,34 +165,8 @@ fn index_waiting(
 }
 
 /// How recent a note in the same folder must be for a run to index it
-/// with its own ([`fresh_notes`]): longer than any call waits.
+/// with its own ([`note::written_beside`]): longer than any call waits.
 const FRESH: Duration = Duration::from_secs(60);
-
-/// `written` and the markdown files beside it changed in the last
-/// [`FRESH`]: notes other `remember` calls wrote meanwhile, which this
-/// call's run indexes with its own (the lock holder's run indexes the
-/// waiting calls' notes, and they find them indexed). A file unchanged
-/// since the last run is found so and skipped.
-fn fresh_notes(written: &Path) -> Vec<PathBuf> {
-    let mut told = vec![written.to_path_buf()];
-    let Some(entries) = written.parent().and_then(|dir| std::fs::read_dir(dir).ok()) else {
-        return told;
-    };
-    let now = std::time::SystemTime::now();
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let hidden = entry.file_name().to_string_lossy().starts_with('.');
-        let recent = (entry.metadata().ok())
-            .filter(|meta| meta.is_file())
-            .and_then(|meta| meta.modified().ok())
-            .and_then(|at| now.duration_since(at).ok())
-            .is_some_and(|age| age <= FRESH);
-        if recent && !hidden && is_markdown(&path) && path != written {
-            told.push(path);
-        }
-    }
-    told
-}
 
 /// The error of an index run that failed after the note was written: it
 /// names the note, which stays, and says `memidx index` indexes it once

@@ -31,7 +31,7 @@ use jiff::Timestamp;
 use super::beneath;
 use super::chunk::{ChunkOptions, parse_file};
 use super::front_matter::{double_quoted, parse_front_matter};
-use super::walk::{WalkOptions, would_keep};
+use super::walk::{WalkOptions, is_markdown, would_keep};
 
 /// The folder notes go to when the caller names none.
 pub const DEFAULT_NOTES_DIR: &str = "memories";
@@ -126,6 +126,32 @@ pub fn write(to: Destination<'_>, folder: &Path, note: &Note, now: Timestamp) ->
     );
     parts.push(place(&root, &relative, &stem, content.as_bytes())?);
     Ok(parts.join("/"))
+}
+
+/// `written` (a note just written) and the markdown files beside it, not
+/// hidden, changed in the last `within`: the notes other `remember` calls
+/// wrote meanwhile, which a run indexes with its own (the run holding the
+/// lock indexes the waiting calls' notes, and they find them indexed). A
+/// file unchanged since the last run is found so and skipped.
+pub fn written_beside(written: &Path, within: std::time::Duration) -> Vec<PathBuf> {
+    let mut told = vec![written.to_path_buf()];
+    let Some(entries) = written.parent().and_then(|dir| std::fs::read_dir(dir).ok()) else {
+        return told;
+    };
+    let now = std::time::SystemTime::now();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let hidden = entry.file_name().to_string_lossy().starts_with('.');
+        let recent = (entry.metadata().ok())
+            .filter(|meta| meta.is_file())
+            .and_then(|meta| meta.modified().ok())
+            .and_then(|at| now.duration_since(at).ok())
+            .is_some_and(|age| age <= within);
+        if recent && !hidden && is_markdown(&path) && path != written {
+            told.push(path);
+        }
+    }
+    told
 }
 
 /// The names a note with file stem `stem` may take, in order.
@@ -531,6 +557,7 @@ fn make_folder(root: &Path, relative: &Path) -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn at() -> Timestamp {
         "2024-02-07T10:30:00Z".parse().unwrap()
@@ -552,6 +579,23 @@ mod tests {
         include: Vec::new(),
         exclude: Vec::new(),
     };
+
+    #[test]
+    fn a_run_is_told_the_fresh_notes_beside_the_one_written() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["written.md", "other.md", ".hidden.md", "notes.txt"] {
+            std::fs::write(dir.path().join(name), "# A note\n").unwrap();
+        }
+        let mut told = written_beside(&dir.path().join("written.md"), Duration::from_secs(60));
+        told[1..].sort();
+        assert_eq!(
+            told,
+            [dir.path().join("written.md"), dir.path().join("other.md")]
+        );
+        // Older than the window: the note alone.
+        let told = written_beside(&dir.path().join("written.md"), Duration::ZERO);
+        assert_eq!(told, [dir.path().join("written.md")]);
+    }
 
     /// An index folder none of these tests' roots holds.
     const INDEX_OF_TESTS: &str = "/nonexistent/.memidx";
