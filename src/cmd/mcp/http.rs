@@ -257,12 +257,6 @@ impl Gate {
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
         match (request.method(), &session) {
-            (&Method::POST, None) if !self.sessions.room_for_one().await => {
-                return busy(&format!(
-                    "{MAX_SESSIONS} sessions are open, none idle over {EVICTABLE_AFTER:?}; \
-                     close one (DELETE) or try again later"
-                ));
-            }
             (&Method::DELETE, Some(id)) => self.sessions.closed(id),
             (_, Some(id)) => self.sessions.used(id),
             _ => {}
@@ -301,6 +295,14 @@ impl Gate {
                     && let Some(refusal) = not_a_message(&bytes)
                 {
                     return refusal;
+                }
+                // A new session (refused once the body is read, so that
+                // the connection serves on).
+                if session.is_none() && !self.sessions.room_for_one().await {
+                    return busy(&format!(
+                        "{MAX_SESSIONS} sessions are open, none idle over {EVICTABLE_AFTER:?}; \
+                         close one (DELETE) or try again later"
+                    ));
                 }
                 Request::from_parts(
                     parts,
