@@ -241,25 +241,21 @@ impl State {
         name: &str,
         arguments: Value,
     ) -> Option<Result<(Value, String)>> {
-        Self::access(read_only, name)?;
+        let access = Self::access(read_only, name)?;
         self.refresh();
-        Some(match name {
+        let result = match name {
             "search" => parse(arguments).and_then(|a| search(self, a)),
             "get" => parse(arguments).and_then(|a| get(self, a)),
             "explain" => parse(arguments).and_then(|a| explain(self, a)),
             "status" => parse::<NoArgs>(arguments).and_then(|_| status(self)),
-            "reindex" => {
-                let result = parse(arguments).and_then(|a| reindex(self, a));
-                self.refresh();
-                result
-            }
-            "remember" => {
-                let result = parse(arguments).and_then(|a| remember(self, a));
-                self.refresh();
-                result
-            }
+            "reindex" => parse(arguments).and_then(|a| reindex(self, a)),
+            "remember" => parse(arguments).and_then(|a| remember(self, a)),
             _ => return None,
-        })
+        };
+        if access == Access::Write {
+            self.refresh();
+        }
+        Some(result)
     }
 
     /// The retriever of `selection` over the served indexes `members`,

@@ -43,6 +43,7 @@ use tower_http::timeout::{TimeoutBody, TimeoutError};
 use super::limits::{EVICTABLE_AFTER, MAX_SESSIONS, NoStream, Sessions, Streams};
 use super::note::note;
 use super::server::Server;
+use super::wait_until;
 
 /// The path the MCP endpoint answers at.
 pub const ENDPOINT: &str = "/mcp";
@@ -312,13 +313,12 @@ impl Gate {
             false => request.map(|body| TimeoutBody::new(BODY_IDLE_TIMEOUT, body).boxed()),
         };
         let response = self.mcp.handle(request).await;
-        // A session given out counts as used now.
         if let Some(id) = response
             .headers()
             .get(SESSION_HEADER)
             .and_then(|v| v.to_str().ok())
         {
-            self.sessions.used(id);
+            self.sessions.given(id);
         }
         match (open, stream) {
             (None, None) => response,
@@ -338,14 +338,7 @@ impl Gate {
     /// POST being answered has been answered; whether they all were.
     async fn drain(&self, limit: Duration) -> bool {
         self.stopping.store(true, Ordering::SeqCst);
-        let deadline = tokio::time::Instant::now() + limit;
-        while self.open_posts.load(Ordering::SeqCst) > 0 {
-            if tokio::time::Instant::now() >= deadline {
-                return false;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        true
+        wait_until(limit, || self.open_posts.load(Ordering::SeqCst) == 0).await
     }
 
     /// Whether the request carries the token (always, without one). The

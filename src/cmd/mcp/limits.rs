@@ -45,9 +45,17 @@ impl Sessions {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Notes that session `id` was used now (given out, or sent a request).
-    pub fn used(&self, id: &str) {
+    /// Notes that session `id` was given out now.
+    pub fn given(&self, id: &str) {
         self.last_used().insert(id.to_string(), Instant::now());
+    }
+
+    /// Notes that session `id` was sent a request now, if it was given out:
+    /// an id a client made up is not kept.
+    pub fn used(&self, id: &str) {
+        if let Some(at) = self.last_used().get_mut(id) {
+            *at = Instant::now();
+        }
     }
 
     /// Forgets session `id` (the client closed it).

@@ -48,6 +48,19 @@ use memidx::indexer::{IndexOptions, Writer};
 use note::note;
 use server::Server;
 
+/// Waits (at most `limit`, looking every 10 ms) until `done` holds; whether
+/// it did: how a stop waits for the calls in flight, on either transport.
+async fn wait_until(limit: std::time::Duration, done: impl Fn() -> bool) -> bool {
+    let deadline = tokio::time::Instant::now() + limit;
+    while !done() {
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    true
+}
+
 /// Serves the indexes `indexes` over stdin/stdout until end of input, or
 /// over HTTP until stopped; with `watch`, re-indexing each whenever its
 /// files change meanwhile.

@@ -36,6 +36,7 @@ use tokio_util::sync::CancellationToken;
 use super::framing::{self, INVALID_REQUEST, Piece};
 use super::note::note;
 use super::server::Server;
+use super::wait_until;
 
 /// The longest line read as a message: far above any tool call.
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
@@ -164,14 +165,7 @@ impl Pending {
     /// Waits (at most `limit`) until every request read was answered;
     /// whether they all were.
     async fn drained(&self, limit: Duration) -> bool {
-        let deadline = tokio::time::Instant::now() + limit;
-        while !self.ids().is_empty() {
-            if tokio::time::Instant::now() >= deadline {
-                return false;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        true
+        wait_until(limit, || self.ids().is_empty()).await
     }
 
     /// Frees the slot of request `id` (answered or cancelled).
