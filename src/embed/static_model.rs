@@ -83,17 +83,15 @@ impl BundledModel {
         })
     }
 
+    /// Token `id`'s row (`None` for an id past the matrix).
+    fn row(&self, id: u32) -> Option<&[i8]> {
+        (self.weights).get(id as usize * self.dim..(id as usize + 1) * self.dim)
+    }
+
     /// The length of token `id`'s row (`None` for an id past the matrix).
     fn row_length(&self, id: u32) -> Option<f32> {
-        let row = self
-            .weights
-            .get(id as usize * self.dim..(id as usize + 1) * self.dim)?;
-        Some(
-            row.iter()
-                .map(|&v| f32::from(v).powi(2))
-                .sum::<f32>()
-                .sqrt(),
-        )
+        let squares: f32 = self.row(id)?.iter().map(|&v| f32::from(v).powi(2)).sum();
+        Some(squares.sqrt())
     }
 
     /// Embeds one text into `out` (`dim` zeros): model2vec's steps — cut
@@ -113,10 +111,7 @@ impl BundledModel {
         ids.truncate(MAX_TOKENS);
         let mut count = 0usize;
         for &id in ids.iter().filter(|&&id| id != self.vocab.unk_id()) {
-            let Some(row) = self
-                .weights
-                .get(id as usize * self.dim..(id as usize + 1) * self.dim)
-            else {
+            let Some(row) = self.row(id) else {
                 continue;
             };
             for (sum, value) in out.iter_mut().zip(row) {
