@@ -13,7 +13,10 @@ client calling `reindex` with `full` (the whole index written again) again and a
 until the others are done (over stdio a process of its own). It prints, per run, the
 wall time, the throughput (calls a second), p50/p95/p99 per tool, and the servers'
 peak RSS (summed over the stdio processes, sampled every 50 ms), then HTTP's
-throughput over stdio's. Raw JSON-RPC (no SDK), as bench/mcp_latency.py.
+throughput over stdio's. Last, the HTTP server's memory after writes: on a copy of
+CORPUS_DIR, its RSS after 20 searches, then after each 50 of --remembers `remember`
+calls, and the last over the first (issue 68 asks at most 2x).
+Raw JSON-RPC (no SDK), as bench/mcp_latency.py.
 
 Standard library only; runs niced (10) from a copy of the binary.
 """
@@ -130,12 +133,37 @@ def run(transport, binary, corpus, clients, calls, queries, reindex):
     }
 
 
+def remember_memory(binary, corpus, count):
+    """RSS in KiB of one HTTP server on a copy of `corpus`: read-only (after 20
+    searches), then after every 50 `remember` calls and the last: [(calls, KiB)]."""
+    with tempfile.TemporaryDirectory(prefix="memidx-mcp-remember.") as tmp:
+        copy = os.path.join(tmp, "corpus")
+        shutil.copytree(corpus, copy, symlinks=True)
+        proc, host, port = start_http(binary, copy, read_only=False)
+        try:
+            client = initialize(HttpClient(host, port))
+            for _ in range(20):
+                call(client, "search", {"query": "replication lag"})
+            figures = [(0, rss_kib([proc.pid]))]
+            for i in range(1, count + 1):
+                call(client, "remember", {"text": f"Note {i}: the okapi{i} feeding schedule moved."})
+                if i % 50 == 0 or i == count:
+                    figures.append((i, rss_kib([proc.pid])))
+            client.close()
+        finally:
+            proc.terminate()
+            proc.wait(timeout=60)
+    return figures
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("corpus")
     parser.add_argument("binary", nargs="?", default=os.path.join(REPO, "target/release/memidx"))
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--calls", type=int, default=250, help="calls per client (default 250)")
+    parser.add_argument("--remembers", type=int, default=200,
+                        help="remember calls in the memory run (default 200)")
     parser.add_argument("--json", dest="json_out", help="also write the figures as JSON here")
     args = parser.parse_args()
     corpus = os.path.realpath(args.corpus)
@@ -151,6 +179,7 @@ def main():
         shutil.copy2(args.binary, binary)
         runs = [run(t, binary, corpus, args.clients, args.calls, queries, r)
                 for r in (0, 1) for t in ("stdio", "http")]
+        remembered = remember_memory(binary, corpus, args.remembers)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -172,8 +201,14 @@ def main():
                        for t in ("stdio", "http"))
         print(f"HTTP / stdio throughput{' beside a reindex' if reindex else ''}: "
               f"{http['calls_per_s'] / stdio['calls_per_s']:.2f}")
+    print()
+    print("| `remember` calls | " + " | ".join(str(n) for n, _ in remembered) + " |")
+    print("| --- " * (len(remembered) + 1) + "|")
+    print("| HTTP server RSS | " + " | ".join(f"{k / 1024:.0f} MiB" for _, k in remembered) + " |")
+    print(f"RSS after {remembered[-1][0]} remembers / read-only: "
+          f"{remembered[-1][1] / remembered[0][1]:.2f}")
     if args.json_out:
-        write_json(args.json_out, runs)
+        write_json(args.json_out, {"runs": runs, "remember_rss_kib": remembered})
 
 
 if __name__ == "__main__":

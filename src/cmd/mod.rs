@@ -7,6 +7,7 @@ pub mod eval;
 pub mod explain;
 pub mod get;
 pub mod graph;
+pub mod heap;
 pub mod index;
 #[cfg(feature = "mcp")]
 pub mod mcp;

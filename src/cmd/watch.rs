@@ -41,7 +41,7 @@ use anyhow::{Context, Result};
 use notify::event::{AccessKind, AccessMode};
 use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
-use super::{Status, index};
+use super::{Status, heap, index};
 use memidx::embed;
 use memidx::indexer::{IndexOptions, Writer};
 use memidx::output::progress::Bars;
@@ -74,6 +74,7 @@ pub fn run(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<Status> {
+    heap::keep_small();
     let embedder = embed::load(options.model_dir.as_deref())?;
     let mut writer = Writer::take(options)?;
     // Watching starts before the first run, so changes made during it
@@ -253,6 +254,7 @@ impl Changes {
                 return;
             }
             let result = run(err, burst.told());
+            heap::give_back();
             failed = result.is_err();
             if let Err(failure) = result {
                 report_failure(err, &failure);

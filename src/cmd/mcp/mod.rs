@@ -37,8 +37,8 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
 
-use super::Status;
 use super::watch::Background;
+use super::{Status, heap};
 use crate::config::Indexes;
 use calls::Served;
 pub use http::HttpOptions;
@@ -73,6 +73,7 @@ pub fn run(
     // Bad HTTP options fail before anything is opened or locked; the token
     // is read once, here.
     let token = http.map(HttpOptions::token).transpose()?.flatten();
+    heap::keep_small();
     for skipped in &indexes.skipped {
         note(skipped);
     }

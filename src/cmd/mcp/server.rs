@@ -78,27 +78,13 @@ impl Server {
         let ran = tokio::task::spawn_blocking(move || {
             let answer = state.call(read_only, &name, arguments);
             if access == Access::Write {
-                give_back_freed_memory();
+                crate::cmd::heap::give_back();
             }
             drop(turn);
             answer
         })
         .await;
         ran.unwrap_or_else(|panicked| Some(Err(anyhow!("the call failed: {panicked}"))))
-    }
-}
-
-/// Returns the heap a write freed to the system. An index run allocates
-/// hundreds of megabytes across the pool's threads (the sparse writer's
-/// arena, the tables it builds) and frees them at its end, but glibc keeps
-/// freed memory in each thread's arena: 200 `remember` calls took a server
-/// from 19 MB to 350 MB without this, to about 160 MB with it.
-fn give_back_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only returns free memory; it touches no live
-    // allocation and is safe to call from any thread at any time.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }
 
