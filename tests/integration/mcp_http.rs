@@ -1223,6 +1223,79 @@ fn a_stalled_client_is_cut_off_and_holds_nothing() {
     }
 }
 
+/// Sends `sent` to `addr` at once, then `trickled` one byte every two
+/// seconds (never pausing long enough for an idle timeout) until the server
+/// closes the connection; how long it held it, and what it answered.
+fn trickle(addr: &str, sent: String, trickled: &'static [u8]) -> (Duration, Vec<u8>) {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream.write_all(sent.as_bytes()).expect("write");
+    let mut writer = stream.try_clone().expect("clone");
+    std::thread::spawn(move || {
+        for byte in trickled.chunks(1) {
+            std::thread::sleep(Duration::from_secs(2));
+            if writer.write_all(byte).is_err() {
+                return;
+            }
+        }
+    });
+    until_closed(stream)
+}
+
+#[test]
+fn a_head_or_a_body_trickled_in_is_cut_at_its_deadline() {
+    let corpus = indexed();
+    let server = HttpServer::start(corpus.path(), &[]);
+    let addr = server.dial();
+    let (head_addr, body_addr) = (addr.clone(), addr.clone());
+    // Header lines a byte at a time (cut 10 s after the head began), and a
+    // body of 100 bytes a byte at a time (cut 30 s after it began).
+    let head = std::thread::spawn(move || {
+        trickle(
+            &head_addr,
+            "POST /mcp HTTP/1.1\r\n".into(),
+            b"X-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+        )
+    });
+    let body = std::thread::spawn(move || {
+        trickle(
+            &body_addr,
+            format!(
+                "POST /mcp HTTP/1.1\r\nHost: {body_addr}\r\nContent-Type: application/json\r\n\
+                 Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n"
+            ),
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}                                                    ",
+        )
+    });
+    // Meanwhile everyone else is served.
+    let mut client = Client::of(&server, None);
+    client.initialize();
+    assert_eq!(
+        client.search_ids("INC-2023-Q4-011")[0],
+        format!("{INCIDENT}#1")
+    );
+    let (took, sent) = head.join().expect("head");
+    assert!(
+        took < Duration::from_secs(16),
+        "the trickled head held its connection {took:?}"
+    );
+    let text = String::from_utf8_lossy(&sent);
+    assert!(
+        sent.is_empty() || text.starts_with("HTTP/1.1 4"),
+        "head: {text}"
+    );
+    let (took, sent) = body.join().expect("body");
+    assert!(
+        took < Duration::from_secs(36),
+        "the trickled body held its connection {took:?}"
+    );
+    let text = String::from_utf8_lossy(&sent);
+    assert!(text.starts_with("HTTP/1.1 408"), "body: {text}");
+    // Not the pause timeout: a byte came every 2 s.
+    assert!(took >= Duration::from_secs(29), "cut after {took:?}");
+    // And the server serves on.
+    assert!(!client.search_ids("replication lag").is_empty());
+}
+
 #[test]
 fn searches_beside_a_reindex_keep_their_generation_and_remembers_at_once_all_land() {
     let Some(python) = crate::mcp::mcp_python() else {

@@ -5,7 +5,8 @@
 //! `tests/mcp_ts/client.mjs` calls every tool through the SDK, edits the
 //! corpus and indexes it beside the server, and reports what it saw; this
 //! test asserts on the exact values, the same ones `mcp.rs` asserts for the
-//! Python SDK where the two overlap.
+//! Python SDK where the two overlap. `tests/mcp_ts/many.mjs` drives a
+//! hundred clients of both generations at once beside a re-indexing one.
 //!
 //! The packages, pinned in `tests/mcp_ts/package.json`, come from
 //! `MEMIDX_MCP_NODE_MODULES` (a folder whose `node_modules` holds them;
@@ -120,6 +121,29 @@ fn the_typescript_sdk_2_client_accepts_every_tool_over_http() {
     if let Some(report) = run_client(Generation::V2, Transport::Http { token: None }) {
         assert_session(&report, Generation::V2);
     }
+}
+
+#[test]
+fn a_hundred_typescript_sdk_clients_beside_reindexes_are_all_answered() {
+    let Some(modules) = node_modules() else {
+        return;
+    };
+    let corpus = Corpus::fixtures();
+    corpus.index();
+    let server = HttpServer::start(corpus.path(), &[]);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_ts/many.mjs");
+    let report = client_report(
+        Command::new("node")
+            .arg(script)
+            .arg(server.url())
+            .args(["100", "9"])
+            .env("MEMIDX_MCP_NODE_MODULES", modules),
+    );
+    // Both generations keep a connection a session: 100 of them beside a
+    // client re-indexing all along, and none starves, none fails.
+    assert_eq!(report["failed"], 0, "{report}");
+    assert_eq!(report["answered"], 900, "{report}");
+    assert!(report["reindexes"].as_u64() >= Some(1), "{report}");
 }
 
 /// What every session must have seen, whichever the transport: the

@@ -145,7 +145,7 @@ pub fn serve(
             token,
             open_posts: Arc::new(AtomicUsize::new(0)),
             stopping: AtomicBool::new(false),
-            sessions: Sessions::new(manager),
+            sessions: Sessions::new(manager, MAX_SESSIONS),
             streams: Arc::new(Streams::default()),
         });
         note(&format!(

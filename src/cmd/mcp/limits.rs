@@ -27,14 +27,17 @@ pub const EVICTABLE_AFTER: Duration = Duration::from_secs(60);
 /// The sessions the SDK holds, and when each was last used.
 pub struct Sessions {
     manager: Arc<LocalSessionManager>,
+    cap: usize,
     last_used: Mutex<HashMap<String, Instant>>,
 }
 
 impl Sessions {
-    /// Watches the sessions `manager` holds.
-    pub fn new(manager: Arc<LocalSessionManager>) -> Self {
+    /// Watches the sessions `manager` holds, at most `cap` at once
+    /// ([`MAX_SESSIONS`] when serving).
+    pub fn new(manager: Arc<LocalSessionManager>, cap: usize) -> Self {
         Self {
             manager,
+            cap,
             last_used: Mutex::new(HashMap::new()),
         }
     }
@@ -72,7 +75,7 @@ impl Sessions {
             // Sessions the SDK ended (idle past its keep-alive) are gone.
             let live: HashSet<&str> = open.iter().map(|id| &**id).collect();
             last_used.retain(|id, _| live.contains(id.as_str()));
-            if open.len() < MAX_SESSIONS {
+            if open.len() < self.cap {
                 return true;
             }
             (last_used.iter())
@@ -137,5 +140,89 @@ pub struct OpenStream {
 impl Drop for OpenStream {
     fn drop(&mut self) {
         self.streams.open().remove(&self.id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A manager holding `count` sessions, watched with a cap of `count`;
+    /// the ids in the order given, and their transports (kept alive).
+    async fn full(
+        count: usize,
+    ) -> (
+        Arc<LocalSessionManager>,
+        Sessions,
+        Vec<String>,
+        Vec<impl Sized>,
+    ) {
+        let manager = Arc::new(LocalSessionManager::default());
+        let sessions = Sessions::new(manager.clone(), count);
+        let (mut ids, mut transports) = (Vec::new(), Vec::new());
+        for _ in 0..count {
+            let (id, transport) = manager.create_session().await.expect("a session");
+            sessions.given(&id);
+            ids.push(id.to_string());
+            transports.push(transport);
+        }
+        (manager, sessions, ids, transports)
+    }
+
+    /// Marks session `id` as last used `ago`.
+    fn idle(sessions: &Sessions, id: &str, ago: Duration) {
+        let at = Instant::now()
+            .checked_sub(ago)
+            .expect("a clock older than the idle time");
+        sessions.last_used().insert(id.to_string(), at);
+    }
+
+    async fn held(manager: &LocalSessionManager) -> HashSet<String> {
+        manager
+            .sessions
+            .read()
+            .await
+            .keys()
+            .map(|id| id.to_string())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_full_server_refuses_while_no_session_is_idle_long_enough() {
+        let (manager, sessions, ids, _transports) = full(3).await;
+        idle(&sessions, &ids[0], EVICTABLE_AFTER - Duration::from_secs(5));
+        assert!(!sessions.room_for_one().await);
+        assert_eq!(held(&manager).await, ids.iter().cloned().collect());
+    }
+
+    #[tokio::test]
+    async fn a_full_server_closes_the_session_idle_longest_for_a_new_one() {
+        let (manager, sessions, ids, _transports) = full(3).await;
+        idle(&sessions, &ids[0], EVICTABLE_AFTER + Duration::from_secs(1));
+        idle(
+            &sessions,
+            &ids[2],
+            EVICTABLE_AFTER + Duration::from_secs(30),
+        );
+        // The one used just now stays.
+        sessions.used(&ids[1]);
+        assert!(sessions.room_for_one().await);
+        let left = held(&manager).await;
+        assert_eq!(left, [&ids[0], &ids[1]].into_iter().cloned().collect());
+        assert!(!sessions.last_used().contains_key(&ids[2]));
+        // Under the cap again: room without closing anything.
+        assert!(sessions.room_for_one().await);
+        assert_eq!(held(&manager).await, left);
+    }
+
+    #[tokio::test]
+    async fn sessions_the_sdk_ended_are_forgotten_and_made_up_ids_never_kept() {
+        let (manager, sessions, ids, _transports) = full(2).await;
+        sessions.used("made-up");
+        let id: Arc<str> = ids[0].clone().into();
+        manager.close_session(&id).await.expect("closed");
+        assert!(sessions.room_for_one().await);
+        let kept: HashSet<String> = sessions.last_used().keys().cloned().collect();
+        assert_eq!(kept, [ids[1].clone()].into_iter().collect());
     }
 }
