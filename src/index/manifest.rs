@@ -159,6 +159,12 @@ pub struct Manifest {
     /// measures it then).
     #[serde(default)]
     pub noise_floor: Option<f32>,
+    /// The static model's word floor ([`crate::lists::dense::floor`]),
+    /// recorded when the index was written so that no search splits the
+    /// made-up words; `None` for a transformer, or an index written before
+    /// it was recorded (a search measures it then).
+    #[serde(default)]
+    pub word_floor: Option<f32>,
     /// Chunker settings (a change forces every file to be re-chunked).
     pub chunker: ChunkOptions,
     /// The model that embedded the chunks (queries must use the same).
@@ -468,6 +474,12 @@ impl Manifest {
                 "noise_floor: a cosine between -1 and 1, got {floor:?}"
             );
         }
+        if let Some(floor) = self.word_floor {
+            ensure!(
+                (0.0..=1.0).contains(&floor),
+                "word_floor: a share between 0 and 1, got {floor:?}"
+            );
+        }
         ensure!(
             self.embedder.dim > 0,
             "embedder.dim: the vector dimension must be at least 1"
@@ -513,6 +525,7 @@ mod tests {
             sparse_fields: Fields::default(),
             file_list: true,
             noise_floor: None,
+            word_floor: None,
             chunker: ChunkOptions::default(),
             embedder: EmbedderInfo {
                 id: "m".into(),

@@ -121,6 +121,7 @@ pub(super) fn manifest(
         file_list: options.file_list,
         // Measured over the written rows before the switch (`noise_floor`).
         noise_floor: None,
+        word_floor: None,
         chunker: options.chunker,
         embedder: embedder.info().clone(),
         model_dir: options.model_dir.as_ref().map(|d| {

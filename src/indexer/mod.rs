@@ -50,6 +50,7 @@ use crate::embed::Embedder;
 use crate::index::Index;
 use crate::index::manifest::{Counts, Manifest, SkippedFile};
 use crate::lists::dense::codes::DenseIndexSetting;
+use crate::lists::dense::floor;
 use crate::lists::sparse::SparseStats;
 use crate::lists::sparse::fields::Fields;
 use crate::progress::Progress;
@@ -480,6 +481,7 @@ fn write(
         previous.manifest.as_ref(),
     );
     manifest.noise_floor = noise_floor;
+    manifest.word_floor = floor::word_floor(run.embedder);
     if let Some((appended, before)) = appended {
         // The base stays as the previous manifest records it.
         manifest.generation = before.generation;

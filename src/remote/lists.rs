@@ -139,7 +139,8 @@ impl Backend for Milvus {
             vectors,
             embedder,
             feedback,
-            floor: OnceLock::new(),
+            floor: known(manifest.noise_floor),
+            word_floor: known(manifest.word_floor),
         }))
     }
 
@@ -348,8 +349,18 @@ struct DenseOnMilvus {
     vectors: Vec<(StoredVectors, VectorFlags)>,
     embedder: &'static dyn Embedder,
     feedback: usize,
-    /// The noise floor, measured over the local vectors when first needed.
+    /// The noise floor, as the index recorded it, or measured over the
+    /// local vectors when first needed.
     floor: OnceLock<Option<f32>>,
+    /// The word floor, as the index recorded it, or measured when first
+    /// needed.
+    word_floor: OnceLock<Option<f32>>,
+}
+
+/// A floor the index recorded, known from the start; else measured when
+/// first needed.
+fn known(recorded: Option<f32>) -> OnceLock<Option<f32>> {
+    recorded.map_or_else(OnceLock::new, |floor| OnceLock::from(Some(floor)))
 }
 
 impl DenseOnMilvus {
@@ -409,7 +420,7 @@ impl List for DenseOnMilvus {
     }
 
     fn word_floor(&self, query: &str) -> Result<Option<(f32, f32)>> {
-        Ok(floor::word_standing(self.embedder, query))
+        Ok(floor::word_standing(self.embedder, query, &self.word_floor))
     }
 
     /// Measured over the index's own vectors (the rows in Milvus are

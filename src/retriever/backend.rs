@@ -144,6 +144,9 @@ pub(super) fn local_dense(
     if let Some(floor) = manifest.noise_floor {
         list.know_noise_floor(Some(floor));
     }
+    if let Some(floor) = manifest.word_floor {
+        list.know_word_floor(Some(floor));
+    }
     Ok(list)
 }
 

@@ -958,6 +958,7 @@ mod tests {
             sparse_fields: Default::default(),
             file_list: false,
             noise_floor: None,
+            word_floor: None,
             chunker: Default::default(),
             model_dir: None,
             embedder: crate::embed::EmbedderInfo {

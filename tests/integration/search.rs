@@ -731,6 +731,12 @@ fn results_no_word_of_the_query_matched_are_said_to_be_ranked_by_meaning_alone()
     let meta: Value = serde_json::from_slice(&meta).unwrap();
     assert_eq!(meta["noise_floor"], Value::Null);
     assert!(dense["word_share"].as_f64() <= dense["word_floor"].as_f64());
+    // The word floor is the one the index recorded when it was written.
+    let recorded = meta["word_floor"].as_f64().expect("a recorded word floor");
+    assert_eq!(
+        f64::from(recorded as f32),
+        dense["word_floor"].as_f64().unwrap()
+    );
     // A word the model holds whole, and one it knows as a word and an
     // ending, though no chunk holds either.
     for (known, share) in [("halibut", 1.0), ("halibuts", 0.8)] {

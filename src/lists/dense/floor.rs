@@ -27,7 +27,7 @@
 //! words carries more is noise to the model, stop words aside.
 
 use std::collections::HashMap;
-use std::sync::{LazyLock, Mutex, PoisonError};
+use std::sync::{LazyLock, Mutex, OnceLock, PoisonError};
 
 use anyhow::Result;
 
@@ -197,10 +197,15 @@ fn measure_word_floor(embedder: &dyn Embedder) -> Option<f32> {
     shares.get(at.saturating_sub(1)).copied()
 }
 
-/// The largest share a word of `query` carries and the model's word floor,
-/// for a model that has one ([`word_floor`]).
-pub fn word_standing(embedder: &dyn Embedder, query: &str) -> Option<(f32, f32)> {
-    let floor = word_floor(embedder)?;
+/// The largest share a word of `query` carries under `embedder`, and its
+/// word floor, when the model has one: the floor kept in `known` (as an
+/// index recorded it), else [`word_floor`], kept there.
+pub fn word_standing(
+    embedder: &dyn Embedder,
+    query: &str,
+    known: &OnceLock<Option<f32>>,
+) -> Option<(f32, f32)> {
+    let floor = (*known.get_or_init(|| word_floor(embedder)))?;
     Some((best_word_share(embedder, query)?, floor))
 }
 

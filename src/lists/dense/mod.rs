@@ -95,6 +95,9 @@ pub struct DenseList {
     recent: Mutex<VecDeque<(u128, Arc<[f32]>)>>,
     /// The noise floor ([`floor`]), measured the first time a search needs it.
     floor: OnceLock<Option<f32>>,
+    /// The word floor ([`floor`]), as the index recorded it or measured the
+    /// first time a search needs it.
+    word_floor: OnceLock<Option<f32>>,
 }
 
 /// One generation's rows in a dense list.
@@ -213,6 +216,7 @@ impl DenseList {
             probe: options.probe,
             recent: Mutex::new(VecDeque::with_capacity(RECENT_QUERIES)),
             floor: OnceLock::new(),
+            word_floor: OnceLock::new(),
         })
     }
 
@@ -257,6 +261,12 @@ impl DenseList {
     /// search embeds nothing but its query.
     pub fn know_noise_floor(&self, floor: Option<f32>) {
         let _ = self.floor.set(floor);
+    }
+
+    /// Takes `floor` as the model's word floor ([`floor`]) instead of
+    /// measuring it: the one the index recorded when it was written.
+    pub fn know_word_floor(&self, floor: Option<f32>) {
+        let _ = self.word_floor.set(floor);
     }
 
     /// One list over the parts of one index, `lists` (one per part, in
@@ -676,7 +686,7 @@ impl List for DenseList {
     }
 
     fn word_floor(&self, query: &str) -> Result<Option<(f32, f32)>> {
-        Ok(floor::word_standing(self.embedder, query))
+        Ok(floor::word_standing(self.embedder, query, &self.word_floor))
     }
 
     /// Moves the query toward the seeds that resemble it at all (a vector,
