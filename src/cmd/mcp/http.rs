@@ -148,6 +148,8 @@ pub fn serve(
             sessions: Sessions::new(manager, MAX_SESSIONS),
             streams: Arc::new(Streams::default()),
         });
+        let watcher = gate.clone();
+        tokio::spawn(async move { watcher.sessions.give_back_ended().await });
         note(&format!(
             "serving {what} at http://{local}{ENDPOINT}{}",
             if gate.token.is_some() {

@@ -24,6 +24,10 @@ pub const MAX_SESSIONS: usize = 1000;
 /// [`MAX_SESSIONS`] are open (the longest idle first).
 pub const EVICTABLE_AFTER: Duration = Duration::from_secs(60);
 
+/// How often the server looks whether sessions ended, to return their
+/// memory to the system.
+const ENDED_LOOK_EVERY: Duration = Duration::from_secs(30);
+
 /// The sessions the SDK holds, and when each was last used.
 pub struct Sessions {
     manager: Arc<LocalSessionManager>,
@@ -64,6 +68,24 @@ impl Sessions {
     /// Forgets session `id` (the client closed it).
     pub fn closed(&self, id: &str) {
         self.last_used().remove(id);
+    }
+
+    /// Returns the memory of sessions that ended to the system, looking
+    /// every [`ENDED_LOOK_EVERY`]: when fewer are open than at the last
+    /// look, the heap is trimmed (1,000 sessions that expired left 78 MB of
+    /// a server that started at 15 MB without it). Runs until the server's
+    /// runtime ends.
+    pub async fn give_back_ended(&self) {
+        let mut every = tokio::time::interval(ENDED_LOOK_EVERY);
+        let mut last = 0;
+        loop {
+            every.tick().await;
+            let open = self.manager.sessions.read().await.len();
+            if open < last {
+                crate::cmd::heap::give_back();
+            }
+            last = open;
+        }
     }
 
     /// Whether a new session may open: under the cap, or once the session
