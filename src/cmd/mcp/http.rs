@@ -64,10 +64,10 @@ const BODY_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 const BODY_DEADLINE: Duration = Duration::from_secs(30);
 
 /// Connections served at once, per read a server runs at once
-/// ([`super::server::reads_at_once`]): 256 on two cores. A connection past
+/// ([`super::server::reads_at_once`], two per core): 256 on two cores. A connection past
 /// them is answered 503 at once and closed, never left waiting in silence;
 /// idle and slow ones free their slot by the head and body deadlines.
-const CONNECTIONS_PER_READ: usize = 128;
+const CONNECTIONS_PER_READ: usize = 64;
 
 /// Connections per open event stream (GET) allowed: streams held open
 /// take at most a quarter of the connections ([`limits::Streams`]).

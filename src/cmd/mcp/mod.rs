@@ -12,7 +12,7 @@
 //! server of several indexes, which `search`, `explain` and `get` take by
 //! name in `indexes`, all by default, ranked as one index; `reindex` and
 //! `remember` take one, the first by default). Calls share what is open
-//! and run at once, reads one per core and writes one at a time beside
+//! and run at once, reads two per core and writes one at a time beside
 //! them (`server.rs`, `calls.rs`); before every call the server checks that
 //! each generation it opened is still the live one and reopens what is
 //! not, index by index, so no call starts on a generation a `memidx index`
