@@ -9,8 +9,10 @@ stdin/stdout) and `memidx mcp --read-only --http 127.0.0.1:0 --index CORPUS_DIR`
 (Streamable HTTP: one kept-alive connection, a POST per message) once each, initializes
 both, and then, for each query of bench/queries.txt x --runs, times one `search` tool
 call round trip on each (request written -> its whole response read) next to one
-`memidx search Q --index CORPUS_DIR --mode MODE -k 10 --json` process (spawn -> exit,
-stdout to /dev/null), rotating which goes first, so all see the same load. A first
+`memidx search Q --index CORPUS_DIR --mode MODE -k 10 --json --no-server` process
+(spawn -> exit, stdout to /dev/null: the baseline) and one without `--no-server`,
+which the running servers answer through the index's socket (the resident path),
+rotating which goes first, so all see the same load. A first
 pass (not timed) checks that the tools and the command rank the same chunks. Prints
 median and p90 of each and their ratios (see bench/README.md).
 
@@ -168,9 +170,12 @@ def mcp_search(server, query, mode):
     return elapsed, [r["chunk_id"] for r in found["results"]], found["omitted"], size
 
 
-def cli_search(binary, corpus, query, mode, capture=False):
-    """One `memidx search` process: (seconds, chunk ids or None)."""
+def cli_search(binary, corpus, query, mode, capture=False, served=False):
+    """One `memidx search` process, answered by itself or (`served`) by a running
+    server: (seconds, chunk ids or None)."""
     argv = [binary, "search", query, "--index", corpus, "--mode", mode, "-k", "10", "--json"]
+    if not served:
+        argv.append("--no-server")
     started = time.perf_counter_ns()
     done = subprocess.run(argv, stdout=subprocess.PIPE if capture else subprocess.DEVNULL,
                           stderr=subprocess.PIPE, timeout=TIMEOUT_S)
@@ -249,20 +254,25 @@ def run(args, corpus, binary, queries):
     # (the tool's default max_chars may leave the last results out).
     for q in queries:
         _, cli_ids = cli_search(binary, corpus, q, args.mode, capture=True)
+        _, served_ids = cli_search(binary, corpus, q, args.mode, capture=True, served=True)
+        if served_ids != cli_ids:
+            die(f"the command answered by a server and alone disagree on {q!r}")
         for server in servers:
             _, mcp_ids, omitted, _ = mcp_search(server, q, args.mode)
             if mcp_ids != cli_ids[:len(mcp_ids)] or len(mcp_ids) + omitted != len(cli_ids):
                 die(f"the tool over {server.name} and the command disagree on {q!r}:\n"
                     f"  mcp {mcp_ids}\n  cli {cli_ids}")
 
-    times = {"stdio": [], "http": [], "cli": []}
+    times = {"stdio": [], "http": [], "cli": [], "served": []}
     sizes = []
+    kinds = list(times)
     for r in range(args.runs):
         for i, q in enumerate(queries):
-            turn = (r + i) % 3
-            for which in (["stdio", "http", "cli"] * 2)[turn:turn + 3]:
-                if which == "cli":
-                    times["cli"].append(cli_search(binary, corpus, q, args.mode)[0])
+            turn = (r + i) % len(kinds)
+            for which in (kinds * 2)[turn:turn + len(kinds)]:
+                if which in ("cli", "served"):
+                    times[which].append(
+                        cli_search(binary, corpus, q, args.mode, served=which == "served")[0])
                     continue
                 server = servers[0] if which == "stdio" else servers[1]
                 t, _, _, size = mcp_search(server, q, args.mode)
@@ -274,6 +284,7 @@ def run(args, corpus, binary, queries):
     load_end = open("/proc/loadavg").read().split()[:3] if os.path.exists("/proc/loadavg") else ["?"]
 
     mcp, http_, cli = summary(times["stdio"]), summary(times["http"]), summary(times["cli"])
+    served = summary(times["served"])
     version = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.strip()
     rev = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
                          capture_output=True, text=True).stdout.strip() or "?"
@@ -283,7 +294,8 @@ def run(args, corpus, binary, queries):
         "memidx": version, "repo_rev": rev, "corpus": corpus, "mode": args.mode,
         "queries": len(queries), "server_start_s": startup["stdio"],
         "http_server_start_s": startup["http"],
-        "mcp": mcp, "http": http_, "cli": cli,
+        "mcp": mcp, "http": http_, "cli": cli, "cli_served": served,
+        "served_ratio_median": served["median_s"] / cli["median_s"],
         "mcp_response_bytes_median": statistics.median(sizes),
         "ratio_median": mcp["median_s"] / cli["median_s"],
         "ratio_p90": mcp["p90_s"] / cli["p90_s"],
@@ -300,10 +312,15 @@ def run(args, corpus, binary, queries):
     print("| --- | --- | --- |")
     print(f"| MCP `search` round trip, warm server, stdio | {ms(mcp['median_s'])} | {ms(mcp['p90_s'])} |")
     print(f"| MCP `search` round trip, warm server, HTTP | {ms(http_['median_s'])} | {ms(http_['p90_s'])} |")
-    print(f"| `memidx search --json`, whole process | {ms(cli['median_s'])} | {ms(cli['p90_s'])} |")
+    print(f"| `memidx search --json --no-server`, whole process (the baseline) | "
+          f"{ms(cli['median_s'])} | {ms(cli['p90_s'])} |")
+    print(f"| `memidx search --json` answered by the server, whole process | "
+          f"{ms(served['median_s'])} | {ms(served['p90_s'])} |")
     print(f"| HTTP − stdio | {ms(report['http_minus_stdio_median_s'])} | "
           f"{ms(report['http_minus_stdio_p90_s'])} |")
     print(f"| MCP (stdio) / CLI | {report['ratio_median']:.3f} | {report['ratio_p90']:.3f} |")
+    print(f"| CLI answered by the server / CLI | {report['served_ratio_median']:.3f} | "
+          f"{served['p90_s'] / cli['p90_s']:.3f} |")
     if args.json_out:
         write_json(args.json_out, report)
 

@@ -178,7 +178,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__explain)
-            opts="-k -f -h -V --top-k --chunk --json --filter --mode --here --backend --since --until --recent --per-file --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --recency-weight --window --dense-feedback --exact --dense-rescore --dense-probe --index --skip-missing --color --help --version"
+            opts="-k -f -h -V --top-k --chunk --json --filter --mode --here --backend --since --until --recent --per-file --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --recency-weight --window --dense-feedback --exact --dense-rescore --dense-probe --index --skip-missing --no-server --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -280,7 +280,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__get)
-            opts="-h -V --json --max-chars --index --skip-missing --color --help --version"
+            opts="-h -V --json --max-chars --index --skip-missing --no-server --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -580,7 +580,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__search)
-            opts="-k -f -h -V --request --top-k --json --jsonl --max-chars --no-text --keep-all --filter --mode --here --backend --since --until --recent --per-file --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --recency-weight --window --dense-feedback --exact --dense-rescore --dense-probe --index --skip-missing --color --help --version"
+            opts="-k -f -h -V --request --top-k --json --jsonl --max-chars --no-text --keep-all --filter --mode --here --backend --since --until --recent --per-file --fusion --rrf-k --sparse-weight --dense-weight --graph-weight --recency-weight --window --dense-feedback --exact --dense-rescore --dense-probe --index --skip-missing --no-server --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

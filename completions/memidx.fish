@@ -100,6 +100,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand search" -l here -d 'Only c
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l recent -d 'Favour newer chunks: fuse the recency list in at its measured weight (--recency-weight sets another)'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l exact -d 'Rank the dense list by scanning every vector, even in an index with an approximate dense index (exact recall, slower on large indexes)'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -l skip-missing -d 'With several indexes, skip one that does not exist (naming it on stderr) instead of failing'
+complete -c memidx -n "__fish_memidx_using_subcommand search" -l no-server -d 'Answer in this process even when a `memidx mcp` server serves the index (by default it answers, through the socket in the index folder, with the same output)'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c memidx -n "__fish_memidx_using_subcommand search" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand get" -l max-chars -d 'Cut the text to at most N characters, at a word boundary' -r
@@ -109,6 +110,7 @@ always\t'Always'
 never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand get" -l json -d 'Print one JSON document instead of text'
 complete -c memidx -n "__fish_memidx_using_subcommand get" -l skip-missing -d 'With several indexes, skip one that does not exist (naming it on stderr) instead of failing'
+complete -c memidx -n "__fish_memidx_using_subcommand get" -l no-server -d 'Answer in this process even when a `memidx mcp` server serves the index (by default it answers, through the socket in the index folder, with the same output)'
 complete -c memidx -n "__fish_memidx_using_subcommand get" -s h -l help -d 'Print help'
 complete -c memidx -n "__fish_memidx_using_subcommand get" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -s k -l top-k -d 'Number of results to explain [default: 10; at most 10000]' -r
@@ -144,6 +146,7 @@ complete -c memidx -n "__fish_memidx_using_subcommand explain" -l here -d 'Only 
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l recent -d 'Favour newer chunks: fuse the recency list in at its measured weight (--recency-weight sets another)'
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l exact -d 'Rank the dense list by scanning every vector, even in an index with an approximate dense index (exact recall, slower on large indexes)'
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -l skip-missing -d 'With several indexes, skip one that does not exist (naming it on stderr) instead of failing'
+complete -c memidx -n "__fish_memidx_using_subcommand explain" -l no-server -d 'Answer in this process even when a `memidx mcp` server serves the index (by default it answers, through the socket in the index folder, with the same output)'
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c memidx -n "__fish_memidx_using_subcommand explain" -s V -l version -d 'Print version'
 complete -c memidx -n "__fish_memidx_using_subcommand mcp" -l http -d 'Serve MCP\'s Streamable HTTP transport at http://ADDR/mcp instead of stdio, for many clients at once (e.g. 127.0.0.1:8765; port 0 picks a free one). An address off loopback needs --token-file' -r

@@ -268,6 +268,9 @@ pub struct GetArgs {
     /// Where the indexes are.
     #[command(flatten)]
     pub location: IndexesLocation,
+    /// Whether a running server may answer.
+    #[command(flatten)]
+    pub server: ServerChoice,
 }
 
 /// Arguments of `memidx explain`.
@@ -333,6 +336,19 @@ pub struct RetrievalArgs {
     /// Where the indexes are.
     #[command(flatten)]
     pub location: IndexesLocation,
+    /// Whether a running server may answer.
+    #[command(flatten)]
+    pub server: ServerChoice,
+}
+
+/// Whether a running `memidx mcp` may answer for this process.
+#[derive(Debug, Args)]
+pub struct ServerChoice {
+    /// Answer in this process even when a `memidx mcp` server serves the
+    /// index (by default it answers, through the socket in the index folder,
+    /// with the same output).
+    #[arg(long)]
+    pub no_server: bool,
 }
 
 /// Fusion settings that override the index's defaults.

@@ -1,16 +1,13 @@
 //! The `memidx` binary: parse the command line, run, map the outcome to an
-//! exit code (0 results, 1 no results, 2 usage or runtime error). A closed
-//! stdout ends a run quietly (exit 0, as ripgrep does); a failing stderr is
-//! ignored.
+//! exit code (0 results, 1 no results, 2 usage or runtime error:
+//! [`cmd::exit_code`]). A closed stdout ends a run quietly (exit 0, as
+//! ripgrep does); a failing stderr is ignored.
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
 use cli::Cli;
-use cmd::Status;
-use memidx::index::get::NotFound;
-use memidx::output::one_line;
 
 mod cli;
 mod cmd;
@@ -21,24 +18,7 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(err) => return usage_error(&err),
     };
-    match cmd::run(cli) {
-        Ok(Status::Success) => ExitCode::SUCCESS,
-        Ok(Status::NoResults) => ExitCode::from(1),
-        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
-        Err(err) => {
-            // Not `eprintln!`, which panics when stderr fails (`2>/dev/full`).
-            let _ = writeln!(
-                std::io::stderr(),
-                "memidx: {}",
-                one_line(&format!("{err:#}"))
-            );
-            // Like grep: nothing found is 1 (an id the index does not hold), any failure 2.
-            match err.downcast_ref::<NotFound>() {
-                Some(_) => ExitCode::from(1),
-                None => ExitCode::from(2),
-            }
-        }
-    }
+    ExitCode::from(cmd::exit_code(cmd::run(cli), &mut std::io::stderr()))
 }
 
 /// Prints what clap found wrong with the command line as one line,
@@ -121,14 +101,5 @@ fn closest_first(err: &clap::Error) -> Option<String> {
     Some(match quoted.as_slice() {
         [one] => format!("a similar subcommand exists: {one}"),
         _ => format!("some similar subcommands exist: {}", quoted.join(", ")),
-    })
-}
-
-/// True when the reader of our output went away (`memidx search … | head`).
-fn is_broken_pipe(err: &anyhow::Error) -> bool {
-    err.chain().any(|cause| {
-        cause
-            .downcast_ref::<std::io::Error>()
-            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
     })
 }

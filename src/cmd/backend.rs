@@ -2,22 +2,50 @@
 //! files, or a Milvus collection `memidx push` filled (cargo feature
 //! `milvus`; a build without it says so).
 
-use std::mem::ManuallyDrop;
+use std::ops::Deref;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Result;
 
 use crate::config::SearchConfig;
 use memidx::retriever::Retriever;
 
+/// Whether this process answers one command and exits ([`answer_once`]).
+static ONCE: AtomicBool = AtomicBool::new(false);
+
+/// Says that this process answers one command and exits: the retrievers
+/// [`open`] gives are then never dropped.
+pub fn answer_once() {
+    ONCE.store(true, Ordering::Relaxed);
+}
+
+/// A retriever [`open`] gave: dropped with it, unless the process answers
+/// once ([`answer_once`]). Then the kernel releases the whole address space
+/// at exit at once, where unmapping the index's files one by one, while
+/// rayon's threads live, interrupts them for each (bench/README.md); a
+/// server answering for many processes drops each.
+pub struct Opened(Option<Retriever>);
+
+impl Deref for Opened {
+    type Target = Retriever;
+
+    fn deref(&self) -> &Retriever {
+        self.0.as_ref().expect("held until dropped")
+    }
+}
+
+impl Drop for Opened {
+    fn drop(&mut self) {
+        if ONCE.load(Ordering::Relaxed) {
+            std::mem::forget(self.0.take());
+        }
+    }
+}
+
 /// Opens the retriever `config` asks for: local, or with `--backend` on
 /// the Milvus collection it names.
-///
-/// It is never dropped: `search` and `explain` answer once and exit, and
-/// the kernel releases the whole address space at exit at once, where
-/// unmapping the index's files one by one, while rayon's threads live,
-/// interrupts them for each (bench/README.md).
-pub fn open(config: &SearchConfig) -> Result<ManuallyDrop<Retriever>> {
+pub fn open(config: &SearchConfig) -> Result<Opened> {
     let named = &config.indexes.named;
     let retriever = match (&config.backend, &named[..]) {
         (None, named) => Retriever::open_several(named, &config.lists),
@@ -26,7 +54,7 @@ pub fn open(config: &SearchConfig) -> Result<ManuallyDrop<Retriever>> {
             "--backend searches one index; give one --index"
         )),
     }?;
-    Ok(ManuallyDrop::new(retriever))
+    Ok(Opened(Some(retriever)))
 }
 
 /// The collection `uri` (the token from `MILVUS_TOKEN`).

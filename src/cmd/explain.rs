@@ -1,6 +1,7 @@
 //! `memidx explain`: how every fused score was made.
 
 use std::io::Write;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -13,8 +14,13 @@ use memidx::output::here::Here;
 use memidx::output::{human, json};
 use memidx::retriever::{Retriever, SearchParams};
 
-/// Explains the search in `config` and prints the breakdown.
-pub fn run(config: &ExplainConfig, out: &mut dyn Write, err: &mut dyn Write) -> Result<Status> {
+/// Explains the search in `config` from `cwd` and prints the breakdown.
+pub fn run(
+    config: &ExplainConfig,
+    cwd: &Path,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<Status> {
     let search = &config.search;
     let started = Instant::now();
     let retriever = super::backend::open(search)?;
@@ -32,7 +38,7 @@ pub fn run(config: &ExplainConfig, out: &mut dyn Write, err: &mut dyn Write) -> 
         OutputFormat::Human => {
             let here = retriever
                 .single_root()
-                .map_or_else(Here::default, super::here);
+                .map_or_else(Here::default, |root| Here::new(root, cwd));
             human::print_explain(out, &report, &here)?
         }
         OutputFormat::Json | OutputFormat::JsonLines => json::print(out, &report)?,

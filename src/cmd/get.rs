@@ -1,6 +1,7 @@
 //! `memidx get`: a chunk by id, or lines of an indexed file.
 
 use std::io::Write;
+use std::path::Path;
 
 use anyhow::Result;
 
@@ -45,9 +46,14 @@ fn from_here(target: &Target, here: &Here) -> Option<Target> {
     })
 }
 
-/// Fetches and prints; an id or path the index does not hold is reported
-/// on `err` and ends with [`Status::NoResults`] (exit 1).
-pub fn run(request: &GetRequest, out: &mut dyn Write, err: &mut dyn Write) -> Result<Status> {
+/// Fetches and prints, paths read from `cwd`; an id or path the index does
+/// not hold is reported on `err` and ends with [`Status::NoResults`] (exit 1).
+pub fn run(
+    request: &GetRequest,
+    cwd: &Path,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<Status> {
     super::print_notices(err, &request.indexes.skipped, &[])?;
     let opened = (request.indexes.named.iter())
         .map(|(name, dir)| Ok((name.clone(), Index::open(dir)?)))
@@ -58,7 +64,7 @@ pub fn run(request: &GetRequest, out: &mut dyn Write, err: &mut dyn Write) -> Re
         false => {
             let index = indexes.first();
             let target = Target::parse(&request.target)?;
-            let here = super::here(index.root());
+            let here = Here::new(index.root(), cwd);
             // A path typed in a subfolder names a file there; failing that,
             // it is read as the index names files (from the root), as search
             // --json and chunk ids give them.

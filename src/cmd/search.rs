@@ -1,6 +1,7 @@
 //! `memidx search`: fused results for one query.
 
 use std::io::Write;
+use std::path::Path;
 
 use anyhow::Result;
 
@@ -9,10 +10,11 @@ use crate::config::{OutputFormat, SearchConfig};
 use memidx::output::here::Here;
 use memidx::output::{SearchResponse, human, json, nothing_matched_note};
 
-/// Searches per `config`, prints the response to `out` and notices (files
-/// changed since indexing) to `err`.
+/// Searches per `config` from `cwd`, prints the response to `out` and
+/// notices (files changed since indexing) to `err`.
 pub fn run(
     config: &SearchConfig,
+    cwd: &Path,
     out: &mut dyn Write,
     err: &mut dyn Write,
     width: Option<usize>,
@@ -28,7 +30,7 @@ pub fn run(
             let dates_decide = !params.filter.time().is_empty() || config.lists.recency;
             let here = retriever
                 .single_root()
-                .map_or_else(Here::default, super::here);
+                .map_or_else(Here::default, |root| Here::new(root, cwd));
             human::print_search(out, &response, &config.query, width, dates_decide, &here)?
         }
         OutputFormat::Json => json::print(out, &response)?,

@@ -23,6 +23,8 @@ pub mod lock;
 pub mod metadata_index;
 pub mod ownership;
 pub mod parts;
+#[cfg(unix)]
+pub mod socket;
 pub mod texts;
 
 use std::fs::File;

@@ -41,6 +41,8 @@ mod properties;
 mod ranking;
 mod reliability;
 mod remember;
+#[cfg(all(unix, feature = "mcp"))]
+mod resident;
 mod reuse;
 mod schema;
 mod schema_outputs;

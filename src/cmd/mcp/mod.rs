@@ -33,6 +33,7 @@ mod server;
 mod stdio;
 mod tools;
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
@@ -114,7 +115,22 @@ pub fn run(
             format!("{} indexes ({})", served.len(), each.join(", "))
         }
     };
+    let dirs: Vec<PathBuf> = served.iter().map(|s| s.dir.clone()).collect();
     let server = Server::open(served, read_only)?;
+    // The CLI's searches in these indexes are answered here too
+    // (cmd/resident.rs), until the server ends.
+    #[cfg(unix)]
+    let _listening: Vec<_> = (dirs.iter())
+        .filter_map(|dir| match super::resident::server::listen(dir) {
+            Ok(listening) => listening,
+            Err(err) => {
+                note(&format!(
+                    "{err:#}; `memidx search` answers in its own process"
+                ));
+                None
+            }
+        })
+        .collect();
     let what = format!(
         "{shown}{}",
         match (read_only, watch) {

@@ -359,6 +359,11 @@ impl HttpServer {
         format!("http://{}/mcp", self.dial())
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The server's resident set and its peak so far, in KiB.
     pub fn rss_kib(&self) -> (u64, u64) {
         rss_kib(self.child.id())
