@@ -227,21 +227,36 @@ pub mod server {
                 return;
             }
             let Ok(stream) = stream else { continue };
-            if open.fetch_add(1, Ordering::SeqCst) >= AT_ONCE {
-                open.fetch_sub(1, Ordering::SeqCst);
+            let Some(turn) = Turn::take(&open) else {
                 continue;
-            }
-            let open = open.clone();
+            };
             let spawned = std::thread::Builder::new()
                 .name("memidx-socket-call".into())
                 .spawn(move || {
                     answer_connection(stream);
-                    open.fetch_sub(1, Ordering::SeqCst);
+                    drop(turn);
                 });
             if spawned.is_err() {
                 // The stream went with the closure: the CLI answers itself.
                 continue;
             }
+        }
+    }
+
+    /// One of the [`AT_ONCE`] connections answered at once, given back when
+    /// dropped (also when its answer panicked).
+    struct Turn(Arc<AtomicUsize>);
+
+    impl Turn {
+        fn take(open: &Arc<AtomicUsize>) -> Option<Self> {
+            let turn = Self(open.clone());
+            (open.fetch_add(1, Ordering::SeqCst) < AT_ONCE).then_some(turn)
+        }
+    }
+
+    impl Drop for Turn {
+        fn drop(&mut self) {
+            self.0.fetch_sub(1, Ordering::SeqCst);
         }
     }
 
