@@ -186,14 +186,22 @@ fn a_server_answers_the_cli_with_the_same_bytes_and_exit_codes() {
     // A re-index beside the server: the next command it answers reads the
     // new generation (what it kept open from the old one is let go).
     let note = corpus.path().join("notes/kept-open.md");
-    std::fs::write(&note, "# Kept open\n\nThe zanzibarquux relay was retired.\n").unwrap();
+    std::fs::write(
+        &note,
+        "# Kept open\n\nThe zanzibarquux relay was retired.\n",
+    )
+    .unwrap();
     corpus.index();
     let served = run(&corpus, ".", &["search", "zanzibarquux", "--json"]);
     assert_eq!(served.0, Some(0), "{served:?}");
     assert!(served.1.contains("notes/kept-open.md#1"), "{}", served.1);
     assert_eq!(
         served,
-        run(&corpus, ".", &["search", "zanzibarquux", "--json", "--no-server"])
+        run(
+            &corpus,
+            ".",
+            &["search", "zanzibarquux", "--json", "--no-server"]
+        )
     );
     // Its stop removes the socket, and the CLI answers itself again.
     assert_eq!(server.signal("TERM"), Some(0));
