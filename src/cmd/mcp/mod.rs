@@ -33,7 +33,6 @@ mod server;
 mod stdio;
 mod tools;
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
@@ -115,7 +114,8 @@ pub fn run(
             format!("{} indexes ({})", served.len(), each.join(", "))
         }
     };
-    let dirs: Vec<PathBuf> = served.iter().map(|s| s.dir.clone()).collect();
+    #[cfg(unix)]
+    let dirs: Vec<std::path::PathBuf> = served.iter().map(|s| s.dir.clone()).collect();
     let server = Server::open(served, read_only)?;
     // The CLI's searches in these indexes are answered here too
     // (cmd/resident.rs), until the server ends.
