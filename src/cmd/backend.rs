@@ -37,6 +37,14 @@ impl Deref for Opened {
     }
 }
 
+impl Drop for Opened {
+    fn drop(&mut self) {
+        if ONCE.load(Ordering::Relaxed) {
+            std::mem::forget(self.0.take());
+        }
+    }
+}
+
 /// How many retrievers a server keeps open for the commands it answers.
 const KEPT_AT_MOST: usize = 4;
 
@@ -88,14 +96,6 @@ fn local(named: &[(Option<String>, PathBuf)], lists: &ListSelection) -> Result<A
         retriever: retriever.clone(),
     });
     Ok(retriever)
-}
-
-impl Drop for Opened {
-    fn drop(&mut self) {
-        if ONCE.load(Ordering::Relaxed) {
-            std::mem::forget(self.0.take());
-        }
-    }
 }
 
 /// Opens the retriever `config` asks for: local, or with `--backend` on

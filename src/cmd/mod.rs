@@ -269,6 +269,7 @@ pub fn run(cli: Cli) -> Result<Status> {
         // Served above, before stdout was locked.
         #[cfg(feature = "mcp")]
         Command::Mcp(_) => Ok(Status::Success),
+        // Answered above, by a server or in this process (`Reading`).
         Command::Search(_) | Command::Explain(_) | Command::Get(_) => Ok(Status::Success),
         Command::Man(args) => completions::man(args.command.as_deref(), &mut out),
     }?;

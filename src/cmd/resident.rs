@@ -203,9 +203,11 @@ pub mod server {
         };
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = stop.clone();
+        // Told once: the file this server started from.
+        let binary = Binary::this();
         std::thread::Builder::new()
             .name("memidx-socket".into())
-            .spawn(move || accept(&listener, &stopping))
+            .spawn(move || accept(&listener, binary, &stopping))
             .context("cannot start the socket's thread")?;
         Ok(Some(Listening { path, stop }))
     }
@@ -219,8 +221,9 @@ pub mod server {
         }
     }
 
-    /// Answers each connection on a thread of its own until stopped.
-    fn accept(listener: &UnixListener, stop: &AtomicBool) {
+    /// Answers each connection on a thread of its own until stopped, for
+    /// commands that run `binary`, this server's.
+    fn accept(listener: &UnixListener, binary: Option<Binary>, stop: &AtomicBool) {
         let open = Arc::new(AtomicUsize::new(0));
         for stream in listener.incoming() {
             if stop.load(Ordering::SeqCst) {
@@ -233,7 +236,7 @@ pub mod server {
             let spawned = std::thread::Builder::new()
                 .name("memidx-socket-call".into())
                 .spawn(move || {
-                    answer_connection(stream);
+                    answer_connection(stream, binary);
                     drop(turn);
                 });
             if spawned.is_err() {
@@ -260,21 +263,23 @@ pub mod server {
         }
     }
 
-    /// Reads one request from `stream` and answers it.
-    fn answer_connection(mut stream: UnixStream) {
+    /// Reads one request from `stream` and answers it, if it comes from a
+    /// command that runs `binary`.
+    fn answer_connection(mut stream: UnixStream, binary: Option<Binary>) {
         let _ = stream.set_read_timeout(Some(REQUEST_TIMEOUT));
         let _ = stream.set_write_timeout(Some(ANSWER_TIMEOUT));
         let Ok(request) = receive::<Request>(&mut stream) else {
             return;
         };
-        let _ = send(&mut stream, &answer(request));
+        let reply = match binary == Some(request.binary) {
+            true => answer(request),
+            false => Reply::Declined("the server runs another memidx binary".into()),
+        };
+        let _ = send(&mut stream, &reply);
     }
 
     /// Runs the command `request` carries as its process would have.
-    pub fn answer(request: Request) -> Reply {
-        if Binary::this() != Some(request.binary) {
-            return Reply::Declined("the server runs another memidx binary".into());
-        }
+    fn answer(request: Request) -> Reply {
         let argv = std::iter::once("memidx".to_string()).chain(request.argv);
         let Ok(cli) = Cli::try_parse_from(argv) else {
             return Reply::Declined("the arguments do not parse here".into());

@@ -145,7 +145,7 @@ pub(super) fn local_dense(
         list.know_noise_floor(Some(floor));
     }
     if let Some(floor) = manifest.word_floor {
-        list.know_word_floor(Some(floor));
+        list.know_word_floor(floor);
     }
     Ok(list)
 }

@@ -265,8 +265,8 @@ impl DenseList {
 
     /// Takes `floor` as the model's word floor ([`floor`]) instead of
     /// measuring it: the one the index recorded when it was written.
-    pub fn know_word_floor(&self, floor: Option<f32>) {
-        let _ = self.word_floor.set(floor);
+    pub fn know_word_floor(&self, floor: f32) {
+        let _ = self.word_floor.set(Some(floor));
     }
 
     /// One list over the parts of one index, `lists` (one per part, in
