@@ -5,44 +5,78 @@ use rayon::prelude::*;
 use tokenizers::Encoding;
 
 use super::kernels::{self, Backend, Rhs};
-use super::weights::{BertConfig, HiddenAct, RowTable, Weights};
+use super::weights::{BertConfig, HiddenAct, MappedF32, RowTable, Weights};
 use crate::embed::Residency;
 
-/// A fully connected layer, `x · Wᵀ + b`, with `W` (`n × k`) packed for
-/// the backend's product.
+/// A fully connected layer, `x · Wᵀ + b`, with `W` (`n × k`).
 struct Linear {
     /// Output features.
     n: usize,
     /// Input features.
     k: usize,
-    /// `Wᵀ` as [`Rhs`] panels of `width` columns.
-    packed: Vec<f32>,
-    width: usize,
+    weight: Weight,
     bias: Vec<f32>,
+}
+
+/// How a [`Linear`]'s weight is held.
+enum Weight {
+    /// `Wᵀ` decoded and packed as [`Rhs`] panels of `width` columns.
+    Packed { panels: Vec<f32>, width: usize },
+    /// Left in the mapped checkpoint as it stores it, one tensor per
+    /// fused part ([`Residency::Mapped`], on a backend that multiplies by
+    /// it in place to the same bits): a process that embeds a query and
+    /// exits reads each weight once, instead of decoding, packing and
+    /// then reading it.
+    AsStored(Vec<MappedF32>),
 }
 
 impl Linear {
     /// Loads `{prefix}.weight` and `{prefix}.bias` of the layers named
-    /// in `parts`, concatenated along the output (one fused product), and
-    /// packs the weights as they are decoded.
-    fn load(vb: &Weights, parts: &[&str], n: usize, k: usize, backend: Backend) -> Result<Self> {
-        let mut weights = Vec::with_capacity(parts.len());
+    /// in `parts`, concatenated along the output (one fused product): left
+    /// in the map when `residency` allows it, else packed as they are
+    /// decoded.
+    fn load(
+        vb: &Weights,
+        parts: &[&str],
+        (n, k): (usize, usize),
+        backend: Backend,
+        residency: Residency,
+    ) -> Result<Self> {
         let mut bias = Vec::with_capacity(parts.len() * n);
         for part in parts {
-            let vb = vb.pp(part);
-            weights.push(vb.rows(&[n, k], "weight")?);
-            bias.extend(vb.get(&[n], "bias")?);
+            bias.extend(vb.pp(part).get(&[n], "bias")?);
         }
         let total = parts.len() * n;
-        let width = backend.panel_width(total);
-        let packed = kernels::pack_transposed(total, k, width, |j, row| {
-            weights[j / n].row(j % n, row);
-        });
+        let as_stored = if residency == Residency::Mapped && backend.multiplies_weights_as_stored()
+        {
+            parts
+                .iter()
+                .map(|part| vb.pp(part).in_place(&[n, k], "weight"))
+                .collect::<Result<Option<Vec<_>>>>()?
+        } else {
+            None
+        };
+        let weight = match as_stored {
+            Some(parts) => {
+                parts.iter().for_each(MappedF32::populate);
+                Weight::AsStored(parts)
+            }
+            None => {
+                let rows = parts
+                    .iter()
+                    .map(|part| vb.pp(part).rows(&[n, k], "weight"))
+                    .collect::<Result<Vec<_>>>()?;
+                let width = backend.panel_width(total);
+                let panels = kernels::pack_transposed(total, k, width, |j, row| {
+                    rows[j / n].row(j % n, row);
+                });
+                Weight::Packed { panels, width }
+            }
+        };
         Ok(Self {
             n: total,
             k,
-            packed,
-            width,
+            weight,
             bias,
         })
     }
@@ -62,8 +96,20 @@ impl Linear {
                 .par_chunks_mut(n)
                 .for_each(|o| o.copy_from_slice(&self.bias)),
         }
-        let rhs = Rhs::panels(&self.packed, self.k, self.width);
-        kernels::matmul(backend, (t, n, k), (x, k), rhs, (out, n), true, true);
+        match &self.weight {
+            Weight::Packed { panels, width } => {
+                let rhs = Rhs::panels(panels, k, *width);
+                kernels::matmul(backend, (t, n, k), (x, k), rhs, (out, n), true, true);
+            }
+            Weight::AsStored(parts) => {
+                let part_n = n / parts.len();
+                for (i, part) in parts.iter().enumerate() {
+                    let rhs = Rhs::transposed(part.values(), k);
+                    let out = &mut out[i * part_n..];
+                    kernels::matmul(backend, (t, part_n, k), (x, k), rhs, (out, n), true, true);
+                }
+            }
+        }
     }
 }
 
@@ -149,20 +195,26 @@ impl Encoder {
                     qkv: Linear::load(
                         &attention.pp("self"),
                         &["query", "key", "value"],
-                        h,
-                        h,
+                        (h, h),
                         backend,
+                        residency,
                     )?,
                     attention_out: Linear::load(
                         &attention.pp("output"),
                         &["dense"],
-                        h,
-                        h,
+                        (h, h),
                         backend,
+                        residency,
                     )?,
                     attention_norm: Norm::load(&attention.pp("output"), h)?,
-                    up: Linear::load(&vb.pp("intermediate"), &["dense"], i, h, backend)?,
-                    down: Linear::load(&vb.pp("output"), &["dense"], h, i, backend)?,
+                    up: Linear::load(
+                        &vb.pp("intermediate"),
+                        &["dense"],
+                        (i, h),
+                        backend,
+                        residency,
+                    )?,
+                    down: Linear::load(&vb.pp("output"), &["dense"], (h, i), backend, residency)?,
                     out_norm: Norm::load(&vb.pp("output"), h)?,
                 })
             })

@@ -25,6 +25,19 @@ impl Backend {
         Self::Portable
     }
 
+    /// Whether a product by a weight held as the checkpoint stores it
+    /// ([`Rhs::transposed`]) gives the same bits as by its packed panels:
+    /// only then may a one-shot process skip packing (it must rank as a
+    /// server does). The `gemm` crate's products differ in the last bits
+    /// between layouts.
+    pub(super) fn multiplies_weights_as_stored(self) -> bool {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Self::Avx512 => true,
+            Self::Portable => false,
+        }
+    }
+
     /// The panel width weights with `n` outputs are packed in.
     pub(super) fn panel_width(self, n: usize) -> usize {
         match self {
@@ -46,16 +59,27 @@ fn has_avx512() -> bool {
         && std::is_x86_feature_detected!("fma")
 }
 
-/// The right operand `B` (`k × n`) of a product, stored as vertical
-/// panels of `width` columns: element (p, j) is at
-/// `(j / width) · panel_stride + p · ldb + j % width`. A row-major
-/// matrix is one panel.
+/// The right operand `B` (`k × n`) of a product.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Rhs<'a> {
     data: &'a [f32],
-    ldb: usize,
-    width: usize,
-    panel_stride: usize,
+    layout: Layout,
+}
+
+/// Where element (p, j) of an [`Rhs`] lies in its data.
+#[derive(Debug, Clone, Copy)]
+enum Layout {
+    /// Vertical panels of `width` columns: element (p, j) is at
+    /// `(j / width) · panel_stride + p · ldb + j % width`. A row-major
+    /// matrix is one panel.
+    Panels {
+        ldb: usize,
+        width: usize,
+        panel_stride: usize,
+    },
+    /// `Bᵀ` row-major (a layer's weight `W` as a checkpoint stores it,
+    /// `n` rows of `k`): element (p, j) is at `j · ldw + p`.
+    Rows { ldw: usize },
 }
 
 impl<'a> Rhs<'a> {
@@ -63,9 +87,11 @@ impl<'a> Rhs<'a> {
     pub(super) fn dense(data: &'a [f32], ldb: usize) -> Self {
         Self {
             data,
-            ldb,
-            width: usize::MAX,
-            panel_stride: 0,
+            layout: Layout::Panels {
+                ldb,
+                width: usize::MAX,
+                panel_stride: 0,
+            },
         }
     }
 
@@ -74,15 +100,34 @@ impl<'a> Rhs<'a> {
     pub(super) fn panels(data: &'a [f32], k: usize, width: usize) -> Self {
         Self {
             data,
-            ldb: width,
-            width,
-            panel_stride: k * width,
+            layout: Layout::Panels {
+                ldb: width,
+                width,
+                panel_stride: k * width,
+            },
+        }
+    }
+
+    /// `Wᵀ` of a weight `W` stored as it is, rows of `k` floats: what a
+    /// process that embeds a query and exits multiplies by, straight from
+    /// the mapped checkpoint, instead of packing the weights first.
+    pub(super) fn transposed(data: &'a [f32], k: usize) -> Self {
+        Self {
+            data,
+            layout: Layout::Rows { ldw: k },
         }
     }
 
     /// Index of element (p, j) in `data`.
     fn offset(&self, p: usize, j: usize) -> usize {
-        (j / self.width) * self.panel_stride + p * self.ldb + j % self.width
+        match self.layout {
+            Layout::Panels {
+                ldb,
+                width,
+                panel_stride,
+            } => (j / width) * panel_stride + p * ldb + j % width,
+            Layout::Rows { ldw } => j * ldw + p,
+        }
     }
 }
 
@@ -143,9 +188,19 @@ pub(super) fn matmul(
             } else {
                 gemm::Parallelism::None
             };
-            let width = b.width.min(n);
-            for j0 in (0..n).step_by(width) {
-                let cols = width.min(n - j0);
+            // Per panel of B: its first column, its columns and the
+            // strides of its columns and rows.
+            let panels: Vec<(usize, usize, usize, usize)> = match b.layout {
+                Layout::Panels { ldb, width, .. } => {
+                    let width = width.min(n);
+                    (0..n)
+                        .step_by(width)
+                        .map(|j0| (j0, width.min(n - j0), 1, ldb))
+                        .collect()
+                }
+                Layout::Rows { ldw } => vec![(0, n, ldw, 1)],
+            };
+            for (j0, cols, cs, rs) in panels {
                 // SAFETY: rows 0..m, columns j0..j0 + cols of C, A and
                 // this panel of B lie inside the slices checked above.
                 unsafe {
@@ -161,8 +216,8 @@ pub(super) fn matmul(
                         1,
                         lda as isize,
                         b.data.as_ptr().add(b.offset(0, j0)),
-                        1,
-                        b.ldb as isize,
+                        cs as isize,
+                        rs as isize,
                         1.0,
                         1.0,
                         false,
@@ -186,7 +241,7 @@ mod avx512 {
 
     use rayon::prelude::*;
 
-    use super::Rhs;
+    use super::{Layout, Rhs};
 
     /// Rows of a tile.
     const MR: usize = 14;
@@ -212,8 +267,24 @@ mod avx512 {
         accumulate: bool,
         parallel: bool,
     ) {
+        let (ldb, width) = match b.layout {
+            Layout::Panels { ldb, width, .. } => (ldb, width),
+            Layout::Rows { ldw } => {
+                // SAFETY: guaranteed by the caller.
+                return unsafe {
+                    lanes::matmul(
+                        (m, n, k),
+                        (a, lda),
+                        (b.data, ldw),
+                        (c, ldc),
+                        accumulate,
+                        parallel,
+                    )
+                };
+            }
+        };
         assert!(
-            b.width >= n || b.width.is_multiple_of(NR),
+            width >= n || width.is_multiple_of(NR),
             "tiles must not cross panels"
         );
         if parallel && m > ROW_BLOCK {
@@ -223,11 +294,21 @@ mod avx512 {
                     let r0 = i * ROW_BLOCK;
                     let rows = ROW_BLOCK.min(m - r0);
                     // SAFETY: as for the whole product, on rows r0..r0 + rows.
-                    unsafe { block((rows, n, k), &a[r0 * lda..], lda, b, c, ldc, accumulate) }
+                    unsafe {
+                        block(
+                            (rows, n, k),
+                            &a[r0 * lda..],
+                            lda,
+                            (b, ldb),
+                            c,
+                            ldc,
+                            accumulate,
+                        )
+                    }
                 });
         } else {
             // SAFETY: guaranteed by the caller.
-            unsafe { block((m, n, k), a, lda, b, c, ldc, accumulate) }
+            unsafe { block((m, n, k), a, lda, (b, ldb), c, ldc, accumulate) }
         }
     }
 
@@ -248,7 +329,7 @@ mod avx512 {
         (m, n, k): (usize, usize, usize),
         a: &[f32],
         lda: usize,
-        b: Rhs,
+        (b, ldb): (Rhs, usize),
         c: &mut [f32],
         ldc: usize,
         accumulate: bool,
@@ -268,7 +349,7 @@ mod avx512 {
                         a: unsafe { a.add(i0 * lda + k0) },
                         lda,
                         b: panel,
-                        ldb: b.ldb,
+                        ldb,
                         c: unsafe { c.add(i0 * ldc + j0) },
                         ldc,
                         cols,
@@ -334,6 +415,161 @@ mod avx512 {
                     let row = self.c.add(r * self.ldc);
                     _mm512_mask_storeu_ps(row, lo, c0[r]);
                     _mm512_mask_storeu_ps(row.add(16), hi, c1[r]);
+                }
+            }
+        }
+    }
+
+    /// The product by a weight held as its checkpoint stores it
+    /// ([`Layout::Rows`]), for the few rows of a query: up to 16 rows of
+    /// `A` ride in the lanes of a register, and each weight is read once
+    /// per 16 rows, broadcast. Every element of `C` is the same chain of
+    /// fused multiply-adds, in the same order, as in the tiles over packed
+    /// panels, so a product gives the same bits whichever way the weights
+    /// are held (a one-shot search and a server rank alike).
+    mod lanes {
+        use std::arch::x86_64::*;
+
+        use rayon::prelude::*;
+
+        /// Rows of `A` per pass: one per lane.
+        const LANES: usize = 16;
+        /// Columns of `C` accumulated at once.
+        const COLS: usize = 8;
+        /// Columns per parallel task.
+        const TASK_COLS: usize = 16 * COLS;
+
+        /// `C` shared by tasks that write disjoint columns of it.
+        #[derive(Clone, Copy)]
+        struct Shared(*mut f32);
+        // SAFETY: each task writes only its own columns (see `matmul`).
+        unsafe impl Send for Shared {}
+        // SAFETY: as above.
+        unsafe impl Sync for Shared {}
+
+        impl Shared {
+            /// The element `offset` floats in (a method, so that closures
+            /// capture the whole `Shared`, not its pointer).
+            ///
+            /// # Safety
+            /// As for `pointer::add`.
+            unsafe fn at(self, offset: usize) -> *mut f32 {
+                // SAFETY: the caller's contract.
+                unsafe { self.0.add(offset) }
+            }
+        }
+
+        /// `C (+)= A · Wᵀ` for `dims` = (m, n, k), `W` being `n` rows of
+        /// `k` floats, `ldw` apart.
+        ///
+        /// # Safety
+        /// The CPU must have AVX-512F, and the operands must hold their
+        /// dimensions (as `super::super::matmul` checks).
+        pub(in super::super) unsafe fn matmul(
+            (m, n, k): (usize, usize, usize),
+            (a, lda): (&[f32], usize),
+            (w, ldw): (&[f32], usize),
+            (c, ldc): (&mut [f32], usize),
+            accumulate: bool,
+            parallel: bool,
+        ) {
+            let c = Shared(c.as_mut_ptr());
+            let mut a_t = vec![0f32; k * LANES];
+            for i0 in (0..m).step_by(LANES) {
+                let rows = LANES.min(m - i0);
+                for r in 0..rows {
+                    for (p, &x) in a[(i0 + r) * lda..][..k].iter().enumerate() {
+                        a_t[p * LANES + r] = x;
+                    }
+                }
+                let task = |j0: usize| {
+                    let columns = Columns {
+                        k,
+                        rows,
+                        a_t: &a_t,
+                        w,
+                        ldw,
+                        // SAFETY: rows i0.. of C (as checked by the caller).
+                        c: unsafe { c.at(i0 * ldc) },
+                        ldc,
+                        accumulate,
+                    };
+                    // SAFETY: the caller's contract; columns j0.. only.
+                    unsafe { columns.run(j0, TASK_COLS.min(n - j0)) }
+                };
+                if parallel && n > TASK_COLS {
+                    (0..n).into_par_iter().step_by(TASK_COLS).for_each(task);
+                } else {
+                    (0..n).step_by(TASK_COLS).for_each(task);
+                }
+            }
+        }
+
+        /// One pass over up to 16 rows of `A`, transposed into `a_t`
+        /// (`k` rows of 16 lanes).
+        struct Columns<'a> {
+            k: usize,
+            rows: usize,
+            a_t: &'a [f32],
+            w: &'a [f32],
+            ldw: usize,
+            c: *mut f32,
+            ldc: usize,
+            accumulate: bool,
+        }
+
+        impl Columns<'_> {
+            /// Columns `j0..j0 + cols` of the pass's rows of `C`.
+            ///
+            /// # Safety
+            /// The CPU must have AVX-512F; those rows and columns of `C`
+            /// must be writable and no other thread may touch them.
+            #[target_feature(enable = "avx512f")]
+            unsafe fn run(&self, j0: usize, cols: usize) {
+                let whole = cols - cols % COLS;
+                for j in (j0..j0 + whole).step_by(COLS) {
+                    // SAFETY: the caller's contract.
+                    unsafe { self.group::<COLS>(j) }
+                }
+                for j in j0 + whole..j0 + cols {
+                    // SAFETY: the caller's contract.
+                    unsafe { self.group::<1>(j) }
+                }
+            }
+
+            /// Columns `j..j + Q` of the pass's rows of `C`.
+            ///
+            /// # Safety
+            /// As for [`Columns::run`].
+            #[target_feature(enable = "avx512f")]
+            #[inline]
+            unsafe fn group<const Q: usize>(&self, j: usize) {
+                let mut acc = [_mm512_setzero_ps(); Q];
+                let mut lanes = [0f32; LANES];
+                // SAFETY (reads and writes of C): the caller's contract.
+                if self.accumulate {
+                    for (q, acc) in acc.iter_mut().enumerate() {
+                        for (r, lane) in lanes[..self.rows].iter_mut().enumerate() {
+                            *lane = unsafe { *self.c.add(r * self.ldc + j + q) };
+                        }
+                        *acc = unsafe { _mm512_loadu_ps(lanes.as_ptr()) };
+                    }
+                }
+                let weights: [&[f32]; Q] =
+                    std::array::from_fn(|q| &self.w[(j + q) * self.ldw..][..self.k]);
+                for (p, a) in self.a_t.chunks_exact(LANES).take(self.k).enumerate() {
+                    // SAFETY: `a` holds 16 floats.
+                    let x = unsafe { _mm512_loadu_ps(a.as_ptr()) };
+                    for q in 0..Q {
+                        acc[q] = _mm512_fmadd_ps(x, _mm512_set1_ps(weights[q][p]), acc[q]);
+                    }
+                }
+                for (q, acc) in acc.iter().enumerate() {
+                    // SAFETY: `lanes` holds 16 floats.
+                    unsafe { _mm512_storeu_ps(lanes.as_mut_ptr(), *acc) };
+                    for (r, &lane) in lanes[..self.rows].iter().enumerate() {
+                        unsafe { *self.c.add(r * self.ldc + j + q) = lane };
+                    }
                 }
             }
         }
@@ -546,6 +782,7 @@ mod tests {
                 let layouts = [
                     Rhs::panels(&packed, k, backend.panel_width(n)),
                     Rhs::dense(&w_t, n + 1),
+                    Rhs::transposed(&w, k),
                 ];
                 for (b, accumulate, parallel) in layouts
                     .into_iter()
@@ -583,6 +820,50 @@ mod tests {
                             );
                         }
                     }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_weight_as_stored_gives_the_bits_of_its_packed_panels() {
+        let mut backends = vec![Backend::Portable];
+        #[cfg(target_arch = "x86_64")]
+        if has_avx512() {
+            backends.push(Backend::Avx512);
+        }
+        backends.retain(|b| b.multiplies_weights_as_stored());
+        if backends.is_empty() {
+            eprintln!("skipped: no backend multiplies weights as stored on this CPU");
+            return;
+        }
+        for backend in backends {
+            for (m, n, k) in [
+                (1, 384, 384),
+                (7, 1152, 384),
+                (16, 100, 1536),
+                (40, 33, 517),
+            ] {
+                let a = values(m * k, 4);
+                let w = values(n * k, 5);
+                let bias = values(m * n, 6);
+                let width = backend.panel_width(n);
+                let packed =
+                    pack_transposed(n, k, width, |j, row| row.copy_from_slice(&w[j * k..][..k]));
+                let product = |b: Rhs, parallel| {
+                    let mut c = bias.clone();
+                    matmul(backend, (m, n, k), (&a, k), b, (&mut c, n), true, parallel);
+                    c
+                };
+                let want = product(Rhs::panels(&packed, k, width), true);
+                for parallel in [true, false] {
+                    let got = product(Rhs::transposed(&w, k), parallel);
+                    assert!(
+                        got.iter()
+                            .zip(&want)
+                            .all(|(x, y)| x.to_bits() == y.to_bits()),
+                        "{backend:?} {m}×{n}×{k}, parallel {parallel}"
+                    );
                 }
             }
         }

@@ -7,7 +7,9 @@
 //! a prefix and must have exactly the shape the settings give it. Small
 //! tensors are decoded whole ([`Weights::get`]); a product's weight is
 //! decoded a row at a time straight into its packed layout
-//! ([`Weights::rows`]); the word embeddings, the largest table of a small
+//! ([`Weights::rows`]), or, in a process that embeds a query and exits,
+//! left in the mapped file and multiplied by in place
+//! ([`Weights::in_place`]); the word embeddings, the largest table of a small
 //! model, can stay in the mapped file and be decoded per token
 //! ([`RowTable`]), so a process that embeds one query reads only the rows
 //! of its tokens.
@@ -149,6 +151,29 @@ impl<'a> Weights<'a> {
         })
     }
 
+    /// The tensor `name` under this prefix, which must have `shape`, left
+    /// in the mapped file to be read in place, or `None` when it cannot
+    /// be: stored as another dtype than f32, or not aligned to a float.
+    pub(super) fn in_place(&self, shape: &[usize], name: &str) -> Result<Option<MappedF32>> {
+        let rows = self.rows(shape, name)?;
+        if rows.dtype != Dtype::F32
+            || cfg!(target_endian = "big")
+            || bytemuck::try_cast_slice::<u8, f32>(rows.bytes).is_err()
+        {
+            return Ok(None);
+        }
+        Ok(Some(MappedF32 {
+            file: Arc::clone(self.file),
+            start: self.offset(rows.bytes),
+            len: rows.bytes.len(),
+        }))
+    }
+
+    /// Where `bytes`, a slice of the mapped file, starts in it.
+    fn offset(&self, bytes: &[u8]) -> usize {
+        bytes.as_ptr() as usize - self.file.as_ptr() as usize
+    }
+
     /// The tensor `name` under this prefix, which must have `shape`, read
     /// a row at a time: left in the mapped file or decoded into memory now,
     /// as `residency` says.
@@ -162,8 +187,7 @@ impl<'a> Weights<'a> {
         Ok(match residency {
             Residency::Mapped => RowTable::Mapped {
                 file: Arc::clone(self.file),
-                // `rows.bytes` is a slice of the mapped file: its offset there.
-                start: rows.bytes.as_ptr() as usize - self.file.as_ptr() as usize,
+                start: self.offset(rows.bytes),
                 len: rows.bytes.len(),
                 dtype: rows.dtype,
                 width: rows.width,
@@ -173,6 +197,33 @@ impl<'a> Weights<'a> {
                 width: rows.width,
             },
         })
+    }
+}
+
+/// An f32 tensor read in place from the mapped checkpoint
+/// ([`Weights::in_place`]).
+pub(super) struct MappedF32 {
+    file: Arc<Mmap>,
+    start: usize,
+    len: usize,
+}
+
+impl MappedF32 {
+    /// Maps the tensor's pages now (`MADV_POPULATE_READ`), so that the
+    /// product that first reads it takes no page faults; a load does it
+    /// while the tokenizer is being read. Best effort: a kernel without
+    /// it (before Linux 5.14) faults the pages in when they are read.
+    pub(super) fn populate(&self) {
+        #[cfg(target_os = "linux")]
+        let _ = self
+            .file
+            .advise_range(memmap2::Advice::PopulateRead, self.start, self.len);
+    }
+
+    /// The tensor's values, row-major.
+    pub(super) fn values(&self) -> &[f32] {
+        // `in_place` checked the dtype, the byte order and the alignment.
+        bytemuck::cast_slice(&self.file[self.start..][..self.len])
     }
 }
 
