@@ -10,17 +10,20 @@
 #[cfg(feature = "bert")]
 pub mod bert;
 mod fingerprint;
+pub mod stamp;
 pub mod static_model;
 mod wordpiece;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
-use std::time::SystemTime;
 
 use anyhow::Result;
 
 use serde::{Deserialize, Serialize};
+
+use stamp::FolderStamp;
+pub use stamp::ModelFiles;
 
 /// Identity of an embedding model, recorded in the index manifest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -124,6 +127,26 @@ pub fn set_residency(residency: Residency) {
 /// server reopens its index after every run, and would otherwise read the
 /// model again and keep every copy).
 pub fn load(model_dir: Option<&Path>) -> Result<&'static dyn Embedder> {
+    load_as_recorded(model_dir, None)
+}
+
+/// What an index recorded of the model that built it: its files' stamps
+/// ([`files_of`]) and its fingerprint.
+#[derive(Debug, Clone, Copy)]
+pub struct Recorded<'a> {
+    /// The files as the run that hashed them found them.
+    pub files: &'a ModelFiles,
+    /// Their fingerprint.
+    pub fingerprint: &'a str,
+}
+
+/// [`load`], taking `recorded`'s fingerprint instead of hashing the model
+/// when the folder's files are still the ones it describes (see
+/// [`stamp`]).
+pub fn load_as_recorded(
+    model_dir: Option<&Path>,
+    recorded: Option<Recorded>,
+) -> Result<&'static dyn Embedder> {
     let Some(dir) = model_dir else {
         return Ok(static_model::StaticEmbedder::bundled());
     };
@@ -132,10 +155,13 @@ pub fn load(model_dir: Option<&Path>) -> Result<&'static dyn Embedder> {
     if let Some((_, embedder)) = loaded.iter().find(|(s, _)| stamp.as_ref() == Some(s)) {
         return Ok(*embedder);
     }
+    let known = recorded
+        .filter(|r| stamp.as_ref().is_some_and(|s| &s.files == r.files))
+        .map(|r| r.fingerprint);
     let embedder: &'static dyn Embedder = if is_model2vec_folder(dir) {
-        Box::leak(Box::new(static_model::StaticEmbedder::load(dir)?))
+        Box::leak(Box::new(static_model::StaticEmbedder::load(dir, known)?))
     } else {
-        load_folder(dir)?
+        load_folder(dir, known)?
     };
     if let Some(stamp) = stamp {
         loaded.push((stamp, embedder));
@@ -143,41 +169,22 @@ pub fn load(model_dir: Option<&Path>) -> Result<&'static dyn Embedder> {
     Ok(embedder)
 }
 
-/// The models [`load`] has loaded from folders in this process.
+/// The stamps of the files `embedder` was loaded from, taken before they
+/// were read, for an index to record beside its fingerprint; `None` for
+/// the bundled model, and when a file had changed too recently for its
+/// stamp to vouch for it.
+pub fn files_of(embedder: &dyn Embedder) -> Option<ModelFiles> {
+    let loaded = LOADED.lock().unwrap_or_else(PoisonError::into_inner);
+    loaded
+        .iter()
+        .find(|(_, e)| std::ptr::addr_eq(*e, embedder))
+        .filter(|(stamp, _)| stamp.settled)
+        .map(|(stamp, _)| stamp.files.clone())
+}
+
+/// The models [`load`] has loaded from folders in this process, by the
+/// stamp their folder had when they were.
 static LOADED: Mutex<Vec<(FolderStamp, &'static dyn Embedder)>> = Mutex::new(Vec::new());
-
-/// The files either kind of model folder is read from.
-const MODEL_FILES: [&str; 6] = [
-    "config.json",
-    "tokenizer.json",
-    "model.safetensors",
-    "1_Pooling/config.json",
-    "sentence_bert_config.json",
-    "modules.json",
-];
-
-/// A model folder as it is now: its canonical path and the size and
-/// modification time of each of its model files (`None` when absent).
-#[derive(Debug, PartialEq, Eq)]
-struct FolderStamp {
-    dir: PathBuf,
-    files: Vec<Option<(u64, Option<SystemTime>)>>,
-}
-
-impl FolderStamp {
-    /// `None` when the folder cannot be resolved (then nothing is reused).
-    fn of(dir: &Path) -> Option<Self> {
-        let dir = dir.canonicalize().ok()?;
-        let files = MODEL_FILES
-            .iter()
-            .map(|name| {
-                let meta = std::fs::metadata(dir.join(name)).ok()?;
-                Some((meta.len(), meta.modified().ok()))
-            })
-            .collect();
-        Some(Self { dir, files })
-    }
-}
 
 /// True when `dir/config.json` names a model2vec model.
 fn is_model2vec_folder(dir: &Path) -> bool {
@@ -185,20 +192,22 @@ fn is_model2vec_folder(dir: &Path) -> bool {
         .is_ok_and(|config| static_model::is_model2vec_config(&config))
 }
 
+/// Loads the transformer in `dir`, taking `known` as its fingerprint
+/// instead of hashing it when given.
 #[cfg(feature = "bert")]
-fn load_folder(dir: &Path) -> Result<&'static dyn Embedder> {
+fn load_folder(dir: &Path, known: Option<&str>) -> Result<&'static dyn Embedder> {
     let residency = if MAPPED.load(Ordering::Relaxed) {
         Residency::Mapped
     } else {
         Residency::Copied
     };
     Ok(Box::leak(Box::new(bert::BertEmbedder::load(
-        dir, residency,
+        dir, residency, known,
     )?)))
 }
 
 #[cfg(not(feature = "bert"))]
-fn load_folder(dir: &Path) -> Result<&'static dyn Embedder> {
+fn load_folder(dir: &Path, _known: Option<&str>) -> Result<&'static dyn Embedder> {
     anyhow::bail!(
         "this memidx was built without the 'bert' feature, so it cannot run the model in {}",
         dir.display()
@@ -242,5 +251,38 @@ mod tests {
         assert!(!std::ptr::addr_eq(first, changed));
         assert_ne!(first.info().fingerprint, changed.info().fingerprint);
         assert!(std::ptr::addr_eq(changed, load(Some(dir.path())).unwrap()));
+    }
+
+    #[test]
+    fn a_recorded_fingerprint_is_taken_while_the_files_are_those_it_was_recorded_with() {
+        let dir = tempfile::tempdir().unwrap();
+        let assets = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/model");
+        for name in ["config.json", "tokenizer.json", "model.safetensors"] {
+            std::fs::copy(assets.join(name), dir.path().join(name)).unwrap();
+        }
+        let fresh = FolderStamp::of(dir.path()).unwrap();
+        assert!(!fresh.settled, "files copied just now vouch for nothing");
+        std::thread::sleep(stamp::STILL_FOR + std::time::Duration::from_millis(100));
+
+        let files = FolderStamp::of(dir.path()).unwrap().files;
+        assert_eq!(files, fresh.files);
+        let recorded = Recorded {
+            files: &files,
+            fingerprint: "xxh3:0000000000000001",
+        };
+        let taken = load_as_recorded(Some(dir.path()), Some(recorded)).unwrap();
+        assert_eq!(taken.info().fingerprint, recorded.fingerprint);
+        assert_eq!(files_of(taken), Some(files.clone()));
+
+        // The same bytes written again: a new change time, so hashed.
+        let config = dir.path().join("config.json");
+        std::fs::write(&config, std::fs::read(&config).unwrap()).unwrap();
+        let hashed = load_as_recorded(Some(dir.path()), Some(recorded)).unwrap();
+        assert_ne!(hashed.info().fingerprint, recorded.fingerprint);
+        assert_eq!(
+            hashed.info().fingerprint,
+            static_model::StaticEmbedder::bundled().info().fingerprint
+        );
+        assert_eq!(files_of(hashed), None, "changed just now");
     }
 }

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::corpus::Skipped;
 use crate::corpus::chunk::ChunkOptions;
 use crate::corpus::walk::WalkOptions;
-use crate::embed::EmbedderInfo;
+use crate::embed::{EmbedderInfo, ModelFiles};
 use crate::fusion::{FusionDefaults, FusionMethod, FusionSource};
 use crate::lists::graph::GraphOptions;
 use crate::lists::sparse::fields::{Fields, MAX_FIELD_WEIGHT};
@@ -61,8 +61,11 @@ use crate::store::{MANIFEST_FILE, atomic, bounded, damaged};
 /// the files' paths and stamps in columns of their own, `paths.bin` and
 /// `stamps.bin`, which older generations lack and read from `files.bin`;
 /// 28 the dense list's cells, `cells.bin`, with the codes in their order,
-/// which older generations lack and keep in row order).
-pub const FORMAT_VERSION: u32 = 28;
+/// which older generations lack and keep in row order; 29 the static
+/// model's word floor, `word_floor`, and the stamps of the model folder's
+/// files, `model_files`, which older manifests lack (a search then
+/// measures the floor and hashes the model)).
+pub const FORMAT_VERSION: u32 = 29;
 
 /// The first format whose chunks are cut the way this build cuts them
 /// (headings without body kept, merged chunks labelled by every section):
@@ -172,6 +175,13 @@ pub struct Manifest {
     /// The model folder given with `--model` (absolute), or null for the
     /// bundled model.
     pub model_dir: Option<String>,
+    /// The stamps of the model folder's files as the run found them before
+    /// hashing them ([`crate::embed::stamp`]): a search that finds them
+    /// unchanged takes `embedder.fingerprint` instead of hashing the model
+    /// again. Absent for the bundled model, for files changed just before
+    /// the run, and before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_files: Option<ModelFiles>,
     /// Fusion weights and k that searches use unless told otherwise.
     pub fusion: FusionDefaults,
     /// Where `fusion` (and the graph's weight) come from. Absent before
@@ -533,6 +543,7 @@ mod tests {
                 fingerprint: "f".into(),
             },
             model_dir: None,
+            model_files: None,
             fusion: FusionDefaults {
                 method: FusionMethod::Rrf,
                 sparse_weight: 1.0,

@@ -303,7 +303,14 @@ pub fn built_embedder(manifest: &Manifest) -> Result<&'static dyn Embedder> {
         dir => format!("memidx index --full --model {dir} DIR"),
     };
     let dir = manifest.model_dir.as_deref();
-    let embedder = crate::embed::load(dir.map(Path::new)).context(
+    let recorded = manifest
+        .model_files
+        .as_ref()
+        .map(|files| crate::embed::Recorded {
+            files,
+            fingerprint: &built_with.fingerprint,
+        });
+    let embedder = crate::embed::load_as_recorded(dir.map(Path::new), recorded).context(
         "cannot load the model the index was built with; index again with its new folder \
          ('memidx index --model MODEL_DIR DIR') or with the bundled model \
          ('memidx index --bundled-model DIR')",

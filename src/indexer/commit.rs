@@ -130,6 +130,10 @@ pub(super) fn manifest(
                 .display()
                 .to_string()
         }),
+        model_files: options
+            .model_dir
+            .as_ref()
+            .and_then(|_| crate::embed::files_of(embedder)),
         fusion: fusion.defaults,
         fusion_source: fusion.source,
         sparse: lists.sparse.stats,

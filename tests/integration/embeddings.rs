@@ -33,8 +33,8 @@ fn minilm_embeds_the_same_with_its_word_embeddings_mapped_or_copied() {
     let Some(dir) = common::minilm_dir() else {
         return;
     };
-    let mapped = BertEmbedder::load(&dir, Residency::Mapped).unwrap();
-    let copied = BertEmbedder::load(&dir, Residency::Copied).unwrap();
+    let mapped = BertEmbedder::load(&dir, Residency::Mapped, None).unwrap();
+    let copied = BertEmbedder::load(&dir, Residency::Copied, None).unwrap();
     assert!(assert_matches_reference(&mapped, "minilm-reference.json") >= 6);
     let texts = [
         "disk full error on the build agent",

@@ -12,17 +12,21 @@
 //!
 //! Crates, and why:
 //! - `tokenizers` (pure-Rust `fancy-regex` feature, no C/C++ toolchain)
-//!   reads `tokenizer.json` and tokenizes exactly as the Python side does.
+//!   tokenizes exactly as the Python side does; a WordPiece
+//!   `tokenizer.json` is read in one pass ([`tokenizer`], [`word_pieces`]).
 //! - [`weights`] reads `config.json`'s sizes, activation and layer-norm
 //!   epsilon, and `model.safetensors` with the `safetensors` crate,
 //!   checking every tensor's shape and converting f16/bf16 checkpoints to
 //!   f32 (`half`).
 //! - `model.safetensors` is mapped (`memmap2`), not read: the layers'
 //!   weights are decoded straight into their packed panels at load. The
-//!   word embeddings, half of a small model's bytes, are copied out too,
-//!   unless the process asked for [`Residency::Mapped`](super::Residency)
-//!   (a one-shot search): then they stay in the map and are decoded a
-//!   token at a time.
+//!   word embeddings, half of a small model's bytes, are copied out too.
+//!   A process that asked for [`Residency::Mapped`](super::Residency) (a
+//!   one-shot search) copies nothing: the word embeddings are decoded a
+//!   token at a time from the map, and an f32 checkpoint's layer weights
+//!   are multiplied by in place where the backend gives the same bits as
+//!   with packed panels (AVX-512; see [`kernels`]), their pages mapped
+//!   while the tokenizer is read.
 //! - The forward pass is this module's own ([`encoder`]), on plain `f32`
 //!   buffers. candle's `BertModel`
 //!   pads every batch to its longest text, allocates a tensor per
@@ -46,7 +50,9 @@
 
 mod encoder;
 mod kernels;
+mod tokenizer;
 mod weights;
+mod word_pieces;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -54,7 +60,9 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use memmap2::Mmap;
 use serde::Deserialize;
-use tokenizers::{Encoding, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
+use tokenizers::Encoding;
+
+use tokenizer::BertTokenizer;
 
 use super::fingerprint::fingerprint;
 use super::{Embedder, EmbedderInfo, ModelKind, Residency, normalize};
@@ -197,7 +205,7 @@ struct ModuleEntry {
 /// by [`weights`], forward pass in [`encoder`]).
 pub struct BertEmbedder {
     encoder: Encoder,
-    tokenizer: Tokenizer,
+    tokenizer: BertTokenizer,
     pooling: Vec<PoolingMode>,
     max_seq_length: usize,
     lowercase: bool,
@@ -225,8 +233,9 @@ impl BertEmbedder {
     /// not such a model, and when `modules.json` names a module this
     /// embedder does not run (a `Dense` projection, say). `residency`
     /// says whether the word embeddings are copied or read from the
-    /// mapped file.
-    pub fn load(dir: &Path, residency: Residency) -> Result<Self> {
+    /// mapped file. `known` is the model's fingerprint when the caller
+    /// knows it: then its files are not hashed.
+    pub fn load(dir: &Path, residency: Residency, known: Option<&str>) -> Result<Self> {
         check_folder(dir)?;
         let read = |name: &str| -> Result<Vec<u8>> {
             std::fs::read(dir.join(name))
@@ -289,20 +298,22 @@ impl BertEmbedder {
         let max_positions = config.max_position_embeddings.max(2);
         let max_seq_length = sbert.max_seq_length.unwrap_or(512).clamp(2, max_positions);
 
-        // Parsing the tokenizer, hashing every byte of the weights and
-        // packing the layers' weights are independent: they run side by side.
+        // Parsing the tokenizer, hashing every byte of the weights (unless
+        // the fingerprint is known) and packing the layers' weights are
+        // independent: they run side by side.
         let (tokenizer, (fingerprint, encoder)) = rayon::join(
-            || tokenizer(dir, &tokenizer_bytes, max_seq_length),
+            || BertTokenizer::load(dir, &tokenizer_bytes, max_seq_length),
             || {
                 rayon::join(
-                    || {
-                        fingerprint(&[
+                    || match known {
+                        Some(known) => known.to_string(),
+                        None => fingerprint(&[
                             Some(&tokenizer_bytes),
                             Some(&weights),
                             Some(&config_bytes),
                             pooling_bytes.as_deref(),
                             sbert_bytes.as_deref(),
-                        ])
+                        ]),
                     },
                     || -> Result<Encoder> {
                         let tensors = weights::parse(&weights, &safetensors.display().to_string())?;
@@ -361,7 +372,7 @@ impl Embedder for BertEmbedder {
         } else {
             text.to_string()
         };
-        let encoding = self.tokenizer.encode_fast(input, true).ok()?;
+        let encoding = self.tokenizer.encode(input).ok()?;
         Some(!encoding.get_overflowing().is_empty())
     }
 }
@@ -387,10 +398,7 @@ impl BertEmbedder {
         } else {
             texts.to_vec()
         };
-        let encodings = self
-            .tokenizer
-            .encode_batch_fast(inputs, true)
-            .map_err(|e| anyhow::anyhow!("tokenizing: {e}"))?;
+        let encodings = self.tokenizer.encode_batch(inputs)?;
 
         // Texts with a real token, packed in input order into batches of at
         // most TOKEN_BUDGET tokens.
@@ -472,26 +480,6 @@ fn pool(mode: PoolingMode, tokens: &[f32], h: usize, dst: &mut [f32]) {
             }
         }
     }
-}
-
-/// `dir/tokenizer.json` (`bytes`) parsed, set to run texts unpadded and to
-/// truncate them to `max_seq_length` tokens.
-fn tokenizer(dir: &Path, bytes: &[u8], max_seq_length: usize) -> Result<Tokenizer> {
-    let mut tokenizer = Tokenizer::from_bytes(bytes)
-        .map_err(|e| anyhow::anyhow!("parsing {}: {e}", dir.join("tokenizer.json").display()))?;
-    // tokenizer.json may carry its own fixed padding and truncation
-    // (all-MiniLM-L6-v2's pads and truncates to 128): texts run
-    // unpadded, and truncation follows max_seq_length.
-    tokenizer.with_padding(None);
-    tokenizer
-        .with_truncation(Some(TruncationParams {
-            direction: TruncationDirection::Right,
-            max_length: max_seq_length,
-            strategy: TruncationStrategy::LongestFirst,
-            stride: 0,
-        }))
-        .map_err(|e| anyhow::anyhow!("setting truncation to {max_seq_length} tokens: {e}"))?;
-    Ok(tokenizer)
 }
 
 /// `path` mapped read-only: the weights are decoded from the page cache
