@@ -159,6 +159,15 @@ def load_kv(path):
     return kv
 
 
+# The timed searches run.sh writes (search-KEY-N.json), and what each row is.
+SEARCH_ROWS = {
+    "hybrid": "search --mode hybrid --no-server, whole process",
+    "sparse": "search --mode sparse --no-server, whole process",
+    "dense": "search --mode dense --no-server, whole process",
+    "served": "search --mode hybrid, whole process answered by a running server",
+}
+
+
 def search_times(results_dir, mode):
     """Pooled whole-process times (s) of every run of every query for one mode:
     hyperfine JSON exports (search-MODE-N.json) or the fallback loop's file."""
@@ -254,7 +263,7 @@ def cmd_report(args):
     out["memidx"]["index_parts"] = kv.get("index_parts")
 
     medians = {}
-    for mode in ("hybrid", "sparse", "dense"):
+    for mode in SEARCH_ROWS:
         t = search_times(results_dir, mode)
         if not t:
             continue
@@ -265,7 +274,7 @@ def cmd_report(args):
                                "mean_s": statistics.fmean(t), "min_s": min(t), "max_s": max(t),
                                "peak_rss_kb": rss}
         target = 0.030 if mode == "hybrid" else None
-        rows.append((f"search --mode {mode}, whole process (median / p90, {len(t)} runs)",
+        rows.append((f"{SEARCH_ROWS[mode]} (median / p90, {len(t)} runs)",
                      f"{fmt_s(med)} / {fmt_s(p90)}" + ("" if rss is None else f" ({fmt_mb(rss)} RSS)"),
                      "median ≤ 30 ms" if target else "—",
                      None if target is None else med <= target))
@@ -318,11 +327,11 @@ def cmd_report(args):
         if "index_ours_over_bm25s" in ratios:
             lines.append(f"| full index (ours: walk, read, chunk, tokenize, BM25 + embed, write to disk) "
                          f"/ (read + tokenize + index in memory) | {ratios['index_ours_over_bm25s']:.2f} |")
-        for mode in ("hybrid", "sparse", "dense"):
+        for mode in SEARCH_ROWS:
             r = ratios.get(f"query_{mode}_ours_over_bm25s")
             if r is not None:
-                lines.append(f"| per query: memidx --mode {mode} (whole process: start, open index, search, "
-                             f"JSON) / bm25s in-process | {r:.2f} |")
+                lines.append(f"| per query: {SEARCH_ROWS[mode]} (start, search, JSON) "
+                             f"/ bm25s in-process | {r:.2f} |")
     text = "\n".join(lines)
     print(text)
     if json_out:

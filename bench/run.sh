@@ -108,6 +108,8 @@ PICK=""          # corpus file the re-index steps change (absolute path)
 PICK_SAVED=0     # 1 while $BACKUP holds it and it may differ from the original
 ADDED=""         # file the 'add' step created, to remove
 REMEMBERED=""    # folder the 'remember' step wrote its note into, to remove
+SERVER_PID=""    # the 'memidx mcp' answering the served searches, while it runs
+SERVER_IN=""     # the descriptor holding its stdin open
 
 restore_corpus() {
     local ok=0
@@ -136,6 +138,10 @@ restore_corpus() {
 cleanup() {
     local rc=$?
     trap - EXIT INT TERM
+    if [ -n "$SERVER_PID" ]; then
+        kill "$SERVER_PID" 2>/dev/null || true
+        stop_server
+    fi
     if ! restore_corpus; then
         echo "bench: ERROR: could not restore $PICK; its original is kept in $BACKUP/file" >&2
         exit 3
@@ -148,6 +154,28 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 rec() { printf '%s\t%s\n' "$1" "$2" >>"$RESULTS/results.tsv"; }
+
+# time_loop NAME N CMD...: one untimed run of CMD, then $RUNS timed ones, each
+# appended to $RESULTS/NAME.loop as "N<TAB>nanoseconds" (without hyperfine).
+time_loop() {
+    local name=$1 n=$2 t0 t1; shift 2
+    "$@" >/dev/null 2>&1 || true
+    for _ in $(seq "$RUNS"); do
+        t0=$(date +%s%N)
+        "$@" >/dev/null 2>&1 || true
+        t1=$(date +%s%N)
+        printf '%s\t%s\n' "$n" "$((t1 - t0))" >>"$RESULTS/$name.loop"
+    done
+}
+
+# stop_server: closes the running server's stdin and waits for it to end.
+stop_server() {
+    [ -n "$SERVER_PID" ] || return 0
+    [ -z "$SERVER_IN" ] || exec {SERVER_IN}>&-
+    SERVER_IN=""
+    wait "$SERVER_PID" 2>/dev/null || true
+    SERVER_PID=""
+}
 
 # run_timed LABEL CMD...: runs CMD with stdout/stderr to $TMP/LABEL.{out,err};
 # sets T_S (wall seconds, from date +%s%N) and T_RSS (peak RSS in KB, or "").
@@ -259,7 +287,7 @@ say "checking every query in every mode once"
 for mode in "${MODES[@]}"; do
     for q in "${QUERIES[@]}"; do
         rc=0
-        "$BIN" search "$q" --index "$CORPUS" --mode "$mode" -k 10 --json >"$TMP/check.out" 2>"$TMP/check.err" || rc=$?
+        "$BIN" search "$q" --index "$CORPUS" --mode "$mode" -k 10 --json --no-server >"$TMP/check.out" 2>"$TMP/check.err" || rc=$?
         if [ $rc -gt 1 ]; then
             echo "bench: FAILED: memidx search --mode $mode '$q' exited $rc:" >&2
             tail -n 5 "$TMP/check.err" >&2
@@ -275,19 +303,47 @@ for q in "${QUERIES[@]}"; do
         if [ "$HYPERFINE" = 1 ]; then
             hyperfine -N --style none -i --warmup 1 --runs "$RUNS" \
                 --export-json "$RESULTS/search-$mode-$(printf %02d $n).json" \
-                "$(sq "$BIN") search $(sq "$q") --index $(sq "$CORPUS") --mode $mode -k 10 --json" \
+                "$(sq "$BIN") search $(sq "$q") --index $(sq "$CORPUS") --mode $mode -k 10 --json --no-server" \
                 >>"$TMP/hyperfine.log" 2>&1 || { tail -n 5 "$TMP/hyperfine.log" >&2; die "hyperfine failed"; }
         else
-            "$BIN" search "$q" --index "$CORPUS" --mode "$mode" -k 10 --json >/dev/null 2>&1 || true
-            for _ in $(seq "$RUNS"); do
-                t0=$(date +%s%N)
-                "$BIN" search "$q" --index "$CORPUS" --mode "$mode" -k 10 --json >/dev/null 2>&1 || true
-                t1=$(date +%s%N)
-                printf '%s\t%s\n' "$n" "$((t1 - t0))" >>"$RESULTS/search-$mode.loop"
-            done
+            time_loop "search-$mode" "$n" "$BIN" search "$q" --index "$CORPUS" --mode "$mode" -k 10 --json --no-server
         fi
     done
 done
+
+# The same hybrid searches answered by a running server through the index's
+# socket (the resident path): 'memidx mcp --read-only' serves the index while
+# its stdin stays open; each command must give the bytes the baseline gave.
+say "timing hybrid searches answered by a running 'memidx mcp' (the resident path)"
+mkfifo "$TMP/server.in"
+"$BIN" mcp --read-only --index "$CORPUS" <"$TMP/server.in" >/dev/null 2>"$TMP/server.err" &
+SERVER_PID=$!
+exec {SERVER_IN}>"$TMP/server.in"   # held open: the server runs until it is closed
+for _ in $(seq 300); do
+    [ -S "$CORPUS/.memidx/serve.sock" ] && break
+    kill -0 "$SERVER_PID" 2>/dev/null || { tail -n 5 "$TMP/server.err" >&2; die "memidx mcp stopped"; }
+    sleep 0.1
+done
+[ -S "$CORPUS/.memidx/serve.sock" ] || die "memidx mcp opened no socket in 30 s"
+for q in "${QUERIES[@]}"; do
+    rc=0; "$BIN" search "$q" --index "$CORPUS" -k 10 --json --no-server >"$TMP/alone.out" 2>"$TMP/alone.err" || rc=$?
+    served_rc=0; "$BIN" search "$q" --index "$CORPUS" -k 10 --json >"$TMP/served.out" 2>"$TMP/served.err" || served_rc=$?
+    { [ "$rc" = "$served_rc" ] && cmp -s "$TMP/alone.out" "$TMP/served.out" && cmp -s "$TMP/alone.err" "$TMP/served.err"; } ||
+        die "the server answered '$q' differently"
+done
+n=0
+for q in "${QUERIES[@]}"; do
+    n=$((n + 1))
+    if [ "$HYPERFINE" = 1 ]; then
+        hyperfine -N --style none -i --warmup 1 --runs "$RUNS" \
+            --export-json "$RESULTS/search-served-$(printf %02d $n).json" \
+            "$(sq "$BIN") search $(sq "$q") --index $(sq "$CORPUS") --mode hybrid -k 10 --json" \
+            >>"$TMP/hyperfine.log" 2>&1 || { tail -n 5 "$TMP/hyperfine.log" >&2; die "hyperfine failed"; }
+    else
+        time_loop search-served "$n" "$BIN" search "$q" --index "$CORPUS" --mode hybrid -k 10 --json
+    fi
+done
+stop_server
 if [ "$GNU_TIME" = 1 ]; then
     for mode in "${MODES[@]}"; do
         run_timed "search-rss-$mode" "$BIN" search "${QUERIES[0]}" --index "$CORPUS" --mode "$mode" -k 10 --json
