@@ -283,6 +283,20 @@ echo "== index size: $IDX_BYTES bytes (${PARTS%; })"
 # --- 4. searches -----------------------------------------------------------------
 MODES=(hybrid sparse dense)
 sq() { printf "'%s'" "${1//\'/\'\\\'\'}"; }   # single-quote for hyperfine's word splitting
+# time_search NAME N ARGS...: times 'memidx ARGS' for query number N, into
+# $RESULTS/NAME-N.json (hyperfine) or $RESULTS/NAME.loop (the date loop).
+time_search() {
+    local name=$1 n=$2 cmd arg; shift 2
+    if [ "$HYPERFINE" = 1 ]; then
+        cmd=$(sq "$BIN")
+        for arg in "$@"; do cmd+=" $(sq "$arg")"; done
+        hyperfine -N --style none -i --warmup 1 --runs "$RUNS" \
+            --export-json "$RESULTS/$name-$(printf %02d "$n").json" "$cmd" \
+            >>"$TMP/hyperfine.log" 2>&1 || { tail -n 5 "$TMP/hyperfine.log" >&2; die "hyperfine failed"; }
+    else
+        time_loop "$name" "$n" "$BIN" "$@"
+    fi
+}
 say "checking every query in every mode once"
 for mode in "${MODES[@]}"; do
     for q in "${QUERIES[@]}"; do
@@ -300,14 +314,7 @@ n=0
 for q in "${QUERIES[@]}"; do
     n=$((n + 1))
     for mode in "${MODES[@]}"; do   # modes interleaved per query, so drift hits all three
-        if [ "$HYPERFINE" = 1 ]; then
-            hyperfine -N --style none -i --warmup 1 --runs "$RUNS" \
-                --export-json "$RESULTS/search-$mode-$(printf %02d $n).json" \
-                "$(sq "$BIN") search $(sq "$q") --index $(sq "$CORPUS") --mode $mode -k 10 --json --no-server" \
-                >>"$TMP/hyperfine.log" 2>&1 || { tail -n 5 "$TMP/hyperfine.log" >&2; die "hyperfine failed"; }
-        else
-            time_loop "search-$mode" "$n" "$BIN" search "$q" --index "$CORPUS" --mode "$mode" -k 10 --json --no-server
-        fi
+        time_search "search-$mode" "$n" search "$q" --index "$CORPUS" --mode "$mode" -k 10 --json --no-server
     done
 done
 
@@ -334,14 +341,7 @@ done
 n=0
 for q in "${QUERIES[@]}"; do
     n=$((n + 1))
-    if [ "$HYPERFINE" = 1 ]; then
-        hyperfine -N --style none -i --warmup 1 --runs "$RUNS" \
-            --export-json "$RESULTS/search-served-$(printf %02d $n).json" \
-            "$(sq "$BIN") search $(sq "$q") --index $(sq "$CORPUS") --mode hybrid -k 10 --json" \
-            >>"$TMP/hyperfine.log" 2>&1 || { tail -n 5 "$TMP/hyperfine.log" >&2; die "hyperfine failed"; }
-    else
-        time_loop search-served "$n" "$BIN" search "$q" --index "$CORPUS" --mode hybrid -k 10 --json
-    fi
+    time_search search-served "$n" search "$q" --index "$CORPUS" --mode hybrid -k 10 --json
 done
 stop_server
 if [ "$GNU_TIME" = 1 ]; then
