@@ -233,13 +233,19 @@ pub fn normalize(v: &mut [f32]) {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_model_folder_is_loaded_once_until_its_files_change() {
+    /// A fresh folder holding the bundled model's files.
+    fn bundled_model_copy() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         let assets = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/model");
         for name in ["config.json", "tokenizer.json", "model.safetensors"] {
             std::fs::copy(assets.join(name), dir.path().join(name)).unwrap();
         }
+        dir
+    }
+
+    #[test]
+    fn a_model_folder_is_loaded_once_until_its_files_change() {
+        let dir = bundled_model_copy();
         let first = load(Some(dir.path())).unwrap();
         let again = load(Some(&dir.path().join("."))).unwrap();
         assert!(std::ptr::addr_eq(first, again));
@@ -255,11 +261,7 @@ mod tests {
 
     #[test]
     fn a_recorded_fingerprint_is_taken_while_the_files_are_those_it_was_recorded_with() {
-        let dir = tempfile::tempdir().unwrap();
-        let assets = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/model");
-        for name in ["config.json", "tokenizer.json", "model.safetensors"] {
-            std::fs::copy(assets.join(name), dir.path().join(name)).unwrap();
-        }
+        let dir = bundled_model_copy();
         let fresh = FolderStamp::of(dir.path()).unwrap();
         assert!(!fresh.settled, "files copied just now vouch for nothing");
         std::thread::sleep(stamp::STILL_FOR + std::time::Duration::from_millis(100));
