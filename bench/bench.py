@@ -221,8 +221,8 @@ def cmd_report(args):
 
     rows = []  # (measure, value, target, ok)
     out = {"machine": {}, "corpus": {}, "memidx": {}, "search": {}, "bm25s": bm, "ratios": {}}
-    for k in ("date", "nproc", "cpu", "mem", "kernel", "memidx_version", "binary", "repo_rev", "timer",
-              "load_start", "load_end"):
+    for k in ("date", "nproc", "cpu", "mem", "kernel", "memidx_version", "binary", "repo_rev", "model",
+              "timer", "load_start", "load_end"):
         out["machine"][k] = kv.get(k)
     for k in ("corpus", "md_files", "md_bytes", "pick_file", "pick_size"):
         out["corpus"][k] = kv.get(k)
@@ -284,7 +284,8 @@ def cmd_report(args):
     lines.append(f"machine: {m['nproc']} cores, {m['cpu']}, {m['mem']} memory; {m['kernel']}")
     lines.append(f"load average (1, 5, 15 min) at start: {m['load_start']}, at end: {m['load_end']} "
                  f"(other work on the machine shows up here)")
-    lines.append(f"date: {m['date']}; memidx: {m['memidx_version']} ({m['binary']}, repo {m['repo_rev']}); timer: {m['timer']}")
+    lines.append(f"date: {m['date']}; memidx: {m['memidx_version']} ({m['binary']}, repo {m['repo_rev']}); "
+                 f"model: {m['model'] or 'bundled'}; timer: {m['timer']}")
     c = out["corpus"]
     lines.append(f"corpus: {c['corpus']}: {c['md_files']} markdown files, "
                  f"{(fnum(c['md_bytes']) or 0) / 2**20:.1f} MiB; re-index steps use {c['pick_file']} ({c['pick_size']} B)")
