@@ -188,19 +188,14 @@ pub(super) fn matmul(
             } else {
                 gemm::Parallelism::None
             };
-            // Per panel of B: its first column, its columns and the
-            // strides of its columns and rows.
-            let panels: Vec<(usize, usize, usize, usize)> = match b.layout {
-                Layout::Panels { ldb, width, .. } => {
-                    let width = width.min(n);
-                    (0..n)
-                        .step_by(width)
-                        .map(|j0| (j0, width.min(n - j0), 1, ldb))
-                        .collect()
-                }
-                Layout::Rows { ldw } => vec![(0, n, ldw, 1)],
+            // B's panels' width, and the strides of its columns and rows
+            // (stored rows are one panel, column-major).
+            let (width, cs, rs) = match b.layout {
+                Layout::Panels { ldb, width, .. } => (width.min(n), 1, ldb),
+                Layout::Rows { ldw } => (n, ldw, 1),
             };
-            for (j0, cols, cs, rs) in panels {
+            for j0 in (0..n).step_by(width) {
+                let cols = width.min(n - j0);
                 // SAFETY: rows 0..m, columns j0..j0 + cols of C, A and
                 // this panel of B lie inside the slices checked above.
                 unsafe {
@@ -759,14 +754,19 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn matmul_matches_the_definition_on_every_backend_and_layout() {
+    /// Every backend this CPU runs.
+    fn backends() -> Vec<Backend> {
         let mut backends = vec![Backend::Portable];
         #[cfg(target_arch = "x86_64")]
         if has_avx512() {
             backends.push(Backend::Avx512);
         }
-        for backend in backends {
+        backends
+    }
+
+    #[test]
+    fn matmul_matches_the_definition_on_every_backend_and_layout() {
+        for backend in backends() {
             for (m, n, k) in [(1, 1, 1), (13, 70, 300), (150, 96, 40), (9, 33, 517)] {
                 let (lda, ldc) = (k + 2, n + 5);
                 let a = values(m * lda, 1);
@@ -827,11 +827,7 @@ mod tests {
 
     #[test]
     fn a_weight_as_stored_gives_the_bits_of_its_packed_panels() {
-        let mut backends = vec![Backend::Portable];
-        #[cfg(target_arch = "x86_64")]
-        if has_avx512() {
-            backends.push(Backend::Avx512);
-        }
+        let mut backends = backends();
         backends.retain(|b| b.multiplies_weights_as_stored());
         if backends.is_empty() {
             eprintln!("skipped: no backend multiplies weights as stored on this CPU");
