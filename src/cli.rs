@@ -177,10 +177,30 @@ pub struct IndexArgs {
     /// later runs keep embedding with it until --bundled-model.
     #[arg(long, value_name = "DIR", env = "MEMIDX_MODEL")]
     pub model: Option<PathBuf>,
-    /// Go back to the bundled model (an index built with --model keeps its
-    /// model otherwise); the bundled vectors of an earlier run are reused.
+    /// Go back to the bundled model (an index built with --model or
+    /// --embed-url keeps its model otherwise); the bundled vectors of an
+    /// earlier run are reused.
     #[arg(long, conflicts_with = "model")]
     pub bundled_model: bool,
+    /// Embed with a model an OpenAI-compatible server runs (POST
+    /// URL/embeddings), e.g. http://127.0.0.1:11434/v1 (Ollama) or
+    /// https://api.openai.com/v1; searches ask it for their queries, and
+    /// later runs keep it until --model or --bundled-model.
+    #[arg(
+        long,
+        value_name = "URL",
+        requires = "embed_model",
+        conflicts_with_all = ["model", "bundled_model"]
+    )]
+    pub embed_url: Option<String>,
+    /// The model --embed-url's server is asked for, e.g.
+    /// text-embedding-3-small or nomic-embed-text.
+    #[arg(long, value_name = "NAME", requires = "embed_url")]
+    pub embed_model: Option<String>,
+    /// Read --embed-url's API key from FILE (else from MEMIDX_EMBED_KEY);
+    /// the index records the file's path for its searches, never the key.
+    #[arg(long, value_name = "FILE", requires = "embed_url")]
+    pub embed_key_file: Option<PathBuf>,
     /// Also build the entity graph (the `graph` list and `memidx graph`);
     /// later runs keep building it until --no-graph. It costs about as much
     /// time as the rest of indexing and a quarter more disk.

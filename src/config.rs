@@ -14,6 +14,8 @@ use crate::cli::{
     SearchArgs,
 };
 use memidx::corpus::walk::WalkOptions;
+use memidx::embed::ModelSource;
+use memidx::embed::endpoint::Endpoint;
 use memidx::filter::{Filter, TimeFilter};
 use memidx::fusion::{FusionMethod, check_rrf_k, check_weight, check_window};
 use memidx::index::manifest::Manifest;
@@ -357,12 +359,15 @@ pub fn index_options(args: &IndexArgs) -> IndexOptions {
     // everything. An unreadable index keeps nothing (the run reports it
     // and rebuilds).
     let previous = Manifest::read(&options.index_dir).ok().flatten();
-    options.model_dir = match (&args.model, &previous) {
-        (Some(model), _) => Some(model.clone()),
-        (None, Some(manifest)) if !args.bundled_model => {
-            manifest.model_dir.as_ref().map(PathBuf::from)
-        }
-        _ => None,
+    options.model = match (&args.model, &args.embed_url, &previous) {
+        (Some(model), _, _) => ModelSource::Folder(model.clone()),
+        (None, Some(url), _) => ModelSource::Endpoint(Endpoint {
+            url: url.clone(),
+            model: args.embed_model.clone().unwrap_or_default(),
+            key_file: args.embed_key_file.clone(),
+        }),
+        (None, None, Some(manifest)) if !args.bundled_model => manifest.model_source(),
+        _ => ModelSource::Bundled,
     };
     let walk_flags = args.no_ignore || !args.include.is_empty() || !args.exclude.is_empty();
     options.walk = match &previous {

@@ -2,10 +2,9 @@
 
 use std::io::Write;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::Status;
-use memidx::embed;
 use memidx::indexer::{self, IndexOptions, IndexReport};
 use memidx::output::human;
 use memidx::output::progress::Bars;
@@ -18,14 +17,7 @@ pub fn run(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<Status> {
-    let embedder = embed::load(options.model_dir.as_deref()).with_context(|| match &options.model_dir {
-        Some(dir) => format!(
-            "cannot load the model {} (given with --model or kept from the index's last run); \
-             give its folder with --model DIR, or go back to the bundled model with --bundled-model",
-            dir.display()
-        ),
-        None => "cannot load the bundled model".to_string(),
-    })?;
+    let embedder = indexer::load_model(options)?;
     let report = indexer::run(options, embedder, &Bars::new(!quiet))?;
     print_report(&report, quiet, out, err)?;
     Ok(Status::Success)

@@ -94,7 +94,7 @@ pub fn remember(
     // other calls wrote beside it meanwhile: calls at once share a run
     // instead of each waiting for the lock in turn.
     options.told = Some(note::written_beside(&written, FRESH));
-    let embedder = memidx::embed::load(options.model_dir.as_deref())?;
+    let embedder = memidx::indexer::load_model(&options)?;
     let (generation, embedded) = match writer {
         Some(writer) => {
             let report = writer

@@ -41,7 +41,7 @@ pub fn run(
             )?;
             None
         }
-        counted => counted.transpose()?,
+        counted => counted.transpose()?.flatten(),
     };
     let report = StatusReport::of(&index, damaged, embedding)?;
     if as_json {

@@ -42,8 +42,8 @@ use notify::event::{AccessKind, AccessMode};
 use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
 use super::{Status, heap, index};
-use memidx::embed;
-use memidx::indexer::{IndexOptions, Writer};
+
+use memidx::indexer::{self, IndexOptions, Writer};
 use memidx::output::progress::Bars;
 #[cfg(feature = "mcp")]
 use {super::Stderr, memidx::progress::Silent};
@@ -75,7 +75,7 @@ pub fn run(
     err: &mut dyn Write,
 ) -> Result<Status> {
     heap::keep_small();
-    let embedder = embed::load(options.model_dir.as_deref())?;
+    let embedder = indexer::load_model(options)?;
     let mut writer = Writer::take(options)?;
     // Watching starts before the first run, so changes made during it
     // start the second.
@@ -131,7 +131,7 @@ impl Background {
     /// Fails when the folder cannot be watched; a failed run is reported
     /// and watching goes on.
     pub fn start(options: IndexOptions, writer: Arc<Mutex<Writer>>) -> Result<Self> {
-        let embedder = embed::load(options.model_dir.as_deref())?;
+        let embedder = indexer::load_model(&options)?;
         let changes = Changes::start(&options)?;
         let stopper = changes.stopper();
         let options = IndexOptions {

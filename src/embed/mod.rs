@@ -4,24 +4,29 @@
 //! fingerprint of its weights) so an index can record which model built it
 //! and a search can refuse to mix models. The bundled model is
 //! [`static_model::StaticEmbedder`]; a sentence-transformers folder runs
-//! with `bert::BertEmbedder` (cargo feature `bert`, on by default); other
-//! models plug in by implementing the trait.
+//! with `bert::BertEmbedder` (cargo feature `bert`, on by default); a
+//! model an OpenAI-compatible server runs, with
+//! [`endpoint::EndpointEmbedder`]; other models plug in by implementing
+//! the trait.
 
 #[cfg(feature = "bert")]
 pub mod bert;
+pub mod endpoint;
 mod fingerprint;
 pub mod stamp;
 pub mod static_model;
 mod wordpiece;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
 
 use anyhow::Result;
 
 use serde::{Deserialize, Serialize};
 
+use endpoint::{Endpoint, EndpointEmbedder, EndpointRecord};
 use stamp::FolderStamp;
 pub use stamp::ModelFiles;
 
@@ -70,8 +75,30 @@ pub trait Embedder: Send + Sync {
     /// run reports the count: chunks a model read only in part.
     fn embed_counting_cuts(&self, texts: &[String]) -> Result<(Vec<f32>, Option<usize>)>;
 
-    /// The most word pieces of a text the model reads.
-    fn window(&self) -> usize;
+    /// Embeds `texts` as [`Embedder::embed`] does, and says how much of
+    /// the time went to waiting on a remote model (`None` for a local
+    /// one): `explain` shows a query's network time apart.
+    fn embed_timed(&self, texts: &[String]) -> Result<(Vec<f32>, Option<Duration>)> {
+        Ok((self.embed(texts)?, None))
+    }
+
+    /// The most word pieces of a text the model reads, or `None` when it
+    /// does not say (a remote model).
+    fn window(&self) -> Option<usize>;
+
+    /// The endpoint serving this model, for the index to record; `None`
+    /// for a local model.
+    fn endpoint(&self) -> Option<&EndpointRecord> {
+        None
+    }
+
+    /// Fails when the model is no longer the one this embedder started
+    /// as: an index run asks before it commits, so that vectors of two
+    /// models never share an index (a remote server can swap its model;
+    /// a local model cannot change under a process).
+    fn confirm_unchanged(&self) -> Result<()> {
+        Ok(())
+    }
 
     /// The weights of the pieces the model splits `word` into, first piece
     /// first (the lengths of their vectors, which a static model made
@@ -117,6 +144,74 @@ static MAPPED: AtomicBool = AtomicBool::new(false);
 pub fn set_residency(residency: Residency) {
     MAPPED.store(residency == Residency::Mapped, Ordering::Relaxed);
 }
+
+/// The model an index run embeds with.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ModelSource {
+    /// The bundled model.
+    #[default]
+    Bundled,
+    /// A model folder (`--model DIR`).
+    Folder(PathBuf),
+    /// An OpenAI-compatible endpoint (`--embed-url`).
+    Endpoint(Endpoint),
+}
+
+/// What an index recorded of the model that built it, for an index run
+/// that embeds with the model `source` names again.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Known<'a> {
+    /// Its identity.
+    pub info: Option<&'a EmbedderInfo>,
+    /// A folder's files as the run that hashed them found them.
+    pub files: Option<&'a ModelFiles>,
+    /// The endpoint that served it.
+    pub endpoint: Option<&'a EndpointRecord>,
+}
+
+/// The embedder for `source`, for an index run: a folder's or the bundled
+/// model ([`load_as_recorded`]), or an endpoint, probed now, that keeps
+/// the fingerprint `known` recorded while it answers as that model did.
+pub fn load_source(source: &ModelSource, known: Known) -> Result<&'static dyn Embedder> {
+    match source {
+        ModelSource::Bundled => Ok(static_model::StaticEmbedder::bundled()),
+        ModelSource::Folder(dir) => {
+            let recorded = known.files.zip(known.info).map(|(files, info)| Recorded {
+                files,
+                fingerprint: &info.fingerprint,
+            });
+            load_as_recorded(Some(dir), recorded)
+        }
+        ModelSource::Endpoint(endpoint) => {
+            let known = known.endpoint.zip(known.info);
+            let embedder = EndpointEmbedder::connect(endpoint, known)?;
+            Ok(Box::leak(Box::new(embedder)))
+        }
+    }
+}
+
+/// The embedder of an index built through the endpoint `record` with the
+/// model `info`, for its searches: one per process for each (a server
+/// reopens its index after every run), sending nothing until a query.
+pub fn load_recorded_endpoint(
+    record: &EndpointRecord,
+    info: &EmbedderInfo,
+) -> Result<&'static dyn Embedder> {
+    let mut loaded = ENDPOINTS.lock().unwrap_or_else(PoisonError::into_inner);
+    let same = |embedder: &&&'static EndpointEmbedder| {
+        embedder.endpoint() == Some(record) && embedder.info() == info
+    };
+    if let Some(embedder) = loaded.iter().find(same) {
+        return Ok(*embedder);
+    }
+    let embedder: &'static EndpointEmbedder =
+        Box::leak(Box::new(EndpointEmbedder::recorded(record, info)?));
+    loaded.push(embedder);
+    Ok(embedder)
+}
+
+/// The endpoint embedders [`load_recorded_endpoint`] made in this process.
+static ENDPOINTS: Mutex<Vec<&'static EndpointEmbedder>> = Mutex::new(Vec::new());
 
 /// The embedder for a model folder (`--model DIR`: a model2vec folder, or
 /// a sentence-transformers BERT folder), or the bundled model.

@@ -224,8 +224,8 @@ impl Embedder for StaticEmbedder {
         })
     }
 
-    fn window(&self) -> usize {
-        MAX_TOKENS
+    fn window(&self) -> Option<usize> {
+        Some(MAX_TOKENS)
     }
 
     /// The bundled model's rows for `word`'s pieces; a model2vec folder's
@@ -272,7 +272,7 @@ mod tests {
         let (flat, cut) = embedder.embed_counting_cuts(&texts).unwrap();
         assert_eq!(cut, Some(1));
         assert_eq!(flat, embedder.embed(&texts).unwrap());
-        assert_eq!(embedder.window(), MAX_TOKENS);
+        assert_eq!(embedder.window(), Some(MAX_TOKENS));
     }
 
     #[test]

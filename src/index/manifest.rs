@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 use std::ops::RangeInclusive;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail, ensure};
 use serde::{Deserialize, Serialize};
@@ -22,7 +22,8 @@ use serde::{Deserialize, Serialize};
 use crate::corpus::Skipped;
 use crate::corpus::chunk::ChunkOptions;
 use crate::corpus::walk::WalkOptions;
-use crate::embed::{EmbedderInfo, ModelFiles};
+use crate::embed::endpoint::EndpointRecord;
+use crate::embed::{EmbedderInfo, Known, ModelFiles, ModelSource};
 use crate::fusion::{FusionDefaults, FusionMethod, FusionSource};
 use crate::lists::graph::GraphOptions;
 use crate::lists::sparse::fields::{Fields, MAX_FIELD_WEIGHT};
@@ -64,8 +65,9 @@ use crate::store::{MANIFEST_FILE, atomic, bounded, damaged};
 /// which older generations lack and keep in row order; 29 the static
 /// model's word floor, `word_floor`, and the stamps of the model folder's
 /// files, `model_files`, which older manifests lack (a search then
-/// measures the floor and hashes the model)).
-pub const FORMAT_VERSION: u32 = 29;
+/// measures the floor and hashes the model); 30 the embedding endpoint,
+/// `model_endpoint`, of an index embedded through one).
+pub const FORMAT_VERSION: u32 = 30;
 
 /// The first format whose chunks are cut the way this build cuts them
 /// (headings without body kept, merged chunks labelled by every section):
@@ -182,6 +184,10 @@ pub struct Manifest {
     /// the run, and before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_files: Option<ModelFiles>,
+    /// The OpenAI-compatible endpoint that embedded the chunks and embeds
+    /// the queries (`--embed-url`), or absent for a local model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_endpoint: Option<EndpointRecord>,
     /// Fusion weights and k that searches use unless told otherwise.
     pub fusion: FusionDefaults,
     /// Where `fusion` (and the graph's weight) come from. Absent before
@@ -325,6 +331,25 @@ fn seal_suffix(crc: u32) -> String {
 }
 
 impl Manifest {
+    /// The model the index was embedded with, for a run that embeds with
+    /// it again.
+    pub fn model_source(&self) -> ModelSource {
+        match (&self.model_endpoint, &self.model_dir) {
+            (Some(record), _) => ModelSource::Endpoint(record.endpoint()),
+            (None, Some(dir)) => ModelSource::Folder(PathBuf::from(dir)),
+            (None, None) => ModelSource::Bundled,
+        }
+    }
+
+    /// What the index recorded of its model, for a run loading it again.
+    pub fn known_model(&self) -> Known<'_> {
+        Known {
+            info: Some(&self.embedder),
+            files: self.model_files.as_ref(),
+            endpoint: self.model_endpoint.as_ref(),
+        }
+    }
+
     /// The rows the generation's sign codes cover, `None` when it has none
     /// this build reads (formats 20 and 21 kept them in `codes.b1`: such a
     /// generation's searches scan every vector).
@@ -544,6 +569,7 @@ mod tests {
             },
             model_dir: None,
             model_files: None,
+            model_endpoint: None,
             fusion: FusionDefaults {
                 method: FusionMethod::Rrf,
                 sparse_weight: 1.0,

@@ -298,6 +298,10 @@ pub fn save_fusion_defaults(dir: &Path, fusion: FusionDefaults, graph_weight: f6
 /// changed.
 pub fn built_embedder(manifest: &Manifest) -> Result<&'static dyn Embedder> {
     let built_with = &manifest.embedder;
+    if let Some(endpoint) = &manifest.model_endpoint {
+        // Its first query carries the probes that tell the model.
+        return crate::embed::load_recorded_endpoint(endpoint, built_with);
+    }
     let rebuild = |dir: &str| match dir {
         "" => "memidx index --full DIR".to_string(),
         dir => format!("memidx index --full --model {dir} DIR"),

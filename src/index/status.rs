@@ -109,9 +109,13 @@ pub struct EmbeddingStatus {
 impl EmbeddingStatus {
     /// Counts `index`'s chunks the model that built it reads only in part
     /// (it loads the model, and tokenizes every chunk: a `--verify` cost);
+    /// `None` for a model that does not say what it reads (a remote one),
     /// an error when that model cannot be loaded or has changed.
-    pub fn of(index: &Index) -> Result<Self> {
+    pub fn of(index: &Index) -> Result<Option<Self>> {
         let embedder = super::built_embedder(index.manifest())?;
+        let Some(window) = embedder.window() else {
+            return Ok(None);
+        };
         let parts = index.parts();
         let chunks_cut = match embedder.kind() {
             ModelKind::Static => None,
@@ -125,10 +129,7 @@ impl EmbeddingStatus {
                 Some(cut)
             }
         };
-        Ok(Self {
-            window: embedder.window(),
-            chunks_cut,
-        })
+        Ok(Some(Self { window, chunks_cut }))
     }
 }
 

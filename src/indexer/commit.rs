@@ -14,7 +14,7 @@ use super::previous::{FusionChoice, Previous};
 use crate::corpus::Skipped;
 use crate::corpus::walk::SourceFile;
 
-use crate::embed::ModelKind;
+use crate::embed::{ModelKind, ModelSource};
 use crate::index::manifest::{Counts, FORMAT_VERSION, GraphManifest, Manifest, SkippedFile};
 use crate::lists::List;
 use crate::lists::dense::codes::DenseIndexSetting;
@@ -124,16 +124,20 @@ pub(super) fn manifest(
         word_floor: None,
         chunker: options.chunker,
         embedder: embedder.info().clone(),
-        model_dir: options.model_dir.as_ref().map(|d| {
-            fs::canonicalize(d)
-                .unwrap_or_else(|_| d.clone())
-                .display()
-                .to_string()
-        }),
-        model_files: options
-            .model_dir
-            .as_ref()
-            .and_then(|_| crate::embed::files_of(embedder)),
+        model_dir: match &options.model {
+            ModelSource::Folder(d) => Some(
+                fs::canonicalize(d)
+                    .unwrap_or_else(|_| d.clone())
+                    .display()
+                    .to_string(),
+            ),
+            _ => None,
+        },
+        model_files: match &options.model {
+            ModelSource::Folder(_) => crate::embed::files_of(embedder),
+            _ => None,
+        },
+        model_endpoint: embedder.endpoint().cloned(),
         fusion: fusion.defaults,
         fusion_source: fusion.source,
         sparse: lists.sparse.stats,

@@ -41,12 +41,12 @@ mod vectors;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 
 use crate::corpus::Skipped;
 use crate::corpus::chunk::ChunkOptions;
 use crate::corpus::walk::{Walk, WalkOptions, walk, walk_told};
-use crate::embed::Embedder;
+use crate::embed::{Embedder, ModelSource};
 use crate::index::Index;
 use crate::index::manifest::{Counts, Manifest, SkippedFile};
 use crate::lists::dense::codes::DenseIndexSetting;
@@ -86,8 +86,9 @@ pub struct IndexOptions {
     pub file_list: bool,
     /// Ignore rules and globs for the walk.
     pub walk: WalkOptions,
-    /// The transformer model folder (`--model`), or `None` for the bundled model.
-    pub model_dir: Option<PathBuf>,
+    /// The model that embeds the chunks (`--model`, `--embed-url`, or the
+    /// bundled model).
+    pub model: ModelSource,
     /// Build the entity graph (`--graph`, `--no-graph`); `None` keeps what
     /// the previous index did (no graph for a new index).
     pub graph: Option<bool>,
@@ -116,7 +117,7 @@ impl IndexOptions {
             sparse_fields: Fields::default(),
             file_list: true,
             walk: WalkOptions::default(),
-            model_dir: None,
+            model: ModelSource::Bundled,
             graph: None,
             dense_index: None,
             told: None,
@@ -135,7 +136,7 @@ impl IndexOptions {
         options.analyzer = manifest.tokenizer;
         options.sparse_fields = manifest.sparse_fields;
         options.file_list = manifest.file_list;
-        options.model_dir = manifest.model_dir.as_ref().map(PathBuf::from);
+        options.model = manifest.model_source();
         options
     }
 
@@ -194,6 +195,32 @@ pub struct IndexReport {
     pub up_to_date: bool,
     /// Wall-clock time of the run.
     pub elapsed: Duration,
+}
+
+/// Loads the model `options` embed with: a folder's files hashed unless
+/// the index recorded them as they are, an endpoint probed (see
+/// [`crate::embed::load_source`]), with an error saying how to go on when
+/// it cannot be.
+pub fn load_model(options: &IndexOptions) -> Result<&'static dyn Embedder> {
+    let previous = Manifest::read(&options.index_dir).ok().flatten();
+    let known = previous
+        .as_ref()
+        .map(Manifest::known_model)
+        .unwrap_or_default();
+    crate::embed::load_source(&options.model, known).with_context(|| match &options.model {
+        ModelSource::Folder(dir) => format!(
+            "cannot load the model {} (given with --model or kept from the index's last run); \
+             give its folder with --model DIR, or go back to the bundled model with --bundled-model",
+            dir.display()
+        ),
+        ModelSource::Endpoint(endpoint) => format!(
+            "cannot embed with '{}' at {} (given with --embed-url or kept from the index's last \
+             run); start its server, or give another with --embed-url URL --embed-model NAME, or \
+             go back to the bundled model with --bundled-model",
+            endpoint.model, endpoint.url
+        ),
+        ModelSource::Bundled => "cannot load the bundled model".to_string(),
+    })
 }
 
 /// Indexes `options.root` into `options.index_dir`, embedding chunks with
@@ -500,6 +527,9 @@ fn write(
         };
         manifest.delta = Some(appended.delta);
     }
+    // A remote model's vectors stand only while it is still the model the
+    // run began with.
+    embedder.confirm_unchanged()?;
     lock.still_held()?;
     commit::switch(&options.index_dir, &manifest, partial, &mut warnings)?;
     commit::clean_up(&options.index_dir, &previous, &manifest, &mut warnings);
@@ -520,7 +550,7 @@ fn write(
         new_skips,
         warnings,
         embedded: streamed.embedded,
-        cut_at_window: streamed.cut.map(|cut| (cut, embedder.window())),
+        cut_at_window: streamed.cut.zip(embedder.window()),
         embed_time: streamed.embed_time,
         graph_time,
         dense_index_time,

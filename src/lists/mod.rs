@@ -82,6 +82,8 @@ pub struct RankedList {
     /// Time spent preparing the query (tokenizing, embedding, and the dense
     /// list's feedback scan).
     pub prepare_time: Duration,
+    /// How the query was embedded, for a list that embeds it.
+    pub embedding: Option<QueryEmbedding>,
     /// Time the list took, query preparation included.
     pub elapsed: Duration,
 }
@@ -120,9 +122,22 @@ impl RankedList {
             exact: false,
             files: None,
             prepare_time: Duration::ZERO,
+            embedding: None,
             elapsed: Duration::ZERO,
         }
     }
+}
+
+/// How a list's query was embedded: `explain` shows a remote model's
+/// network time apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueryEmbedding {
+    /// Time spent embedding the query (zero when a recent search's vector
+    /// was reused).
+    pub time: Duration,
+    /// Of it, the time spent waiting on the endpoint that runs the model;
+    /// `None` for a local model.
+    pub network: Option<Duration>,
 }
 
 /// A search a list sent to a remote engine, as `explain` reports it:

@@ -122,6 +122,13 @@ pub struct ListSummary {
     /// Time to analyze (tokenize or embed) the query, milliseconds; for the
     /// dense list, its feedback scan included.
     pub prepare_ms: f64,
+    /// Time to embed the query (part of `prepare_ms`), milliseconds: 0 when
+    /// a recent search's vector was reused; `None` for lists that embed
+    /// nothing.
+    pub embed_ms: Option<f64>,
+    /// Of `embed_ms`, the time spent waiting on the endpoint that runs the
+    /// model, milliseconds; `None` for a local model.
+    pub network_ms: Option<f64>,
     /// Time of the whole list, query preparation included, milliseconds.
     pub total_ms: f64,
 }
@@ -223,6 +230,8 @@ impl ExplainReport {
                         .map(|&ord| Ok(decoded.get(ord)?.view.id()))
                         .collect::<Result<_>>()?,
                     prepare_ms: millis(run.ranked.prepare_time),
+                    embed_ms: run.ranked.embedding.map(|e| millis(e.time)),
+                    network_ms: run.ranked.embedding.and_then(|e| e.network).map(millis),
                     total_ms: millis(run.ranked.elapsed),
                 })
             })

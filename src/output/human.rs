@@ -295,8 +295,15 @@ pub fn print_explain(out: &mut dyn Write, report: &ExplainReport, here: &Here) -
                 true => " files",
                 false => "",
             };
+            let embedding = match (l.embed_ms, l.network_ms) {
+                (Some(embed), Some(network)) => {
+                    format!(", embedding {embed:.2} ms, {network:.2} ms of it at the endpoint")
+                }
+                (Some(embed), None) => format!(", embedding {embed:.2} ms"),
+                (None, _) => String::new(),
+            };
             format!(
-                "{}{on} {} of {}{unit} matched ({} filtered out{best}{postings}) in {:.2} ms (query {:.2} ms)",
+                "{}{on} {} of {}{unit} matched ({} filtered out{best}{postings}) in {:.2} ms (query {:.2} ms{embedding})",
                 l.name, l.candidates, l.matched, l.filtered_out, l.total_ms, l.prepare_ms
             )
         })

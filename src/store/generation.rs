@@ -961,6 +961,7 @@ mod tests {
             word_floor: None,
             chunker: Default::default(),
             model_dir: None,
+            model_endpoint: None,
             model_files: None,
             embedder: crate::embed::EmbedderInfo {
                 id: String::new(),

@@ -616,7 +616,7 @@ fn reindex(state: &State, args: ReindexArgs) -> Result<(Value, String)> {
         full: args.full.unwrap_or(false),
         ..IndexOptions::updating(&*state.index(member)?)
     };
-    let embedder = memidx::embed::load(options.model_dir.as_deref())?;
+    let embedder = indexer::load_model(&options)?;
     let report = match &state.served[member].writer {
         Some(writer) => writer
             .lock()

@@ -360,8 +360,8 @@ impl Embedder for BertEmbedder {
         Ok((vectors, Some(cut)))
     }
 
-    fn window(&self) -> usize {
-        self.max_seq_length
+    fn window(&self) -> Option<usize> {
+        Some(self.max_seq_length)
     }
 
     /// Tokenizes `text` alone (no inference): cut when truncation left

@@ -44,12 +44,15 @@ mod vectors;
 use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail, ensure};
 
 use super::AllowSet;
-use super::{Approximate, Candidate, CellsProbed, List, ListHit, ListKind, RankedList, TopWindow};
+use super::{
+    Approximate, Candidate, CellsProbed, List, ListHit, ListKind, QueryEmbedding, RankedList,
+    TopWindow,
+};
 use crate::embed::{Embedder, normalize};
 use crate::store::checks::Checksums;
 use crate::store::damaged;
@@ -318,7 +321,8 @@ impl DenseList {
     /// of it), from the recent ones when it was embedded lately. Recent
     /// queries are kept by a 128-bit hash of their text, never the text, so
     /// a long-running server that met huge queries does not keep them.
-    fn embed_query(&self, query: &str) -> Result<Arc<[f32]>> {
+    fn embed_query(&self, query: &str) -> Result<(Arc<[f32]>, QueryEmbedding)> {
+        let started = Instant::now();
         let key = xxhash_rust::xxh3::xxh3_128(query.as_bytes());
         let recent = |queries: &VecDeque<(u128, Arc<[f32]>)>| {
             queries
@@ -327,15 +331,24 @@ impl DenseList {
                 .map(|(_, vector)| Arc::clone(vector))
         };
         if let Some(vector) = recent(&self.recent.lock().unwrap_or_else(|e| e.into_inner())) {
-            return Ok(vector);
+            let reused = QueryEmbedding {
+                time: Duration::ZERO,
+                network: None,
+            };
+            return Ok((vector, reused));
         }
-        let vector: Arc<[f32]> = self.embedder.embed(&[query.to_string()])?.into();
+        let (vector, network) = self.embedder.embed_timed(&[query.to_string()])?;
+        let vector: Arc<[f32]> = vector.into();
+        let embedding = QueryEmbedding {
+            time: started.elapsed(),
+            network,
+        };
         let mut queries = self.recent.lock().unwrap_or_else(|e| e.into_inner());
         if queries.len() == RECENT_QUERIES {
             queries.pop_front();
         }
         queries.push_back((key, Arc::clone(&vector)));
-        Ok(vector)
+        Ok((vector, embedding))
     }
 
     /// Ranks `allow`'s chunks by `vector` into a list (empty for a zero
@@ -669,8 +682,10 @@ impl List for DenseList {
 
     fn search(&self, query: &str, window: usize, allow: &AllowSet) -> Result<RankedList> {
         let started = Instant::now();
-        let vector = self.embed_query(query)?;
-        self.rank(&vector, window, allow, started)
+        let (vector, embedding) = self.embed_query(query)?;
+        let mut list = self.rank(&vector, window, allow, started)?;
+        list.embedding = Some(embedding);
+        Ok(list)
     }
 
     fn feedback_seeds(&self) -> usize {
@@ -700,7 +715,7 @@ impl List for DenseList {
         seeds: &[ChunkOrd],
     ) -> Result<RankedList> {
         let started = Instant::now();
-        let query = self.embed_query(query)?;
+        let (query, embedding) = self.embed_query(query)?;
         let seeds = &seeds[..seeds.len().min(self.feedback)];
         // A seed of an index this list leaves out moves nothing.
         let row_of = |chunk| {
@@ -712,18 +727,17 @@ impl List for DenseList {
         let (vector, used) = moved_query(&query, seeds, row_of)?;
         let mut list = self.rank(&vector, window, allow, started)?;
         list.feedback_chunks = used;
+        list.embedding = Some(embedding);
         Ok(list)
     }
 
     /// Says when the model read only the start of the chunk: its vector
     /// stands for that part alone.
     fn match_reason(&self, _query: &str, text: &str) -> Option<String> {
-        self.embedder.cuts(text)?.then(|| {
-            format!(
-                "the model read only its first {} word pieces",
-                self.embedder.window()
-            )
-        })
+        let window = self.embedder.window()?;
+        self.embedder
+            .cuts(text)?
+            .then(|| format!("the model read only its first {window} word pieces"))
     }
 }
 
