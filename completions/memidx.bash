@@ -426,7 +426,7 @@ _memidx() {
             return 0
             ;;
         memidx__subcmd__index)
-            opts="-q -h -V --full --compact --max-file-size --chunk-tokens --no-ignore --include --exclude --model --bundled-model --graph --no-graph --dense-index --index --quiet --watch --color --help --version"
+            opts="-q -h -V --full --compact --max-file-size --chunk-tokens --no-ignore --include --exclude --model --bundled-model --embed-url --embed-model --embed-key-file --graph --no-graph --dense-index --index --quiet --watch --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -449,6 +449,18 @@ _memidx() {
                     return 0
                     ;;
                 --model)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --embed-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --embed-model)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --embed-key-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -46,6 +46,9 @@ complete -c memidx -n "__fish_memidx_using_subcommand index" -l chunk-tokens -d 
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l include -d 'Index only files whose path (relative to DIR) matches GLOB (repeatable)' -r
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l exclude -d 'Skip files and folders whose path (relative to DIR) matches GLOB (repeatable)' -r
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l model -d 'Embed with this sentence-transformers model folder (config.json, tokenizer.json, model.safetensors) instead of the bundled model; later runs keep embedding with it until --bundled-model' -r -F
+complete -c memidx -n "__fish_memidx_using_subcommand index" -l embed-url -d 'Embed with a model an OpenAI-compatible server runs (POST URL/embeddings), e.g. http://127.0.0.1:11434/v1 (Ollama) or https://api.openai.com/v1; searches ask it for their queries, and later runs keep it until --model or --bundled-model' -r
+complete -c memidx -n "__fish_memidx_using_subcommand index" -l embed-model -d 'The model --embed-url\'s server is asked for, e.g. text-embedding-3-small or nomic-embed-text' -r
+complete -c memidx -n "__fish_memidx_using_subcommand index" -l embed-key-file -d 'Read --embed-url\'s API key from FILE (else from MEMIDX_EMBED_KEY); the index records the file\'s path for its searches, never the key' -r -F
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l dense-index -d 'When to write the dense list\'s sign codes, which searches scan before scoring their best rows exactly, instead of every vector: auto writes them from 10,000 chunks and searches use them over 100,000 (an index alone or several together); later runs keep the setting [default: the index\'s, else auto]' -r -f -a "auto\t'Written from 10,000 chunks, used by searches over 100,000 (with other indexes)'
 always\t'Whatever the size'
 never\t'Never: searches scan every vector'"
@@ -56,7 +59,7 @@ never\t'Never'"
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l full -d 'Re-read every file instead of reusing unchanged ones'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l compact -d 'Write the whole index anew, folding in the delta that runs append for small changes (unchanged chunks are carried, not re-read); runs do it on their own once the delta grows'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l no-ignore -d 'Index files that .gitignore or .memidxignore rules exclude. This, --include and --exclude are kept by the next run unless it gives any of them (then its own replace all three)'
-complete -c memidx -n "__fish_memidx_using_subcommand index" -l bundled-model -d 'Go back to the bundled model (an index built with --model keeps its model otherwise); the bundled vectors of an earlier run are reused'
+complete -c memidx -n "__fish_memidx_using_subcommand index" -l bundled-model -d 'Go back to the bundled model (an index built with --model or --embed-url keeps its model otherwise); the bundled vectors of an earlier run are reused'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l graph -d 'Also build the entity graph (the `graph` list and `memidx graph`); later runs keep building it until --no-graph. It costs about as much time as the rest of indexing and a quarter more disk'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -l no-graph -d 'Stop building the entity graph (drops it from the index)'
 complete -c memidx -n "__fish_memidx_using_subcommand index" -s q -l quiet -d 'Print no progress bar and no summary (warnings are still printed)'

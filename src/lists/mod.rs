@@ -140,6 +140,24 @@ pub struct QueryEmbedding {
     pub network: Option<Duration>,
 }
 
+impl QueryEmbedding {
+    /// The cost of two passes that each may have embedded the query (a
+    /// search and its feedback pass, which reuses the first's vector).
+    pub fn both(first: Option<Self>, second: Option<Self>) -> Option<Self> {
+        let (Some(first), Some(second)) = (first, second) else {
+            return first.or(second);
+        };
+        let network = match (first.network, second.network) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or_default() + b.unwrap_or_default()),
+        };
+        Some(Self {
+            time: first.time + second.time,
+            network,
+        })
+    }
+}
+
 /// A search a list sent to a remote engine, as `explain` reports it:
 /// enough to send the same search again.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

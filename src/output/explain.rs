@@ -123,11 +123,13 @@ pub struct ListSummary {
     /// dense list, its feedback scan included.
     pub prepare_ms: f64,
     /// Time to embed the query (part of `prepare_ms`), milliseconds: 0 when
-    /// a recent search's vector was reused; `None` for lists that embed
+    /// a recent search's vector was reused; absent for lists that embed
     /// nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub embed_ms: Option<f64>,
     /// Of `embed_ms`, the time spent waiting on the endpoint that runs the
-    /// model, milliseconds; `None` for a local model.
+    /// model, milliseconds; absent for a local model.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub network_ms: Option<f64>,
     /// Time of the whole list, query preparation included, milliseconds.
     pub total_ms: f64,

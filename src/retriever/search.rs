@@ -21,7 +21,7 @@ use super::confidence::{Confidence, nothing_matched};
 use super::{Folded, Retriever, SearchParams, WeightedList, fold};
 use crate::filter::Filter;
 use crate::fusion::{self, Fused, Fusion, Ranking};
-use crate::lists::{AllowSet, ListHit, ListKind, RankedList, guard};
+use crate::lists::{AllowSet, ListHit, ListKind, QueryEmbedding, RankedList, guard};
 use crate::store::generation::ChunkOrd;
 use crate::store::parts::Parts;
 
@@ -333,6 +333,7 @@ impl Retriever {
             self.uncount_buried(std::slice::from_mut(&mut refined));
             refined.unmoved_best = slot.query_best();
             refined.prepare_time += slot.elapsed;
+            refined.embedding = QueryEmbedding::both(slot.embedding, refined.embedding);
             refined.elapsed += slot.elapsed;
             *slot = refined;
         }

@@ -14,6 +14,7 @@ mod budget;
 mod completions;
 mod dense_index;
 mod embeddings;
+mod endpoint;
 mod eval;
 mod findability;
 mod get;

@@ -4,6 +4,7 @@
 #![allow(dead_code)] // not every helper is used by every build (e.g. without the `bert` feature)
 
 #[cfg(feature = "mcp")]
+pub mod fault_proxy;
 pub mod mcp;
 
 use std::fs;
