@@ -131,7 +131,8 @@ pub(super) fn stream(
             let added =
                 scope.spawn(|| add_documents(&mut sparse, file_list.as_mut(), &texts, &parts));
             let embed_started = Instant::now();
-            let batch = embed_batch(chunks, &sources, previous, run.embedder)
+            let so_far = |n| progress.note(&format!("{} chunks embedded", embedded + n));
+            let batch = embed_batch(chunks, &sources, previous, run.embedder, &so_far)
                 .map(|b| (b, embed_started.elapsed()));
             let added = added
                 .join()

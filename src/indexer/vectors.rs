@@ -44,12 +44,14 @@ impl BatchVectors<'_> {
 
 /// Vectors for one batch of `chunks` (with their `sources`): reused when
 /// this model embedded the same text before (see [`crate::lists::vector_cache`]),
-/// embedded otherwise.
+/// embedded otherwise; `embedded` hears how many so far after each call of
+/// the model (a remote one takes minutes over a batch).
 pub(super) fn embed_batch<'p>(
     chunks: &[ChunkRecord],
     sources: &[ChunkOrigin],
     previous: &'p Previous,
     embedder: &dyn Embedder,
+    embedded: &dyn Fn(usize),
 ) -> Result<BatchVectors<'p>> {
     let dim = embedder.info().dim;
     let old_keys = previous.carried.as_ref().zip(previous.parts.as_ref());
@@ -85,6 +87,7 @@ pub(super) fn embed_batch<'p>(
         for (offset, values) in flat.chunks_exact(dim).enumerate() {
             embedded_rows.set(first + offset, values);
         }
+        embedded(first + batch.len());
     }
     Ok(BatchVectors {
         reused,

@@ -53,6 +53,25 @@ fn small_corpus() -> Corpus {
     corpus
 }
 
+/// [`small_corpus`] indexed through a [`FaultProxy`] in front of the real
+/// server, with the server's URL; `None` without a server.
+fn indexed_through_a_proxy() -> Option<(FaultProxy, Corpus, String)> {
+    let (url, model) = server()?;
+    let proxy = FaultProxy::start(&url);
+    let corpus = small_corpus();
+    assert_succeeded(&index_through(&corpus, &proxy.url(), &model));
+    Some((proxy, corpus, url))
+}
+
+/// Fails unless `output` is a success's.
+fn assert_succeeded(output: &std::process::Output) {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 /// `memidx index .` through `url`, as given.
 fn index_through(corpus: &Corpus, url: &str, model: &str) -> std::process::Output {
     corpus
@@ -106,11 +125,7 @@ fn an_index_through_the_server_ranks_as_the_model_loaded_locally() {
         .args(["index", ".", "--embed-url", &url, "--embed-model", &model])
         .output()
         .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_succeeded(&output);
     let summary = String::from_utf8_lossy(&output.stdout);
     assert!(
         summary.contains(&format!("(embedding {} chunks: ", common::FIXTURE_CHUNKS)),
@@ -215,11 +230,7 @@ fn a_one_file_change_embeds_only_its_chunks_and_the_key_is_never_recorded() {
         .arg(&key_file)
         .output()
         .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_succeeded(&output);
     let manifest = std::fs::read_to_string(corpus.path().join(".memidx/meta.json")).unwrap();
     assert!(!manifest.contains("sk-never-recorded"));
     assert!(manifest.contains("\"key_file\""));
@@ -232,11 +243,7 @@ fn a_one_file_change_embeds_only_its_chunks_and_the_key_is_never_recorded() {
     // A plain run keeps the endpoint (and its key file).
     let output = corpus.memidx().args(["index", "."]).output().unwrap();
     let summary = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_succeeded(&output);
     assert!(summary.contains("(embedding 1 chunk: "), "{summary}");
     let ids = dense_ids(&corpus, "when do tokens expire");
     assert_eq!(
@@ -258,17 +265,9 @@ fn a_one_file_change_embeds_only_its_chunks_and_the_key_is_never_recorded() {
 
 #[test]
 fn faults_get_a_bounded_retry_or_a_clear_error_and_the_previous_index_stays() {
-    let Some((url, model)) = server() else {
+    let Some((proxy, corpus, _)) = indexed_through_a_proxy() else {
         return;
     };
-    let proxy = FaultProxy::start(&url);
-    let corpus = small_corpus();
-    let output = index_through(&corpus, &proxy.url(), &model);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
     let served = generation(&corpus);
     let answer = dense_ids(&corpus, "restart the payments service");
     assert_eq!(answer.first().map(String::as_str), Some("payments.md#1"));
@@ -303,11 +302,7 @@ fn faults_get_a_bounded_retry_or_a_clear_error_and_the_previous_index_stays() {
     proxy.inject(FaultKind::Status(429, Some("1")), 0, 2);
     let started = Instant::now();
     let output = full(&corpus);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_succeeded(&output);
     assert!(started.elapsed() >= Duration::from_secs(2));
     assert!(proxy.requests() >= 3);
     let served = generation(&corpus);
@@ -364,37 +359,28 @@ fn faults_get_a_bounded_retry_or_a_clear_error_and_the_previous_index_stays() {
     // Too large for the endpoint: halved until it takes them.
     proxy.inject(FaultKind::LargerThan(1), 0, usize::MAX);
     let output = full(&corpus);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_succeeded(&output);
     assert_eq!(dense_ids(&corpus, "restart the payments service"), answer);
 }
 
 #[test]
 fn a_search_refuses_another_model_and_fails_fast_when_the_server_is_down() {
-    let Some((url, model)) = server() else {
+    let Some((proxy, corpus, url)) = indexed_through_a_proxy() else {
         return;
     };
-    let proxy = FaultProxy::start(&url);
-    let corpus = small_corpus();
-    let output = index_through(&corpus, &proxy.url(), &model);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
 
+    let search = || {
+        corpus
+            .memidx()
+            .args(["search", "payments"])
+            .output()
+            .unwrap()
+    };
     // The endpoint now serves another model: its first query's probes tell.
     proxy.inject(FaultKind::Negate, 0, usize::MAX);
-    let search = corpus
-        .memidx()
-        .args(["search", "payments"])
-        .output()
-        .unwrap();
+    let answer = search();
     assert_failed_saying(
-        &search,
+        &answer,
         &[
             "as a model other than",
             "memidx index --full --embed-url",
@@ -411,13 +397,9 @@ fn a_search_refuses_another_model_and_fails_fast_when_the_server_is_down() {
     let port = proxy.port();
     drop(proxy);
     let started = Instant::now();
-    let search = corpus
-        .memidx()
-        .args(["search", "payments"])
-        .output()
-        .unwrap();
+    let answer = search();
     assert_failed_saying(
-        &search,
+        &answer,
         &[
             &format!("127.0.0.1:{port}/v1/embeddings"),
             "is its server running?",
@@ -442,11 +424,7 @@ fn a_search_refuses_another_model_and_fails_fast_when_the_server_is_down() {
         .output()
         .unwrap();
     let proxy = restarted.join().unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_succeeded(&output);
     assert!(proxy.requests() >= 2);
     assert_eq!(
         corpus.search_json("payments", &[])["results"][0]["chunk_id"],

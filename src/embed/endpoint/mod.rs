@@ -179,10 +179,14 @@ impl EndpointEmbedder {
                 && Signs::from_hex(&record.probe_signs, dim)
                     .is_ok_and(|known| known.same_model(&signs))
         });
-        embedder.info.dim = dim;
-        embedder.info.fingerprint = match kept {
-            Some((_, info)) => info.fingerprint.clone(),
-            None => signs.fingerprint(dim),
+        embedder.info = match kept {
+            // The same model: the identity its vectors were stored under.
+            Some((_, info)) => info.clone(),
+            None => EmbedderInfo {
+                id: endpoint.model.clone(),
+                dim,
+                fingerprint: signs.fingerprint(dim),
+            },
         };
         embedder.record.probe_signs = signs.to_hex();
         embedder.signs = signs;
