@@ -254,10 +254,24 @@ impl EndpointEmbedder {
     }
 
     /// The endpoint's vectors for `texts`, in order, as it gave them, and
-    /// the time spent waiting on it: requests of at most
-    /// [`REQUEST_TEXTS`] texts and [`REQUEST_CHARS`] characters, up to
-    /// [`IN_FLIGHT`] at once.
+    /// the time spent waiting on it. Texts of like length share a request,
+    /// as a server pads each batch to its longest text.
     fn ask(&self, texts: &[&str]) -> Result<Vectors> {
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| texts[i].len());
+        let by_length: Vec<&str> = order.iter().map(|&i| texts[i]).collect();
+        let (vectors, waited) = self.ask_in_requests(&by_length)?;
+        let mut placed = vec![Vec::new(); texts.len()];
+        for (vector, &i) in vectors.into_iter().zip(&order) {
+            placed[i] = vector;
+        }
+        Ok((placed, waited))
+    }
+
+    /// The endpoint's vectors for `texts`, in order, and the time spent
+    /// waiting on it: requests of at most [`REQUEST_TEXTS`] texts and
+    /// [`REQUEST_CHARS`] characters, up to [`IN_FLIGHT`] at once.
+    fn ask_in_requests(&self, texts: &[&str]) -> Result<Vectors> {
         let requests = requests(texts);
         if let [_] = requests.as_slice() {
             return self.ask_one(texts);
