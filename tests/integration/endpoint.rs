@@ -393,6 +393,21 @@ fn a_search_refuses_another_model_and_fails_fast_when_the_server_is_down() {
         "payments.md#1"
     );
 
+    // A stalled endpoint: a search gives up after its timeout, once.
+    proxy.inject(FaultKind::Stall(Duration::from_secs(5)), 0, usize::MAX);
+    let stalled = corpus
+        .memidx()
+        .args(["search", "payments"])
+        .env("MEMIDX_EMBED_TIMEOUT", "1")
+        .output()
+        .unwrap();
+    assert_failed_saying(
+        &stalled,
+        &["did not answer in time", "MEMIDX_EMBED_TIMEOUT"],
+    );
+    assert_eq!(proxy.requests(), 1);
+    proxy.heal();
+
     // The server down: a search says so at once; sparse alone still works.
     let port = proxy.port();
     drop(proxy);

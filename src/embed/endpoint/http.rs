@@ -23,10 +23,6 @@ const ANSWER_LIMIT: u64 = 256 << 20;
 /// How long connecting may take before the attempt counts as failed.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// How long one request may take, answer included, unless
-/// `MEMIDX_EMBED_TIMEOUT` (seconds) says otherwise.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
-
 /// The variable that sets how long one request may take, in seconds.
 pub const TIMEOUT_ENV: &str = "MEMIDX_EMBED_TIMEOUT";
 
@@ -57,9 +53,13 @@ pub(super) struct Patience {
     /// The longest wait before another attempt; a `Retry-After` asking
     /// for more fails instead.
     pub(super) longest_wait: Duration,
-    /// Whether an endpoint that cannot be reached is tried again (an index
-    /// run waits out a restart; a search says so at once).
-    pub(super) retry_unreachable: bool,
+    /// Whether an endpoint that cannot be reached, or does not answer in
+    /// time, is tried again (an index run waits out a restart; a search
+    /// says so at once).
+    pub(super) retry_stalls: bool,
+    /// How long one request may take, answer included, unless
+    /// `MEMIDX_EMBED_TIMEOUT` (seconds) says otherwise.
+    pub(super) timeout: Duration,
 }
 
 impl Patience {
@@ -68,15 +68,17 @@ impl Patience {
     pub(super) const RUN: Self = Self {
         attempts: 6,
         longest_wait: Duration::from_secs(60),
-        retry_unreachable: true,
+        retry_stalls: true,
+        timeout: Duration::from_secs(120),
     };
 
     /// A search's: a busy server gets one more try soon; one that is down
-    /// fails the search at once.
+    /// or stalls fails the search.
     pub(super) const QUERY: Self = Self {
         attempts: 2,
         longest_wait: Duration::from_secs(2),
-        retry_unreachable: false,
+        retry_stalls: false,
+        timeout: Duration::from_secs(15),
     };
 }
 
@@ -87,6 +89,7 @@ pub(super) struct Client {
     target: String,
     model: String,
     key: Option<Secret>,
+    patience: Patience,
     agent: ureq::Agent,
 }
 
@@ -151,8 +154,13 @@ impl From<anyhow::Error> for Refusal {
 
 impl Client {
     /// A client for `model` at `url` (the part before `/embeddings`, e.g.
-    /// `http://127.0.0.1:7997/v1`).
-    pub(super) fn new(url: &str, model: &str, key: Option<Secret>) -> Result<Self> {
+    /// `http://127.0.0.1:7997/v1`), waiting out faults with `patience`.
+    pub(super) fn new(
+        url: &str,
+        model: &str,
+        key: Option<Secret>,
+        patience: Patience,
+    ) -> Result<Self> {
         let url = url.trim_end_matches('/');
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             bail!("the embedding endpoint '{url}' is not an http:// or https:// URL");
@@ -162,7 +170,7 @@ impl Client {
                 Ok(s) if s > 0.0 && s.is_finite() => Duration::from_secs_f64(s),
                 _ => bail!("{TIMEOUT_ENV} must be a number of seconds above 0, not '{seconds}'"),
             },
-            Err(_) => REQUEST_TIMEOUT,
+            Err(_) => patience.timeout,
         };
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
@@ -175,6 +183,7 @@ impl Client {
             target: format!("{url}/embeddings"),
             model: model.to_string(),
             key,
+            patience,
             agent,
         })
     }
@@ -184,13 +193,14 @@ impl Client {
         &self.target
     }
 
-    /// Embeds `texts` in one request (tried again as `patience` allows):
+    /// Embeds `texts` in one request (tried again as its patience allows):
     /// one vector per text, in order.
-    pub(super) fn embed(&self, texts: &[&str], patience: Patience) -> Result<Answer, Refusal> {
+    pub(super) fn embed(&self, texts: &[&str]) -> Result<Answer, Refusal> {
+        let patience = self.patience;
         let started = Instant::now();
         let mut wait = Duration::from_millis(500);
         for attempt in 1..=patience.attempts.max(1) {
-            let (err, asked) = match self.attempt(texts, patience) {
+            let (err, asked) = match self.attempt(texts) {
                 Attempt::Answered(answer) => {
                     return Ok(Answer {
                         waited: started.elapsed(),
@@ -223,7 +233,7 @@ impl Client {
     }
 
     /// One request and what it came to.
-    fn attempt(&self, texts: &[&str], patience: Patience) -> Attempt {
+    fn attempt(&self, texts: &[&str]) -> Attempt {
         let mut request = self.agent.post(&self.target);
         if let Some(Secret(key)) = &self.key {
             request = request.header("Authorization", format!("Bearer {key}"));
@@ -234,7 +244,7 @@ impl Client {
         });
         let mut response = match sent {
             Ok(response) => response,
-            Err(err) => return self.transport_fault(err, patience),
+            Err(err) => return self.transport_fault(err),
         };
         let status = response.status().as_u16();
         let retry_after = response
@@ -249,7 +259,7 @@ impl Client {
             .read_to_vec()
         {
             Ok(body) => body,
-            Err(err) => return self.transport_fault(err, patience),
+            Err(err) => return self.transport_fault(err),
         };
         let said = || server_message(&body);
         let target = &self.target;
@@ -292,34 +302,24 @@ impl Client {
     }
 
     /// What a failure to talk to the endpoint at all came to.
-    fn transport_fault(&self, err: ureq::Error, patience: Patience) -> Attempt {
+    fn transport_fault(&self, err: ureq::Error) -> Attempt {
         let target = &self.target;
+        let stalled = |err: anyhow::Error| match self.patience.retry_stalls {
+            true => Attempt::Passing(err, None),
+            false => Attempt::Failed(err),
+        };
         match err {
-            ureq::Error::Timeout(what) => Attempt::Passing(
-                anyhow!("the embedding endpoint {target} did not answer in time ({what})"),
-                None,
-            ),
-            ureq::Error::ConnectionFailed | ureq::Error::HostNotFound => {
-                let err = anyhow!(
-                    "cannot reach the embedding endpoint {target} ({err}); is its server running?"
-                );
-                if patience.retry_unreachable {
-                    Attempt::Passing(err, None)
-                } else {
-                    Attempt::Failed(err)
-                }
-            }
-            ureq::Error::Io(io) if io.kind() == ErrorKind::ConnectionRefused => {
-                let err = anyhow!(
-                    "cannot reach the embedding endpoint {target} (connection refused); is its \
-                     server running?"
-                );
-                if patience.retry_unreachable {
-                    Attempt::Passing(err, None)
-                } else {
-                    Attempt::Failed(err)
-                }
-            }
+            ureq::Error::Timeout(what) => stalled(anyhow!(
+                "the embedding endpoint {target} did not answer in time ({what}; \
+                 {TIMEOUT_ENV} sets the seconds)"
+            )),
+            ureq::Error::ConnectionFailed | ureq::Error::HostNotFound => stalled(anyhow!(
+                "cannot reach the embedding endpoint {target} ({err}); is its server running?"
+            )),
+            ureq::Error::Io(io) if io.kind() == ErrorKind::ConnectionRefused => stalled(anyhow!(
+                "cannot reach the embedding endpoint {target} (connection refused); is its \
+                 server running?"
+            )),
             ureq::Error::Io(io) => Attempt::Passing(
                 anyhow!("the connection to the embedding endpoint {target} broke ({io})"),
                 None,
@@ -451,10 +451,10 @@ mod tests {
 
     #[test]
     fn a_key_never_shows_in_debug_output() {
-        let client =
-            Client::new("http://127.0.0.1:9/v1/", "m", Some(Secret::new("sk-123\n"))).unwrap();
+        let key = Some(Secret::new("sk-123\n"));
+        let client = Client::new("http://127.0.0.1:9/v1/", "m", key, Patience::QUERY).unwrap();
         assert!(!format!("{client:?}").contains("sk-123"));
         assert_eq!(client.target(), "http://127.0.0.1:9/v1/embeddings");
-        assert!(Client::new("127.0.0.1:9", "m", None).is_err());
+        assert!(Client::new("127.0.0.1:9", "m", None, Patience::RUN).is_err());
     }
 }

@@ -126,8 +126,6 @@ pub struct EndpointEmbedder {
     record: EndpointRecord,
     /// The model's signs for the probes, as recorded or measured.
     signs: Signs,
-    /// How long it waits out faults: an index run's, or a search's.
-    patience: Patience,
     /// Whether this process has seen the endpoint answer the probes as
     /// [`EndpointEmbedder::signs`] say.
     probed: AtomicBool,
@@ -146,7 +144,12 @@ impl EndpointEmbedder {
         endpoint: &Endpoint,
         known: Option<(&EndpointRecord, &EmbedderInfo)>,
     ) -> Result<Self> {
-        let client = Client::new(&endpoint.url, &endpoint.model, endpoint.key()?)?;
+        let client = Client::new(
+            &endpoint.url,
+            &endpoint.model,
+            endpoint.key()?,
+            Patience::RUN,
+        )?;
         let mut embedder = Self {
             endpoint: endpoint.clone(),
             client,
@@ -162,7 +165,6 @@ impl EndpointEmbedder {
                 probe_signs: String::new(),
             },
             signs: Signs::of(&[]),
-            patience: Patience::RUN,
             probed: AtomicBool::new(true),
             answered_as: OnceLock::new(),
         };
@@ -198,14 +200,14 @@ impl EndpointEmbedder {
     /// probes.
     pub fn recorded(record: &EndpointRecord, info: &EmbedderInfo) -> Result<Self> {
         let endpoint = record.endpoint();
+        let key = endpoint.key()?;
         Ok(Self {
-            client: Client::new(&endpoint.url, &endpoint.model, endpoint.key()?)?,
+            client: Client::new(&endpoint.url, &endpoint.model, key, Patience::QUERY)?,
             endpoint,
             info: info.clone(),
             record: record.clone(),
             signs: Signs::from_hex(&record.probe_signs, info.dim)
                 .context("the index's record of its embedding endpoint is damaged")?,
-            patience: Patience::QUERY,
             probed: AtomicBool::new(false),
             answered_as: OnceLock::new(),
         })
@@ -308,7 +310,7 @@ impl EndpointEmbedder {
     /// One request's vectors (halved and sent again while the endpoint
     /// finds it too large), checked for the model's dimension and name.
     fn ask_one(&self, texts: &[&str]) -> Result<Vectors> {
-        let answer = match self.client.embed(texts, self.patience) {
+        let answer = match self.client.embed(texts) {
             Ok(answer) => answer,
             Err(Refusal::Error(err)) => return Err(err),
             Err(Refusal::TooLarge) if texts.len() > 1 => {
