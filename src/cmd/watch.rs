@@ -42,7 +42,6 @@ use notify::event::{AccessKind, AccessMode};
 use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
 use super::{Status, heap, index};
-
 use memidx::indexer::{self, IndexOptions, Writer};
 use memidx::output::progress::Bars;
 #[cfg(feature = "mcp")]

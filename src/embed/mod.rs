@@ -183,9 +183,22 @@ pub fn load_source(source: &ModelSource, known: Known) -> Result<&'static dyn Em
             load_as_recorded(Some(dir), recorded)
         }
         ModelSource::Endpoint(endpoint) => {
+            // A server's runs reuse the embedder its last run connected
+            // (probed again), rather than leak one, and its connections,
+            // a run.
+            let mut connected = CONNECTED.lock().unwrap_or_else(PoisonError::into_inner);
+            let again = connected.iter().find(|e| {
+                e.serves(endpoint) && known.endpoint.is_some() && known.info == Some(e.info())
+            });
+            if let Some(embedder) = again {
+                embedder.confirm_unchanged()?;
+                return Ok(*embedder);
+            }
             let known = known.endpoint.zip(known.info);
-            let embedder = EndpointEmbedder::connect(endpoint, known)?;
-            Ok(Box::leak(Box::new(embedder)))
+            let embedder: &'static EndpointEmbedder =
+                Box::leak(Box::new(EndpointEmbedder::connect(endpoint, known)?));
+            connected.push(embedder);
+            Ok(embedder)
         }
     }
 }
@@ -209,6 +222,9 @@ pub fn load_recorded_endpoint(
     loaded.push(embedder);
     Ok(embedder)
 }
+
+/// The endpoint embedders [`load_source`] connected in this process.
+static CONNECTED: Mutex<Vec<&'static EndpointEmbedder>> = Mutex::new(Vec::new());
 
 /// The endpoint embedders [`load_recorded_endpoint`] made in this process.
 static ENDPOINTS: Mutex<Vec<&'static EndpointEmbedder>> = Mutex::new(Vec::new());

@@ -11,6 +11,7 @@ use super::IndexOptions;
 use crate::corpus::read::read_walked;
 use crate::corpus::walk::{SourceFile, Walk, stated};
 use crate::embed::Embedder;
+use crate::embed::endpoint::EndpointRecord;
 use crate::fusion::{FusionDefaults, FusionSource};
 use crate::index::manifest::{
     CHUNKS_FORMAT_VERSION, Manifest, SPARSE_FORMAT_VERSION, SkippedFile, skipped_stamps,
@@ -231,6 +232,7 @@ impl Previous {
             && manifest.format_version >= SPARSE_FORMAT_VERSION
             && self.vectors.is_some()
             && manifest.embedder == *embedder.info()
+            && EndpointRecord::same_place(manifest.model_endpoint.as_ref(), embedder.endpoint())
             && manifest.walk == options.walk
             && match manifest.graph {
                 Some(g) => {

@@ -63,8 +63,9 @@ pub(super) struct Patience {
 }
 
 impl Patience {
-    /// An index run's: a restarting or busy server is waited for, about a
-    /// minute and a half at most.
+    /// An index run's: a restarting or busy server is waited for (a
+    /// refused connection about 15 s in all, a `Retry-After` up to a
+    /// minute a try).
     pub(super) const RUN: Self = Self {
         attempts: 6,
         longest_wait: Duration::from_secs(60),
@@ -162,12 +163,25 @@ impl Client {
         patience: Patience,
     ) -> Result<Self> {
         let url = url.trim_end_matches('/');
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
+        let Some((_, rest)) = url
+            .split_once("://")
+            .filter(|(scheme, _)| ["http", "https"].contains(scheme))
+        else {
             bail!("the embedding endpoint '{url}' is not an http:// or https:// URL");
+        };
+        // The index records the URL and errors name it: no secret may ride in it.
+        let authority = rest.split('/').next().unwrap_or_default();
+        if authority.contains('@') || rest.contains('?') || rest.contains('#') {
+            bail!(
+                "give the embedding endpoint's URL without a user, query or fragment (the index \
+                 records it); the key goes in --embed-key-file FILE or MEMIDX_EMBED_KEY"
+            );
         }
         let timeout = match std::env::var(TIMEOUT_ENV) {
             Ok(seconds) => match seconds.trim().parse::<f64>() {
-                Ok(s) if s > 0.0 && s.is_finite() => Duration::from_secs_f64(s),
+                Ok(s) if s > 0.0 && Duration::try_from_secs_f64(s).is_ok() => {
+                    Duration::from_secs_f64(s)
+                }
                 _ => bail!("{TIMEOUT_ENV} must be a number of seconds above 0, not '{seconds}'"),
             },
             Err(_) => patience.timeout,
@@ -197,9 +211,10 @@ impl Client {
     /// one vector per text, in order.
     pub(super) fn embed(&self, texts: &[&str]) -> Result<Answer, Refusal> {
         let patience = self.patience;
+        let attempts = patience.attempts.max(1);
         let started = Instant::now();
         let mut wait = Duration::from_millis(500);
-        for attempt in 1..=patience.attempts.max(1) {
+        for attempt in 1..=attempts {
             let (err, asked) = match self.attempt(texts) {
                 Attempt::Answered(answer) => {
                     return Ok(Answer {
@@ -211,7 +226,7 @@ impl Client {
                 Attempt::Failed(err) => return Err(err.into()),
                 Attempt::Passing(err, asked) => (err, asked),
             };
-            if attempt == patience.attempts {
+            if attempt == attempts {
                 return Err(err
                     .context(format!("gave up after {attempt} attempts"))
                     .into());
@@ -387,7 +402,7 @@ fn server_message(body: &[u8]) -> String {
 fn retry_after(value: &str) -> Option<Duration> {
     let value = value.trim();
     if let Ok(seconds) = value.parse::<f64>() {
-        return (seconds >= 0.0 && seconds.is_finite()).then(|| Duration::from_secs_f64(seconds));
+        return Duration::try_from_secs_f64(seconds).ok();
     }
     let at = jiff::fmt::rfc2822::parse(value).ok()?;
     let wait = at.timestamp().duration_since(jiff::Timestamp::now());
@@ -456,5 +471,15 @@ mod tests {
         assert!(!format!("{client:?}").contains("sk-123"));
         assert_eq!(client.target(), "http://127.0.0.1:9/v1/embeddings");
         assert!(Client::new("127.0.0.1:9", "m", None, Patience::RUN).is_err());
+        for secret in [
+            "http://u:sk-1@host/v1",
+            "https://host/v1?key=sk-1",
+            "http://host/v1#k",
+        ] {
+            let err = Client::new(secret, "m", None, Patience::RUN)
+                .unwrap_err()
+                .to_string();
+            assert!(!err.contains("sk-1"), "{err}");
+        }
     }
 }

@@ -38,7 +38,7 @@ pub const KEY_ENV: &str = "MEMIDX_EMBED_KEY";
 /// The most texts one request carries.
 const REQUEST_TEXTS: usize = 32;
 
-/// The most characters one request carries (a request of long chunks
+/// The most bytes of text one request carries (a request of long chunks
 /// holds fewer texts), well under what hosted APIs accept.
 const REQUEST_CHARS: usize = 96 * 1024;
 
@@ -103,6 +103,14 @@ pub struct EndpointRecord {
 }
 
 impl EndpointRecord {
+    /// Whether `a` and `b` reach the model the same way (URL, name, key
+    /// file), whatever its answers: a run that moves the endpoint is not
+    /// up to date, though it re-embeds nothing.
+    pub fn same_place(a: Option<&Self>, b: Option<&Self>) -> bool {
+        let place = |r: &Self| (r.url.clone(), r.model.clone(), r.key_file.clone());
+        a.map(place) == b.map(place)
+    }
+
     /// The endpoint this record describes.
     pub fn endpoint(&self) -> Endpoint {
         Endpoint {
@@ -171,28 +179,40 @@ impl EndpointEmbedder {
         let (vectors, _) = embedder.ask(&PROBES)?;
         let dim = vectors.first().map_or(0, Vec::len);
         ensure!(
-            dim > 0,
-            "the embedding endpoint {} answered with empty vectors",
-            embedder.client.target()
+            dim > 0 && vectors.iter().all(|v| v.len() == dim),
+            "the embedding endpoint {} answered the probe texts with vectors of {:?} dimensions",
+            embedder.client.target(),
+            vectors.iter().map(Vec::len).collect::<Vec<_>>()
         );
         let signs = Signs::of(&vectors);
-        let kept = known.filter(|(record, info)| {
+        let same = |(record, info): &(&EndpointRecord, &EmbedderInfo)| {
             info.dim == dim
                 && Signs::from_hex(&record.probe_signs, dim)
                     .is_ok_and(|known| known.same_model(&signs))
-        });
-        embedder.info = match kept {
+        };
+        embedder.info = match known {
             // The same model: the identity its vectors were stored under.
-            Some((_, info)) => info.clone(),
+            Some(known) if same(&known) => known.1.clone(),
+            // Another model than the index's, maybe under the same name.
+            Some(_) => EmbedderInfo {
+                id: endpoint.model.clone(),
+                dim,
+                fingerprint: probe::fingerprint(&endpoint.model, dim, Some(&signs)),
+            },
             None => EmbedderInfo {
                 id: endpoint.model.clone(),
                 dim,
-                fingerprint: signs.fingerprint(dim),
+                fingerprint: probe::fingerprint(&endpoint.model, dim, None),
             },
         };
         embedder.record.probe_signs = signs.to_hex();
         embedder.signs = signs;
         Ok(embedder)
+    }
+
+    /// Whether this embedder asks `endpoint`.
+    pub fn serves(&self, endpoint: &Endpoint) -> bool {
+        self.endpoint == *endpoint
     }
 
     /// The embedder of an index built through an endpoint, for its

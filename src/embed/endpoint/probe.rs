@@ -90,15 +90,22 @@ impl Signs {
     pub(super) fn same_model(&self, other: &Self) -> bool {
         self.agreement(other) >= SAME_MODEL
     }
+}
 
-    /// A fingerprint of the model that gave these signs for `dim`
-    /// dimensions: `endpoint:` and an xxh3-64.
-    pub(super) fn fingerprint(&self, dim: usize) -> String {
-        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-        hasher.update(&(dim as u64).to_le_bytes());
-        hasher.update(self.to_hex().as_bytes());
-        format!("endpoint:{:016x}", hasher.digest())
+/// A fingerprint for the endpoint model `name` of `dim` dimensions:
+/// `endpoint:` and an xxh3-64 of both, so that two indexes of one model
+/// compare equal (exact signs would not: one near zero may flip); with
+/// `swapped`, the signs of a model that now answers under the name of
+/// another, so that its vectors are never taken for the other's.
+pub(super) fn fingerprint(name: &str, dim: usize, swapped: Option<&Signs>) -> String {
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    hasher.update(&(dim as u64).to_le_bytes());
+    hasher.update(name.as_bytes());
+    if let Some(signs) = swapped {
+        hasher.update(&[0]);
+        hasher.update(signs.to_hex().as_bytes());
     }
+    format!("endpoint:{:016x}", hasher.digest())
 }
 
 #[cfg(test)]
@@ -145,11 +152,22 @@ mod tests {
         let (a, b) = (Signs::of(&answer), Signs::of(&noisy));
         assert!(a.agreement(&b) < 1.0, "some signs near zero flipped");
         assert!(a.same_model(&b));
-        assert_eq!(a.fingerprint(384), Signs::of(&answer).fingerprint(384));
 
         let other = Signs::of(&vectors(2, 384));
         assert!(!a.same_model(&other), "agreement {}", a.agreement(&other));
         assert!(!a.same_model(&Signs::of(&vectors(1, 256))));
-        assert_ne!(a.fingerprint(384), other.fingerprint(384));
+    }
+
+    #[test]
+    fn a_fingerprint_names_the_model_and_a_swapped_one_its_signs() {
+        let (a, b) = (Signs::of(&vectors(1, 384)), Signs::of(&vectors(2, 384)));
+        assert_eq!(fingerprint("m", 384, None), fingerprint("m", 384, None));
+        assert_ne!(fingerprint("m", 384, None), fingerprint("m", 256, None));
+        assert_ne!(fingerprint("m", 384, None), fingerprint("n", 384, None));
+        assert_ne!(fingerprint("m", 384, Some(&a)), fingerprint("m", 384, None));
+        assert_ne!(
+            fingerprint("m", 384, Some(&a)),
+            fingerprint("m", 384, Some(&b))
+        );
     }
 }

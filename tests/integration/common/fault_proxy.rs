@@ -47,6 +47,7 @@ pub struct FaultProxy {
     fault: Arc<Mutex<Option<Fault>>>,
     requests: Arc<AtomicUsize>,
     stopped: Arc<AtomicBool>,
+    accepting: Option<std::thread::JoinHandle<()>>,
 }
 
 impl FaultProxy {
@@ -64,14 +65,25 @@ impl FaultProxy {
             .next()
             .unwrap()
             .to_string();
-        let listener = TcpListener::bind(("127.0.0.1", port)).unwrap();
+        // A port just given up may take a moment to bind again.
+        let mut tries = 0;
+        let listener = loop {
+            match TcpListener::bind(("127.0.0.1", port)) {
+                Ok(listener) => break listener,
+                Err(_) if port != 0 && tries < 50 => {
+                    tries += 1;
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Err(err) => panic!("cannot listen on port {port}: {err}"),
+            }
+        };
         let port = listener.local_addr().unwrap().port();
         let fault = Arc::new(Mutex::new(None::<Fault>));
         let requests = Arc::new(AtomicUsize::new(0));
         let stopped = Arc::new(AtomicBool::new(false));
         let (shared_fault, counted) = (Arc::clone(&fault), Arc::clone(&requests));
         let stop = Arc::clone(&stopped);
-        std::thread::spawn(move || {
+        let accepting = std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
                 if stop.load(Ordering::SeqCst) {
                     return;
@@ -89,6 +101,7 @@ impl FaultProxy {
             fault,
             requests,
             stopped,
+            accepting: Some(accepting),
         }
     }
 
@@ -123,11 +136,14 @@ impl FaultProxy {
 }
 
 impl Drop for FaultProxy {
-    /// Closes the listener: the thread sees the flag at its next
-    /// connection, which this one is.
+    /// Closes the listener, and returns once it is closed: the thread
+    /// sees the flag at its next connection, which this one is.
     fn drop(&mut self) {
         self.stopped.store(true, Ordering::SeqCst);
         let _ = TcpStream::connect(("127.0.0.1", self.port));
+        if let Some(accepting) = self.accepting.take() {
+            let _ = accepting.join();
+        }
     }
 }
 
