@@ -48,6 +48,10 @@ pub struct StatusReport {
     pub skipped: Vec<Skipped>,
     /// The embedding model.
     pub embedder: EmbedderInfo,
+    /// The OpenAI-compatible endpoint that runs it (`--embed-url`); absent
+    /// for a local model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub embedder_url: Option<String>,
     /// Fusion defaults searches use.
     pub fusion: FusionDefaults,
     /// Where they come from: this build's defaults or `eval --save`.
@@ -366,6 +370,7 @@ impl StatusReport {
             counts: manifest.counts,
             skipped: manifest.skipped.iter().map(SkippedFile::skipped).collect(),
             embedder: manifest.embedder.clone(),
+            embedder_url: manifest.model_endpoint.as_ref().map(|e| e.url.clone()),
             fusion: manifest.fusion,
             fusion_source: manifest.fusion_source,
             graph: manifest.graph.map(|g| GraphStatus {

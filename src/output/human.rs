@@ -482,10 +482,13 @@ pub fn print_status(out: &mut dyn Write, r: &StatusReport) -> Result<()> {
     }
     writeln!(
         out,
-        "model      {} ({} dims, {})",
+        "model      {} ({} dims, {}){}",
         escape_controls(&r.embedder.id),
         r.embedder.dim,
-        escape_controls(&r.embedder.fingerprint)
+        escape_controls(&r.embedder.fingerprint),
+        r.embedder_url
+            .as_ref()
+            .map_or(String::new(), |url| format!(" at {}", escape_controls(url)))
     )?;
     if let Some(embedding) = r.embedding {
         let cut = match embedding.chunks_cut {

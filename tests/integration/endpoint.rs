@@ -137,6 +137,18 @@ fn an_index_through_the_server_ranks_as_the_model_loaded_locally() {
     let status = remote.json(&["status", "--json"]);
     assert_eq!(status["embedder"]["dim"], 384);
     assert_eq!(status["embedder"]["id"], model.as_str());
+    assert_eq!(status["embedder_url"], url.as_str());
+    let status_schema = common::validator(include_str!("../../schemas/status-report.schema.json"));
+    assert!(status_schema.is_valid(&status), "{status}");
+    assert!(
+        local
+            .json(&["status", "--json"])
+            .get("embedder_url")
+            .is_none()
+    );
+    let human = remote.memidx().arg("status").output().unwrap();
+    let model_line = format!(" at {url}\n");
+    assert!(String::from_utf8_lossy(&human.stdout).contains(&model_line));
     assert!(
         status["embedder"]["fingerprint"]
             .as_str()
