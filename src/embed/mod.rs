@@ -186,18 +186,14 @@ pub fn load_source(source: &ModelSource, known: Known) -> Result<&'static dyn Em
             // A server's runs reuse the embedder its last run connected
             // (probed again), rather than leak one, and its connections,
             // a run.
-            let mut connected = CONNECTED.lock().unwrap_or_else(PoisonError::into_inner);
-            let again = connected.iter().find(|e| {
+            let same = |e: &EndpointEmbedder| {
                 e.serves(endpoint) && known.endpoint.is_some() && known.info == Some(e.info())
-            });
-            if let Some(embedder) = again {
+            };
+            let connect = || EndpointEmbedder::connect(endpoint, known.endpoint.zip(known.info));
+            let (embedder, reused) = reuse_or_make(&CONNECTED, same, connect)?;
+            if reused {
                 embedder.confirm_unchanged()?;
-                return Ok(*embedder);
             }
-            let known = known.endpoint.zip(known.info);
-            let embedder: &'static EndpointEmbedder =
-                Box::leak(Box::new(EndpointEmbedder::connect(endpoint, known)?));
-            connected.push(embedder);
             Ok(embedder)
         }
     }
@@ -210,17 +206,25 @@ pub fn load_recorded_endpoint(
     record: &EndpointRecord,
     info: &EmbedderInfo,
 ) -> Result<&'static dyn Embedder> {
-    let mut loaded = ENDPOINTS.lock().unwrap_or_else(PoisonError::into_inner);
-    let same = |embedder: &&&'static EndpointEmbedder| {
-        embedder.endpoint() == Some(record) && embedder.info() == info
-    };
-    if let Some(embedder) = loaded.iter().find(same) {
-        return Ok(*embedder);
+    let same = |e: &EndpointEmbedder| e.endpoint() == Some(record) && e.info() == info;
+    let make = || EndpointEmbedder::recorded(record, info);
+    Ok(reuse_or_make(&ENDPOINTS, same, make)?.0)
+}
+
+/// The embedder in `cache` that is `same`, or a new one `make` makes,
+/// kept there for the life of the process; and whether it was reused.
+fn reuse_or_make(
+    cache: &Mutex<Vec<&'static EndpointEmbedder>>,
+    same: impl Fn(&EndpointEmbedder) -> bool,
+    make: impl FnOnce() -> Result<EndpointEmbedder>,
+) -> Result<(&'static EndpointEmbedder, bool)> {
+    let mut cached = cache.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(embedder) = cached.iter().find(|e| same(e)) {
+        return Ok((*embedder, true));
     }
-    let embedder: &'static EndpointEmbedder =
-        Box::leak(Box::new(EndpointEmbedder::recorded(record, info)?));
-    loaded.push(embedder);
-    Ok(embedder)
+    let embedder: &'static EndpointEmbedder = Box::leak(Box::new(make()?));
+    cached.push(embedder);
+    Ok((embedder, false))
 }
 
 /// The endpoint embedders [`load_source`] connected in this process.

@@ -102,6 +102,16 @@ pub(super) fn manifest(
     let (options, embedder) = (run.options, run.embedder);
     let root = &options.root;
     let fusion = FusionChoice::for_run(previous, embedder);
+    let (model_dir, model_files) = match &options.model {
+        ModelSource::Folder(dir) => {
+            let dir = fs::canonicalize(dir).unwrap_or_else(|_| dir.clone());
+            (
+                Some(dir.display().to_string()),
+                crate::embed::files_of(embedder),
+            )
+        }
+        _ => (None, None),
+    };
     Manifest {
         format_version: FORMAT_VERSION,
         generation,
@@ -124,19 +134,8 @@ pub(super) fn manifest(
         word_floor: None,
         chunker: options.chunker,
         embedder: embedder.info().clone(),
-        model_dir: match &options.model {
-            ModelSource::Folder(d) => Some(
-                fs::canonicalize(d)
-                    .unwrap_or_else(|_| d.clone())
-                    .display()
-                    .to_string(),
-            ),
-            _ => None,
-        },
-        model_files: match &options.model {
-            ModelSource::Folder(_) => crate::embed::files_of(embedder),
-            _ => None,
-        },
+        model_dir,
+        model_files,
         model_endpoint: embedder.endpoint().cloned(),
         fusion: fusion.defaults,
         fusion_source: fusion.source,

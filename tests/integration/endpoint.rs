@@ -72,19 +72,11 @@ fn assert_succeeded(output: &std::process::Output) {
     );
 }
 
-/// `memidx index .` through `url`, as given.
+/// `memidx index .` through `url`, as given; its summary on stdout.
 fn index_through(corpus: &Corpus, url: &str, model: &str) -> std::process::Output {
     corpus
         .memidx()
-        .args([
-            "index",
-            ".",
-            "--quiet",
-            "--embed-url",
-            url,
-            "--embed-model",
-            model,
-        ])
+        .args(["index", ".", "--embed-url", url, "--embed-model", model])
         .env("MEMIDX_EMBED_TIMEOUT", "60")
         .output()
         .unwrap()
@@ -120,11 +112,7 @@ fn an_index_through_the_server_ranks_as_the_model_loaded_locally() {
         return;
     };
     let remote = Corpus::fixtures();
-    let output = remote
-        .memidx()
-        .args(["index", ".", "--embed-url", &url, "--embed-model", &model])
-        .output()
-        .unwrap();
+    let output = index_through(&remote, &url, &model);
     assert_succeeded(&output);
     let summary = String::from_utf8_lossy(&output.stdout);
     assert!(
@@ -288,11 +276,7 @@ fn a_one_file_change_embeds_only_its_chunks_and_the_key_is_never_recorded() {
     // The same model at another URL: recorded (without the key file, which
     // the other URL was not given), and nothing embedded again.
     let moved = url.replace("127.0.0.1", "localhost");
-    let output = corpus
-        .memidx()
-        .args(["index", ".", "--embed-url", &moved, "--embed-model", &model])
-        .output()
-        .unwrap();
+    let output = index_through(&corpus, &moved, &model);
     assert_succeeded(&output);
     let summary = String::from_utf8_lossy(&output.stdout);
     assert!(summary.contains("(embedding 0 chunks: "), "{summary}");

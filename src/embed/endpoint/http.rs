@@ -323,18 +323,22 @@ impl Client {
             true => Attempt::Passing(err, None),
             false => Attempt::Failed(err),
         };
+        let unreachable = |why: String| {
+            stalled(anyhow!(
+                "cannot reach the embedding endpoint {target} ({why}); is its server running?"
+            ))
+        };
         match err {
             ureq::Error::Timeout(what) => stalled(anyhow!(
                 "the embedding endpoint {target} did not answer in time ({what}; \
                  {TIMEOUT_ENV} sets the seconds)"
             )),
-            ureq::Error::ConnectionFailed | ureq::Error::HostNotFound => stalled(anyhow!(
-                "cannot reach the embedding endpoint {target} ({err}); is its server running?"
-            )),
-            ureq::Error::Io(io) if io.kind() == ErrorKind::ConnectionRefused => stalled(anyhow!(
-                "cannot reach the embedding endpoint {target} (connection refused); is its \
-                 server running?"
-            )),
+            ureq::Error::ConnectionFailed | ureq::Error::HostNotFound => {
+                unreachable(err.to_string())
+            }
+            ureq::Error::Io(io) if io.kind() == ErrorKind::ConnectionRefused => {
+                unreachable("connection refused".to_string())
+            }
             ureq::Error::Io(io) => Attempt::Passing(
                 anyhow!("the connection to the embedding endpoint {target} broke ({io})"),
                 None,

@@ -107,7 +107,9 @@ impl EndpointRecord {
     /// file), whatever its answers: a run that moves the endpoint is not
     /// up to date, though it re-embeds nothing.
     pub fn same_place(a: Option<&Self>, b: Option<&Self>) -> bool {
-        let place = |r: &Self| (r.url.clone(), r.model.clone(), r.key_file.clone());
+        fn place(r: &EndpointRecord) -> (&str, &str, Option<&str>) {
+            (&r.url, &r.model, r.key_file.as_deref())
+        }
         a.map(place) == b.map(place)
     }
 
